@@ -1,0 +1,43 @@
+// MappedFile: a read-only memory map of a whole file (model weights are never copied).
+// Move-only; the mapping lives as long as the object.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "base/status.h"
+
+namespace llms {
+
+class MappedFile {
+ public:
+  MappedFile() = default;
+  ~MappedFile();
+  MappedFile(MappedFile&& o) noexcept;
+  MappedFile& operator=(MappedFile&& o) noexcept;
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+
+  // Errors: NOT_FOUND if the file cannot be opened, INVALID_ARGUMENT for a directory.
+  static Result<MappedFile> open(const std::string& path);
+
+  const uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+  std::span<const uint8_t> bytes() const { return {data_, size_}; }
+  const std::string& path() const { return path_; }
+
+ private:
+  void reset();
+  const uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+  std::string path_;
+};
+
+// Reads a whole file into a string (small files: configs, prompts, texts).
+Result<std::string> read_file(const std::string& path);
+// Writes `data` to `path` atomically (temp file + rename).
+Status write_file_atomic(const std::string& path, std::span<const uint8_t> data);
+
+}  // namespace llms

@@ -1,0 +1,59 @@
+#include "base/thread_pool.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <mutex>
+#include <set>
+#include <vector>
+
+namespace llms {
+namespace {
+
+TEST(ThreadPoolTest, RunCallsEveryTaskExactlyOnce) {
+  ThreadPool pool(4);
+  for (int round = 0; round < 200; ++round) {
+    std::vector<std::atomic<int>> hits(4);
+    pool.run(4, [&](int t) { hits[t].fetch_add(1); });
+    for (auto& h : hits) EXPECT_EQ(h.load(), 1);
+  }
+}
+
+TEST(ThreadPoolTest, ParallelForCoversRangeOnceWithAlignedStarts) {
+  ThreadPool pool(3);
+  for (int64_t n : {1, 7, 64, 1000, 1001}) {
+    std::vector<int> seen(n, 0);
+    std::mutex mu;
+    std::set<int64_t> starts;
+    pool.parallel_for(n, 8, 0, [&](int64_t b, int64_t e) {
+      std::lock_guard<std::mutex> lock(mu);
+      starts.insert(b);
+      for (int64_t i = b; i < e; ++i) seen[i]++;
+    });
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(seen[i], 1) << "n=" << n << " i=" << i;
+    for (int64_t s : starts) EXPECT_EQ(s % 8, 0);
+  }
+}
+
+TEST(ThreadPoolTest, SmallWorkRunsInline) {
+  ThreadPool pool(2);
+  int calls = 0;  // not atomic: must be a single inline call
+  pool.parallel_for(10, 1, 100, [&](int64_t b, int64_t e) {
+    ++calls;
+    EXPECT_EQ(b, 0);
+    EXPECT_EQ(e, 10);
+  });
+  EXPECT_EQ(calls, 1);
+}
+
+TEST(ThreadPoolTest, SingleThreadPoolWorks) {
+  ThreadPool pool(1);
+  int64_t sum = 0;
+  pool.parallel_for(100, 1, 0, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) sum += i;
+  });
+  EXPECT_EQ(sum, 4950);
+}
+
+}  // namespace
+}  // namespace llms

@@ -1,0 +1,58 @@
+// GgufWriter: builds a GGUF v3 file from metadata and tensors and writes it atomically
+// (temporary file, then rename). Used by `convert`, `quantize` and `make-model`.
+//
+// Tensor data is either borrowed (a span that must outlive write()) or produced by a
+// callback at write time, so models larger than memory can be streamed to disk.
+// Not thread-safe; one writer per output file.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "io/gguf_value.h"
+#include "tensor/dtype.h"
+
+namespace llms {
+
+class GgufWriter {
+ public:
+  // Fills exactly the tensor's byte size.
+  using Filler = std::function<void(std::span<uint8_t> out)>;
+
+  explicit GgufWriter(uint32_t alignment = 32);
+
+  // Sets or replaces a key; keys keep the order of their first set().
+  void set(const std::string& key, gguf::Value value);
+  void erase(const std::string& key);
+
+  // `ne` in GGUF order (innermost first). CHECKs that the row is whole blocks.
+  void add_tensor(const std::string& name, DType dtype, std::vector<int64_t> ne, std::span<const uint8_t> data);
+  void add_tensor(const std::string& name, DType dtype, std::vector<int64_t> ne, Filler fill);
+
+  Status write(const std::string& path) const;
+  std::vector<uint8_t> write_to_memory() const;
+
+  size_t num_tensors() const { return tensors_.size(); }
+
+ private:
+  struct PendingTensor {
+    std::string name;
+    DType dtype;
+    std::vector<int64_t> ne;
+    uint64_t num_bytes;
+    std::span<const uint8_t> data;
+    Filler fill;
+  };
+  // Emits the file through `sink`, which returns false on an I/O error.
+  bool emit(const std::function<bool(const void*, size_t)>& sink) const;
+
+  uint32_t alignment_;
+  std::vector<std::pair<std::string, gguf::Value>> metadata_;
+  std::vector<PendingTensor> tensors_;
+};
+
+}  // namespace llms
