@@ -146,13 +146,13 @@ Status GgufParser::parse_tensor_infos(GgufFile& f, uint64_t count) {
     if (name.empty() || !is_valid_utf8(name)) {
       return data_loss(fmt::format("{} at offset {}: name is empty or not valid UTF-8", which, at));
     }
+    GgufTensorInfo t;
+    t.name = std::move(name);
     auto fail = [&](const std::string& what) {
-      return data_loss(fmt::format("tensor '{}' (info at offset {}): {}", name, at, what));
+      return data_loss(fmt::format("tensor '{}' (info at offset {}): {}", t.name, at, what));
     };
     LLMS_ASSIGN_OR_RETURN(uint32_t n_dims, read_pod<uint32_t>("tensor dimension count"));
     if (n_dims < 1 || n_dims > 4) return fail(fmt::format("{} dimensions (1 to 4 allowed)", n_dims));
-    GgufTensorInfo t;
-    t.name = std::move(name);
     t.n_dims = static_cast<int>(n_dims);
     for (uint32_t d = 0; d < n_dims; ++d) {
       LLMS_ASSIGN_OR_RETURN(uint64_t dim, read_pod<uint64_t>("tensor dimension"));

@@ -100,10 +100,10 @@ std::vector<Case> corpus() {
   add("alignment zero", header(0, 1).str("general.alignment").u32(4).u32(0), "power of two");
   add("alignment three", header(0, 1).str("general.alignment").u32(4).u32(3), "power of two");
   add("alignment as string", header(0, 1).str("general.alignment").u32(8).str("32"), "must be an integer");
-  add("tensor info cut", header(1, 0).str("w").u32(1).u32(0).u32(0).u32(0).u32(0).u32(0), "truncated");
+  add("tensor info cut", header(1, 0).str("w").u32(4).u64(8).u64(8).u64(8), "truncated");
   add("zero dimensions", one_tensor(0, {}, 0, 0, 32), "0 dimensions");
   add("five dimensions", one_tensor(5, {1, 1, 1, 1, 1}, 0, 0, 32), "5 dimensions");
-  add("dimension zero", one_tensor(1, {0}, 0, 0, 32), "dimension 0 is 0");
+  add("dimension zero", one_tensor(1, {0}, 0, 0, 32), "tensor 'w' (info at offset 24): dimension 0 is 0");
   add("dimension above int64", one_tensor(1, {1ull << 63}, 0, 0, 32), "dimension 0 is");
   add("element count overflow", one_tensor(2, {1ull << 32, 1ull << 32}, 0, 0, 32), "overflows");
   add("byte size overflow", one_tensor(1, {1ull << 62}, 0, 0, 32), "overflows");
