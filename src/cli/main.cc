@@ -1,0 +1,28 @@
+// llmserve: one binary, one subcommand per job. See `llmserve --help`.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+
+#include "cli/commands.h"
+
+namespace llms::cli {
+
+void fail(const Status& status, int exit_code) {
+  std::fprintf(stderr, "error: %s\n", status.message().c_str());
+  throw CLI::RuntimeError(exit_code);
+}
+
+}  // namespace llms::cli
+
+int main(int argc, char** argv) {
+  CLI::App app{"llmserve: LLM inference server and tools"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "llmserve 0.1.0");
+  llms::cli::add_generate_command(app);
+  llms::cli::add_inspect_command(app);
+  llms::cli::add_convert_command(app);
+  llms::cli::add_make_model_command(app);
+  llms::cli::add_tokenize_commands(app);
+  CLI11_PARSE(app, argc, argv);
+  return 0;
+}

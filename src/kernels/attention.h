@@ -1,0 +1,55 @@
+// Attention over a paged KV cache. The cache of one layer is a pool of blocks, each
+// holding `block_size` token rows of [n_kv_heads, head_dim] keys (and values) in the
+// cache's storage type; a sequence reaches its tokens through a block table
+// (position p lives in block table[p / block_size], row p % block_size).
+//
+// Threading: paged_attention() splits (query token, head) pairs across the pool.
+#pragma once
+
+#include <cstdint>
+
+#include "base/thread_pool.h"
+#include "tensor/dtype.h"
+
+namespace llms {
+
+// One layer's K and V storage, owned by the kv module and described here so the
+// kernels need not know it.
+struct KvLayerView {
+  uint8_t* k = nullptr;
+  uint8_t* v = nullptr;
+  DType k_type = DType::kF32;
+  DType v_type = DType::kF32;
+  int block_size = 16;
+  int n_kv_heads = 0;
+  int head_dim = 0;
+
+  int64_t row_elems() const { return static_cast<int64_t>(n_kv_heads) * head_dim; }
+  int64_t k_row_bytes() const { return dtype_row_bytes(k_type, row_elems()); }
+  int64_t v_row_bytes() const { return dtype_row_bytes(v_type, row_elems()); }
+  uint8_t* k_row(int32_t block, int row) const { return k + (static_cast<int64_t>(block) * block_size + row) * k_row_bytes(); }
+  uint8_t* v_row(int32_t block, int row) const { return v + (static_cast<int64_t>(block) * block_size + row) * v_row_bytes(); }
+};
+
+// Stores the key and value rows ([n_kv_heads * head_dim] floats) of position `pos`.
+void kv_store(const KvLayerView& kv, const int32_t* block_table, int64_t pos, const float* k, const float* v);
+
+// The new tokens of one sequence: queries of positions first_pos .. first_pos+n_q-1;
+// the cache already holds their keys and values (kv_store first). Causal: query i
+// sees positions [0, first_pos + i].
+struct AttentionQuery {
+  const float* q = nullptr;  // [n_q, n_heads, head_dim]
+  int n_q = 0;
+  int64_t first_pos = 0;
+  const int32_t* block_table = nullptr;
+  float* out = nullptr;      // [n_q, n_heads, head_dim]
+};
+
+void paged_attention(const AttentionQuery& query, const KvLayerView& kv, int n_heads, float scale, ThreadPool& pool);
+
+namespace ref {
+// Plain two-pass softmax attention, one (token, head) at a time.
+void paged_attention(const AttentionQuery& query, const KvLayerView& kv, int n_heads, float scale);
+}  // namespace ref
+
+}  // namespace llms

@@ -1,0 +1,61 @@
+#include "kv/kv_cache.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+namespace llms {
+
+int64_t KvCacheConfig::bytes_per_block() const {
+  const int64_t row = static_cast<int64_t>(n_kv_heads) * head_dim;
+  return static_cast<int64_t>(n_layer) * block_size * (dtype_row_bytes(k_type, row) + dtype_row_bytes(v_type, row));
+}
+
+Status KvCacheConfig::validate() const {
+  if (n_layer <= 0 || n_kv_heads <= 0 || head_dim <= 0) return invalid_argument("KV cache: model dimensions must be positive");
+  if (block_size < 1 || block_size > 128) {
+    return invalid_argument(fmt::format("kv block size {} is out of range (1 to 128)", block_size));
+  }
+  if (num_blocks <= 0) return invalid_argument("KV cache: the memory budget leaves no block");
+  const int64_t row = static_cast<int64_t>(n_kv_heads) * head_dim;
+  for (DType t : {k_type, v_type}) {
+    if (!row_fits_blocks(t, row)) {
+      return invalid_argument(fmt::format("KV type {} needs rows that are multiples of {} elements; this model's KV row "
+                                          "has {}",
+                                          dtype_name(t), dtype_info(t).block_size, row));
+    }
+  }
+  return ok_status();
+}
+
+KvCache::KvCache(const KvCacheConfig& config) : config_(config) {
+  LLMS_CHECK(config.validate().ok(), config.validate().to_string());
+  const int64_t row = static_cast<int64_t>(config.n_kv_heads) * config.head_dim;
+  const int64_t rows = static_cast<int64_t>(config.num_blocks) * config.block_size;
+  k_layer_bytes_ = rows * dtype_row_bytes(config.k_type, row);
+  v_layer_bytes_ = rows * dtype_row_bytes(config.v_type, row);
+  storage_.resize(static_cast<size_t>((k_layer_bytes_ + v_layer_bytes_) * config.n_layer), /*zero=*/false);
+}
+
+KvLayerView KvCache::layer(int l) {
+  KvLayerView v;
+  uint8_t* base = reinterpret_cast<uint8_t*>(storage_.data()) + (k_layer_bytes_ + v_layer_bytes_) * l;
+  v.k = base;
+  v.v = base + k_layer_bytes_;
+  v.k_type = config_.k_type;
+  v.v_type = config_.v_type;
+  v.block_size = config_.block_size;
+  v.n_kv_heads = config_.n_kv_heads;
+  v.head_dim = config_.head_dim;
+  return v;
+}
+
+void KvCache::copy_block(int32_t src, int32_t dst) {
+  for (int l = 0; l < config_.n_layer; ++l) {
+    const KvLayerView v = layer(l);
+    std::memcpy(v.k_row(dst, 0), v.k_row(src, 0), static_cast<size_t>(v.k_row_bytes() * v.block_size));
+    std::memcpy(v.v_row(dst, 0), v.v_row(src, 0), static_cast<size_t>(v.v_row_bytes() * v.block_size));
+  }
+}
+
+}  // namespace llms

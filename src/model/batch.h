@@ -1,0 +1,37 @@
+// The input and output of one forward pass over a ragged batch: prefill chunks of
+// some sequences and single decode tokens of others, with no padding.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace llms {
+
+enum class LogitsWanted {
+  kNone,  // a prefill chunk that is not the prompt's last
+  kLast,  // the usual case: the next-token distribution
+  kAll,   // every position (perplexity, echo with logprobs)
+};
+
+struct SequenceChunk {
+  std::span<const int32_t> tokens;       // the new tokens
+  int64_t start_pos = 0;                 // position of tokens[0]; the cache holds [0, start_pos)
+  std::span<const int32_t> block_table;  // covers start_pos + tokens.size() positions
+  LogitsWanted logits = LogitsWanted::kLast;
+};
+
+struct ForwardOutput {
+  std::vector<float> logits;             // [num_rows, n_vocab]
+  std::vector<int64_t> first_row;        // per chunk: its first row in `logits` (-1 if none)
+  int64_t n_vocab = 0;
+
+  const float* row(int64_t r) const { return logits.data() + r * n_vocab; }
+  // Logits of the last token of chunk i (requires kLast or kAll).
+  const float* last_of(size_t chunk, const SequenceChunk& c) const {
+    const int64_t r = first_row[chunk] + (c.logits == LogitsWanted::kAll ? static_cast<int64_t>(c.tokens.size()) - 1 : 0);
+    return row(r);
+  }
+};
+
+}  // namespace llms

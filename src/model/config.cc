@@ -1,0 +1,82 @@
+#include "model/config.h"
+
+#include <fmt/format.h>
+
+#include <limits>
+
+namespace llms {
+namespace {
+
+Result<int> get_dim(const GgufFile& f, const std::string& key) {
+  LLMS_ASSIGN_OR_RETURN(uint64_t v, f.get_uint(key));
+  if (v == 0 || v > (1u << 24)) return invalid_argument(fmt::format("'{}' = {} is out of range", key, v));
+  return static_cast<int>(v);
+}
+
+Result<int> get_dim_or(const GgufFile& f, const std::string& key, int fallback) {
+  if (!f.has(key)) return fallback;
+  return get_dim(f, key);
+}
+
+}  // namespace
+
+Result<ModelConfig> ModelConfig::from_gguf(const GgufFile& f) {
+  ModelConfig c;
+  LLMS_ASSIGN_OR_RETURN(c.arch_name, f.get_string("general.architecture"));
+  if (c.arch_name == "llama" || c.arch_name == "mistral") {
+    c.arch = Architecture::kLlama;
+    c.rope_style = RopeStyle::kNormal;
+  } else if (c.arch_name == "qwen2") {
+    c.arch = Architecture::kQwen2;
+    c.rope_style = RopeStyle::kNeox;
+  } else {
+    return unimplemented(fmt::format("architecture '{}' is not supported (supported: llama, mistral, qwen2)", c.arch_name));
+  }
+  const std::string p = c.arch_name + ".";
+  LLMS_ASSIGN_OR_RETURN(c.name, f.get_string_or("general.name", f.path()));
+  LLMS_ASSIGN_OR_RETURN(c.n_embd, get_dim(f, p + "embedding_length"));
+  LLMS_ASSIGN_OR_RETURN(c.n_layer, get_dim(f, p + "block_count"));
+  LLMS_ASSIGN_OR_RETURN(c.n_head, get_dim(f, p + "attention.head_count"));
+  LLMS_ASSIGN_OR_RETURN(c.n_head_kv, get_dim_or(f, p + "attention.head_count_kv", c.n_head));
+  LLMS_ASSIGN_OR_RETURN(c.n_ff, get_dim(f, p + "feed_forward_length"));
+  LLMS_ASSIGN_OR_RETURN(c.n_ctx_train, get_dim_or(f, p + "context_length", 2048));
+  if (c.n_embd % c.n_head != 0 && !f.has(p + "attention.key_length")) {
+    return invalid_argument(fmt::format("embedding length {} is not a multiple of the head count {}", c.n_embd, c.n_head));
+  }
+  LLMS_ASSIGN_OR_RETURN(c.head_dim, get_dim_or(f, p + "attention.key_length", c.n_embd / c.n_head));
+  LLMS_ASSIGN_OR_RETURN(int v_len, get_dim_or(f, p + "attention.value_length", c.head_dim));
+  if (v_len != c.head_dim) return unimplemented("models whose key and value head sizes differ are not supported");
+  if (c.n_head % c.n_head_kv != 0) {
+    return invalid_argument(fmt::format("head count {} is not a multiple of the KV head count {}", c.n_head, c.n_head_kv));
+  }
+  LLMS_ASSIGN_OR_RETURN(c.rope_dim, get_dim_or(f, p + "rope.dimension_count", c.head_dim));
+  if (c.rope_dim > c.head_dim || c.rope_dim % 2 != 0) {
+    return invalid_argument(fmt::format("RoPE dimension {} must be even and at most the head size {}", c.rope_dim,
+                                        c.head_dim));
+  }
+  LLMS_ASSIGN_OR_RETURN(double base, f.get_float_or(p + "rope.freq_base", 10000.0));
+  LLMS_ASSIGN_OR_RETURN(double eps, f.get_float_or(p + "attention.layer_norm_rms_epsilon", 1e-5));
+  if (!(base > 1.0) || !(eps > 0.0) || eps > 1.0) {
+    return invalid_argument(fmt::format("RoPE base {} or RMS epsilon {} is out of range", base, eps));
+  }
+  c.rope_base = static_cast<float>(base);
+  c.rms_eps = static_cast<float>(eps);
+  LLMS_ASSIGN_OR_RETURN(c.synthetic, f.get_bool_or(kSyntheticKey, false));
+
+  // Vocabulary size: explicit key, else the embedding table's row count.
+  const GgufTensorInfo* emb = f.find_tensor("token_embd.weight");
+  if (emb == nullptr) return not_found("tensor 'token_embd.weight' is missing");
+  if (emb->n_dims != 2 || emb->ne[1] > std::numeric_limits<int>::max()) {
+    return invalid_argument("tensor 'token_embd.weight' must be a [n_embd, n_vocab] matrix");
+  }
+  c.n_vocab = static_cast<int>(emb->ne[1]);
+  if (f.has(p + "vocab_size")) {
+    LLMS_ASSIGN_OR_RETURN(int nv, get_dim(f, p + "vocab_size"));
+    if (nv != c.n_vocab) {
+      return invalid_argument(fmt::format("'{}vocab_size' = {} but token_embd.weight has {} rows", p, nv, c.n_vocab));
+    }
+  }
+  return c;
+}
+
+}  // namespace llms

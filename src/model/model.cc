@@ -1,0 +1,200 @@
+#include "model/model.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "kernels/attention.h"
+#include "kernels/matmul.h"
+#include "kernels/ops.h"
+#include "quant/row_convert.h"
+
+namespace llms {
+
+void ForwardState::reserve(const ModelConfig& c, int64_t n) {
+  if (n <= capacity_) return;
+  auto grow = [n](AlignedBuffer& b, int64_t width) { b.resize(static_cast<size_t>(n * width) * sizeof(float), false); };
+  grow(x_, c.n_embd);
+  grow(xn_, c.n_embd);
+  grow(q_, c.q_dim());
+  grow(k_, c.kv_dim());
+  grow(v_, c.kv_dim());
+  grow(att_, c.q_dim());
+  grow(tmp_, c.n_embd);
+  grow(gate_, c.n_ff);
+  grow(up_, c.n_ff);
+  capacity_ = n;
+}
+
+Result<std::unique_ptr<Model>> Model::load(const std::string& path) {
+  LLMS_ASSIGN_OR_RETURN(GgufFile file, GgufFile::open(path));
+  auto model = from_file(std::move(file));
+  if (!model.ok()) return model.status().with_context(path);
+  return model;
+}
+
+Result<std::unique_ptr<Model>> Model::from_file(GgufFile file) {
+  std::unique_ptr<Model> m(new Model(std::move(file)));
+  LLMS_ASSIGN_OR_RETURN(m->config_, ModelConfig::from_gguf(m->file_));
+  LLMS_ASSIGN_OR_RETURN(m->weights_, ModelWeights::load(m->file_, m->config_));
+  const ModelConfig& c = m->config_;
+  for (int i = 0; i < c.rope_dim / 2; ++i) {
+    m->inv_freq_.push_back(static_cast<float>(std::pow(static_cast<double>(c.rope_base), -2.0 * i / c.rope_dim)));
+  }
+  // Identity: everything before the tensor data (metadata and tensor table) plus size.
+  HashBuilder h;
+  h.add_pod(m->file_.file_size());
+  for (const auto& t : m->file_.tensors()) {
+    h.add(t.name).add_pod(t.dtype).add_pod(t.offset);
+    // A sample of the data catches files that differ only in values.
+    h.add_bytes(t.data, std::min<uint64_t>(t.num_bytes, 64));
+  }
+  m->identity_ = h.finish128();
+  return m;
+}
+
+KvCacheConfig Model::kv_config(int32_t num_blocks, int block_size, DType k_type, DType v_type) const {
+  KvCacheConfig kc;
+  kc.n_layer = config_.n_layer;
+  kc.n_kv_heads = config_.n_head_kv;
+  kc.head_dim = config_.head_dim;
+  kc.block_size = block_size;
+  kc.num_blocks = num_blocks;
+  kc.k_type = k_type;
+  kc.v_type = v_type;
+  return kc;
+}
+
+Status Model::validate(std::span<const SequenceChunk> chunks, const KvCache& kv) const {
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    const SequenceChunk& ch = chunks[i];
+    if (ch.tokens.empty()) return invalid_argument(fmt::format("chunk {} has no tokens", i));
+    for (int32_t t : ch.tokens) {
+      if (t < 0 || t >= config_.n_vocab) {
+        return invalid_argument(fmt::format("token id {} is outside the vocabulary (0..{})", t, config_.n_vocab - 1));
+      }
+    }
+    const int64_t end = ch.start_pos + static_cast<int64_t>(ch.tokens.size());
+    const int64_t blocks_needed = (end + kv.block_size() - 1) / kv.block_size();
+    if (ch.start_pos < 0 || static_cast<int64_t>(ch.block_table.size()) < blocks_needed) {
+      return invalid_argument(fmt::format("chunk {}: block table of {} blocks cannot hold {} positions", i,
+                                          ch.block_table.size(), end));
+    }
+    for (int32_t b : ch.block_table.first(static_cast<size_t>(blocks_needed))) {
+      if (b < 0 || b >= kv.num_blocks()) return invalid_argument(fmt::format("chunk {}: block id {} out of range", i, b));
+    }
+  }
+  return ok_status();
+}
+
+Status Model::forward(std::span<const SequenceChunk> chunks, KvCache& kv, ForwardState& s, ThreadPool& pool,
+                      ForwardOutput& out) const {
+  LLMS_RETURN_IF_ERROR(validate(chunks, kv));
+  const ModelConfig& c = config_;
+  int64_t n_tokens = 0;
+  for (const auto& ch : chunks) n_tokens += static_cast<int64_t>(ch.tokens.size());
+  s.reserve(c, n_tokens);
+
+  // Embedding rows: x [n_tokens, n_embd].
+  float* x = s.x_.as<float>();
+  int64_t t = 0;
+  for (const auto& ch : chunks) {
+    for (int32_t id : ch.tokens) {
+      dequantize_row(weights_.token_embd.dtype, weights_.token_embd.row(id), x + t * c.n_embd, c.n_embd);
+      ++t;
+    }
+  }
+  for (int l = 0; l < c.n_layer; ++l) {
+    attention_block(l, chunks, n_tokens, kv, s, pool);
+    ffn_block(l, n_tokens, s, pool);
+  }
+  compute_logits(chunks, s, pool, out);
+  return ok_status();
+}
+
+void Model::attention_block(int l, std::span<const SequenceChunk> chunks, int64_t n, KvCache& kv, ForwardState& s,
+                            ThreadPool& pool) const {
+  const ModelConfig& c = config_;
+  const LayerWeights& L = weights_.layers[static_cast<size_t>(l)];
+  float* x = s.x_.as<float>();
+  float* xn = s.xn_.as<float>();
+  float* q = s.q_.as<float>();    // [n, q_dim]
+  float* k = s.k_.as<float>();    // [n, kv_dim]
+  float* v = s.v_.as<float>();    // [n, kv_dim]
+  float* att = s.att_.as<float>();  // [n, q_dim]
+  for (int64_t t = 0; t < n; ++t) rmsnorm(x + t * c.n_embd, L.attn_norm.data(), c.n_embd, c.rms_eps, xn + t * c.n_embd);
+  matmul(L.wq, xn, n, q, pool);
+  matmul(L.wk, xn, n, k, pool);
+  matmul(L.wv, xn, n, v, pool);
+  if (!L.bq.empty()) {
+    for (int64_t t = 0; t < n; ++t) {
+      add_inplace(q + t * c.q_dim(), L.bq.data(), c.q_dim());
+      add_inplace(k + t * c.kv_dim(), L.bk.data(), c.kv_dim());
+      add_inplace(v + t * c.kv_dim(), L.bv.data(), c.kv_dim());
+    }
+  }
+  const KvLayerView layer = kv.layer(l);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  int64_t t = 0;
+  for (const auto& ch : chunks) {
+    const int64_t first = t;
+    for (size_t i = 0; i < ch.tokens.size(); ++i, ++t) {
+      const int64_t pos = ch.start_pos + static_cast<int64_t>(i);
+      rope(q + t * c.q_dim(), c.n_head, c.head_dim, c.rope_dim, pos, inv_freq_.data(), c.rope_style);
+      rope(k + t * c.kv_dim(), c.n_head_kv, c.head_dim, c.rope_dim, pos, inv_freq_.data(), c.rope_style);
+      kv_store(layer, ch.block_table.data(), pos, k + t * c.kv_dim(), v + t * c.kv_dim());
+    }
+    AttentionQuery query;
+    query.q = q + first * c.q_dim();
+    query.n_q = static_cast<int>(ch.tokens.size());
+    query.first_pos = ch.start_pos;
+    query.block_table = ch.block_table.data();
+    query.out = att + first * c.q_dim();
+    paged_attention(query, layer, c.n_head, scale, pool);
+  }
+  float* tmp = s.tmp_.as<float>();
+  matmul(L.wo, att, n, tmp, pool);
+  add_inplace(x, tmp, n * c.n_embd);
+}
+
+void Model::ffn_block(int l, int64_t n, ForwardState& s, ThreadPool& pool) const {
+  const ModelConfig& c = config_;
+  const LayerWeights& L = weights_.layers[static_cast<size_t>(l)];
+  float* x = s.x_.as<float>();
+  float* xn = s.xn_.as<float>();
+  float* gate = s.gate_.as<float>();  // [n, n_ff]
+  float* up = s.up_.as<float>();      // [n, n_ff]
+  for (int64_t t = 0; t < n; ++t) rmsnorm(x + t * c.n_embd, L.ffn_norm.data(), c.n_embd, c.rms_eps, xn + t * c.n_embd);
+  matmul(L.w_gate, xn, n, gate, pool);
+  matmul(L.w_up, xn, n, up, pool);
+  silu_mul(gate, up, n * c.n_ff, gate);
+  float* tmp = s.tmp_.as<float>();
+  matmul(L.w_down, gate, n, tmp, pool);
+  add_inplace(x, tmp, n * c.n_embd);
+}
+
+void Model::compute_logits(std::span<const SequenceChunk> chunks, ForwardState& s, ThreadPool& pool,
+                           ForwardOutput& out) const {
+  const ModelConfig& c = config_;
+  const float* x = s.x_.as<float>();
+  float* xn = s.xn_.as<float>();  // gathered, normed rows [rows, n_embd]
+  out.first_row.assign(chunks.size(), -1);
+  out.n_vocab = c.n_vocab;
+  int64_t rows = 0, t = 0;
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    const auto& ch = chunks[i];
+    const int64_t len = static_cast<int64_t>(ch.tokens.size());
+    if (ch.logits != LogitsWanted::kNone) out.first_row[i] = rows;
+    const int64_t from = ch.logits == LogitsWanted::kAll ? 0 : len - 1;
+    if (ch.logits != LogitsWanted::kNone) {
+      for (int64_t j = from; j < len; ++j, ++rows) {
+        rmsnorm(x + (t + j) * c.n_embd, weights_.output_norm.data(), c.n_embd, c.rms_eps, xn + rows * c.n_embd);
+      }
+    }
+    t += len;
+  }
+  out.logits.resize(static_cast<size_t>(rows * c.n_vocab));
+  if (rows > 0) matmul(weights_.output, xn, rows, out.logits.data(), pool);
+}
+
+}  // namespace llms

@@ -1,0 +1,74 @@
+// Model: a loaded GGUF model (config, immutable weights, the file mapping they view)
+// and its forward pass over a batch of sequence chunks.
+//
+// Ownership: the Model holds no request state. The caller owns the KV cache, the
+// block tables, the activation workspace (ForwardState) and the thread pool.
+// Thread-safety: const methods may be called from any thread, but one ForwardState
+// and one KvCache belong to one caller at a time.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "base/aligned_buffer.h"
+#include "base/hash.h"
+#include "base/thread_pool.h"
+#include "io/gguf_file.h"
+#include "kv/kv_cache.h"
+#include "model/batch.h"
+#include "model/config.h"
+#include "model/weights.h"
+
+namespace llms {
+
+// Activation buffers reused across forward passes; they grow to the largest batch.
+class ForwardState {
+ public:
+  float* x() { return x_.as<float>(); }
+  void reserve(const ModelConfig& c, int64_t n_tokens);
+
+ private:
+  friend class Model;
+  int64_t capacity_ = 0;
+  AlignedBuffer x_, xn_, q_, k_, v_, att_, tmp_, gate_, up_;
+};
+
+class Model {
+ public:
+  // Opens, validates and maps the model. The error names the file and what is wrong.
+  static Result<std::unique_ptr<Model>> load(const std::string& path);
+  static Result<std::unique_ptr<Model>> from_file(GgufFile file);
+
+  const ModelConfig& config() const { return config_; }
+  const ModelWeights& weights() const { return weights_; }
+  const GgufFile& file() const { return file_; }
+  // Changes whenever the weights or hyperparameters change; keys caches.
+  Hash128 identity() const { return identity_; }
+
+  // A KV cache config for this model with `num_blocks` blocks.
+  KvCacheConfig kv_config(int32_t num_blocks, int block_size, DType k_type, DType v_type) const;
+
+  // Runs the chunks; writes their keys and values into `kv` and the logits asked for
+  // into `out`. INVALID_ARGUMENT for a token id outside the vocabulary or a block
+  // table too short for the positions.
+  Status forward(std::span<const SequenceChunk> chunks, KvCache& kv, ForwardState& state, ThreadPool& pool,
+                 ForwardOutput& out) const;
+
+ private:
+  explicit Model(GgufFile file) : file_(std::move(file)) {}
+  Status validate(std::span<const SequenceChunk> chunks, const KvCache& kv) const;
+  void attention_block(int layer, std::span<const SequenceChunk> chunks, int64_t n_tokens, KvCache& kv,
+                       ForwardState& s, ThreadPool& pool) const;
+  void ffn_block(int layer, int64_t n_tokens, ForwardState& s, ThreadPool& pool) const;
+  void compute_logits(std::span<const SequenceChunk> chunks, ForwardState& s, ThreadPool& pool, ForwardOutput& out) const;
+
+  GgufFile file_;
+  ModelConfig config_;
+  ModelWeights weights_;
+  std::vector<float> inv_freq_;  // [rope_dim / 2]
+  Hash128 identity_;
+};
+
+}  // namespace llms

@@ -1,0 +1,204 @@
+// The forward pass against an independent double-precision reference written here
+// with plain loops over the GGUF tensors (no code shared with model/ or kernels/).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "io/gguf_file.h"
+#include "model/model.h"
+#include "model/synthetic.h"
+#include "quant/half.h"
+
+namespace llms {
+namespace {
+
+using Vec = std::vector<double>;
+
+// Reads a tensor as doubles (F32 or F16), row-major in GGUF order.
+Vec read(const GgufFile& f, const std::string& name) {
+  const GgufTensorInfo* t = f.find_tensor(name);
+  EXPECT_NE(t, nullptr) << name;
+  if (t == nullptr) return {};
+  Vec v(static_cast<size_t>(t->num_elements()));
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (t->dtype == DType::kF32) {
+      v[i] = reinterpret_cast<const float*>(t->data)[i];
+    } else {
+      v[i] = f16_to_f32(reinterpret_cast<const uint16_t*>(t->data)[i]);
+    }
+  }
+  return v;
+}
+
+// y = W x for W stored with ne = {cols, rows}.
+Vec matvec(const Vec& w, const Vec& x) {
+  const size_t cols = x.size(), rows = w.size() / cols;
+  Vec y(rows, 0.0);
+  for (size_t r = 0; r < rows; ++r)
+    for (size_t c = 0; c < cols; ++c) y[r] += w[r * cols + c] * x[c];
+  return y;
+}
+
+Vec rmsnorm(const Vec& x, const Vec& w, double eps) {
+  double ss = 0;
+  for (double v : x) ss += v * v;
+  const double s = 1.0 / std::sqrt(ss / static_cast<double>(x.size()) + eps);
+  Vec y(x.size());
+  for (size_t i = 0; i < x.size(); ++i) y[i] = x[i] * s * w[i];
+  return y;
+}
+
+void rope(Vec& v, int n_heads, int hd, int64_t pos, double base, bool neox) {
+  for (int h = 0; h < n_heads; ++h) {
+    for (int i = 0; i < hd / 2; ++i) {
+      const double theta = static_cast<double>(pos) * std::pow(base, -2.0 * i / hd);
+      const int a = h * hd + (neox ? i : 2 * i), b = h * hd + (neox ? i + hd / 2 : 2 * i + 1);
+      const double x0 = v[a], x1 = v[b];
+      v[a] = x0 * std::cos(theta) - x1 * std::sin(theta);
+      v[b] = x0 * std::sin(theta) + x1 * std::cos(theta);
+    }
+  }
+}
+
+// Logits at every position of `tokens`.
+std::vector<Vec> reference_logits(const GgufFile& f, const std::vector<int32_t>& tokens) {
+  const std::string arch = f.get_string("general.architecture").value();
+  const int d = static_cast<int>(f.get_uint(arch + ".embedding_length").value());
+  const int n_layer = static_cast<int>(f.get_uint(arch + ".block_count").value());
+  const int n_head = static_cast<int>(f.get_uint(arch + ".attention.head_count").value());
+  const int n_kv = static_cast<int>(f.get_uint(arch + ".attention.head_count_kv").value());
+  const double eps = f.get_float(arch + ".attention.layer_norm_rms_epsilon").value();
+  const double base = f.get_float_or(arch + ".rope.freq_base", 10000.0).value();
+  const bool neox = arch == "qwen2";
+  const int hd = d / n_head;
+  const Vec emb = read(f, "token_embd.weight");
+  const Vec out_w = f.find_tensor("output.weight") ? read(f, "output.weight") : emb;
+  const Vec out_norm = read(f, "output_norm.weight");
+  std::vector<std::vector<Vec>> keys(n_layer), values(n_layer);
+  std::vector<Vec> logits;
+  for (size_t pos = 0; pos < tokens.size(); ++pos) {
+    Vec x(emb.begin() + tokens[pos] * d, emb.begin() + (tokens[pos] + 1) * d);
+    for (int l = 0; l < n_layer; ++l) {
+      const std::string p = "blk." + std::to_string(l) + ".";
+      const Vec xn = rmsnorm(x, read(f, p + "attn_norm.weight"), eps);
+      Vec q = matvec(read(f, p + "attn_q.weight"), xn);
+      Vec k = matvec(read(f, p + "attn_k.weight"), xn);
+      Vec v = matvec(read(f, p + "attn_v.weight"), xn);
+      if (f.find_tensor(p + "attn_q.bias")) {
+        const Vec bq = read(f, p + "attn_q.bias"), bk = read(f, p + "attn_k.bias"), bv = read(f, p + "attn_v.bias");
+        for (size_t i = 0; i < q.size(); ++i) q[i] += bq[i];
+        for (size_t i = 0; i < k.size(); ++i) k[i] += bk[i], v[i] += bv[i];
+      }
+      rope(q, n_head, hd, static_cast<int64_t>(pos), base, neox);
+      rope(k, n_kv, hd, static_cast<int64_t>(pos), base, neox);
+      keys[l].push_back(k);
+      values[l].push_back(v);
+      Vec att(static_cast<size_t>(n_head * hd), 0.0);
+      for (int h = 0; h < n_head; ++h) {
+        const int kh = h / (n_head / n_kv);
+        Vec s(pos + 1);
+        double mx = -1e300;
+        for (size_t t = 0; t <= pos; ++t) {
+          double dot = 0;
+          for (int i = 0; i < hd; ++i) dot += q[h * hd + i] * keys[l][t][kh * hd + i];
+          s[t] = dot / std::sqrt(static_cast<double>(hd));
+          mx = std::max(mx, s[t]);
+        }
+        double sum = 0;
+        for (double& e : s) sum += (e = std::exp(e - mx));
+        for (size_t t = 0; t <= pos; ++t)
+          for (int i = 0; i < hd; ++i) att[h * hd + i] += s[t] / sum * values[l][t][kh * hd + i];
+      }
+      const Vec o = matvec(read(f, p + "attn_output.weight"), att);
+      for (int i = 0; i < d; ++i) x[i] += o[i];
+      const Vec xn2 = rmsnorm(x, read(f, p + "ffn_norm.weight"), eps);
+      const Vec g = matvec(read(f, p + "ffn_gate.weight"), xn2);
+      const Vec u = matvec(read(f, p + "ffn_up.weight"), xn2);
+      Vec hid(g.size());
+      for (size_t i = 0; i < g.size(); ++i) hid[i] = g[i] / (1.0 + std::exp(-g[i])) * u[i];
+      const Vec down = matvec(read(f, p + "ffn_down.weight"), hid);
+      for (int i = 0; i < d; ++i) x[i] += down[i];
+    }
+    logits.push_back(matvec(out_w, rmsnorm(x, out_norm, eps)));
+  }
+  return logits;
+}
+
+// max |a - b| over the row divided by max |b|: relative to the row's scale, so that
+// logits near zero do not turn rounding noise into huge ratios.
+double row_error(const float* a, const Vec& b) {
+  double max_diff = 0, max_ref = 0;
+  for (size_t i = 0; i < b.size(); ++i) {
+    max_diff = std::max(max_diff, std::abs(a[i] - b[i]));
+    max_ref = std::max(max_ref, std::abs(b[i]));
+  }
+  return max_diff / max_ref;
+}
+
+void check_model(const std::string& path, const std::vector<int32_t>& tokens) {
+  auto model = Model::load(path);
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
+  auto file = GgufFile::open(path);
+  ASSERT_TRUE(file.ok());
+  const auto ref = reference_logits(*file, tokens);
+  const ModelConfig& c = (*model)->config();
+
+  const int block_size = 4;
+  const int32_t n_blocks = static_cast<int32_t>(tokens.size() / block_size + 2);
+  KvCache kv((*model)->kv_config(n_blocks, block_size, DType::kF32, DType::kF32));
+  std::vector<int32_t> table;
+  for (int32_t b = n_blocks - 1; b >= 0; --b) table.push_back(b);  // scattered blocks on purpose
+  ForwardState state;
+  ThreadPool pool(2);
+  ForwardOutput out;
+
+  // The whole prompt in one chunk, logits everywhere.
+  SequenceChunk all{tokens, 0, table, LogitsWanted::kAll};
+  ASSERT_TRUE((*model)->forward({&all, 1}, kv, state, pool, out).ok());
+  double worst = 0;
+  for (size_t p = 0; p < tokens.size(); ++p) worst = std::max(worst, row_error(out.row(static_cast<int64_t>(p)), ref[p]));
+  EXPECT_LT(worst, 1e-4) << "prefill";
+
+  // One token at a time through the cache.
+  worst = 0;
+  for (size_t p = 0; p < tokens.size(); ++p) {
+    SequenceChunk one{std::span<const int32_t>(tokens).subspan(p, 1), static_cast<int64_t>(p), table, LogitsWanted::kLast};
+    ASSERT_TRUE((*model)->forward({&one, 1}, kv, state, pool, out).ok());
+    ASSERT_EQ(out.n_vocab, c.n_vocab);
+    worst = std::max(worst, row_error(out.row(0), ref[p]));
+  }
+  EXPECT_LT(worst, 1e-4) << "decode";
+}
+
+TEST(ModelReferenceTest, StoriesMatchesDoubleReference) {
+  const std::string path = std::string(LLMSERVE_SHARED_DIR) + "/models/stories260K.gguf";
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << "needs " << path;
+  check_model(path, {1, 403, 407, 261, 138, 263, 306, 266, 300, 375, 500, 13, 2, 511});
+}
+
+TEST(ModelReferenceTest, GeneratedGqaModelWithQkvBiasMatchesDoubleReference) {
+  SyntheticSpec spec;
+  spec.arch = "qwen2";
+  spec.n_vocab = 300, spec.n_embd = 64, spec.n_layer = 2, spec.n_head = 8, spec.n_head_kv = 2, spec.n_ff = 96;
+  spec.seed = 11;
+  const std::string path = ::testing::TempDir() + "/gqa_bias.gguf";
+  ASSERT_TRUE(write_synthetic_model(spec, path).ok());
+  check_model(path, {1, 5, 77, 299, 8, 100, 42, 42, 3, 17});
+  std::filesystem::remove(path);
+}
+
+TEST(ModelReferenceTest, GeneratedF16ModelMatchesDoubleReference) {
+  SyntheticSpec spec;
+  spec.n_vocab = 260, spec.n_embd = 32, spec.n_layer = 1, spec.n_head = 4, spec.n_head_kv = 4, spec.n_ff = 64;
+  spec.weight_type = DType::kF16;
+  const std::string path = ::testing::TempDir() + "/f16.gguf";
+  ASSERT_TRUE(write_synthetic_model(spec, path).ok());
+  check_model(path, {1, 2, 3, 250, 9});
+  std::filesystem::remove(path);
+}
+
+}  // namespace
+}  // namespace llms

@@ -1,0 +1,187 @@
+#include "model/synthetic.h"
+
+#include <fmt/format.h>
+
+#include <set>
+
+#include "base/hash.h"
+#include "base/random.h"
+#include "io/gguf_writer.h"
+#include "model/config.h"
+#include "quant/row_convert.h"
+
+namespace llms {
+
+using gguf::Value;
+
+Status SyntheticSpec::validate() const {
+  if (arch != "llama" && arch != "qwen2") return invalid_argument("architecture must be llama or qwen2, got '" + arch + "'");
+  if (n_vocab < 259) return invalid_argument(fmt::format("vocab size {} is below 259 (3 specials + 256 bytes)", n_vocab));
+  if (n_embd <= 0 || n_layer <= 0 || n_head <= 0 || n_head_kv <= 0 || n_ff <= 0 || n_ctx <= 0) {
+    return invalid_argument("every dimension must be positive");
+  }
+  if (n_embd % n_head != 0) return invalid_argument(fmt::format("dim {} is not a multiple of heads {}", n_embd, n_head));
+  if (n_head % n_head_kv != 0) return invalid_argument(fmt::format("heads {} not a multiple of KV heads {}", n_head, n_head_kv));
+  if ((n_embd / n_head) % 2 != 0) return invalid_argument("head size must be even (RoPE rotates pairs)");
+  for (int64_t cols : {static_cast<int64_t>(n_embd), static_cast<int64_t>(n_ff)}) {
+    if (!row_fits_blocks(weight_type, cols)) {
+      return invalid_argument(fmt::format("type {} needs rows in multiples of {}; dim {} / ffn {} do not fit",
+                                          dtype_name(weight_type), dtype_info(weight_type).block_size, n_embd, n_ff));
+    }
+  }
+  if (!can_quantize(weight_type)) {
+    return unimplemented(fmt::format("synthetic weights of type {} are not supported", dtype_name(weight_type)));
+  }
+  return ok_status();
+}
+
+std::vector<std::string> synthetic_preset_names() { return {"tiny", "llama-110m", "tinyllama-1.1b", "llama-7b"}; }
+
+Result<SyntheticSpec> synthetic_preset(std::string_view name) {
+  SyntheticSpec s;
+  s.preset = std::string(name);
+  if (name == "tiny") {
+    s.n_vocab = 512, s.n_embd = 64, s.n_layer = 2, s.n_head = 4, s.n_head_kv = 2, s.n_ff = 192, s.n_ctx = 512;
+  } else if (name == "llama-110m") {
+    s.n_vocab = 32000, s.n_embd = 768, s.n_layer = 12, s.n_head = 12, s.n_head_kv = 12, s.n_ff = 2048, s.n_ctx = 1024;
+  } else if (name == "tinyllama-1.1b") {
+    s.n_vocab = 32000, s.n_embd = 2048, s.n_layer = 22, s.n_head = 32, s.n_head_kv = 4, s.n_ff = 5632, s.n_ctx = 2048;
+  } else if (name == "llama-7b") {
+    s.n_vocab = 32000, s.n_embd = 4096, s.n_layer = 32, s.n_head = 32, s.n_head_kv = 32, s.n_ff = 11008, s.n_ctx = 4096;
+  } else {
+    std::string names;
+    for (const auto& n : synthetic_preset_names()) names += (names.empty() ? "" : ", ") + n;
+    return not_found(fmt::format("unknown preset '{}' (presets: {})", name, names));
+  }
+  return s;
+}
+
+SyntheticVocab make_synthetic_vocab(int n_vocab) {
+  SyntheticVocab v;
+  auto add = [&](std::string tok, float score, int32_t type) {
+    v.tokens.push_back(std::move(tok));
+    v.scores.push_back(score);
+    v.types.push_back(type);
+  };
+  add("<unk>", 0.0f, 2);
+  add("<s>", 0.0f, 3);
+  add("</s>", 0.0f, 3);
+  for (int b = 0; b < 256; ++b) add(fmt::format("<0x{:02X}>", b), 0.0f, 6);
+  // Word pieces: every prefix of each word (with the SentencePiece space mark), so
+  // that each piece is the merge of a shorter piece and one character.
+  static const char* kWords[] = {
+      "the", "and", "was", "she", "he", "they", "a", "to", "of", "in", "it", "that", "with", "for", "on", "said",
+      "once", "upon", "time", "there", "little", "girl", "boy", "named", "day", "big", "happy", "friend", "play",
+      "went", "saw", "had", "her", "his", "mom", "dog", "cat", "tree", "park", "sun", "ball", "red", "very", "loved",
+      "wanted", "what", "is", "you", "I", "we", "can", "do", "not", "be", "this", "are", "have", "from", "at", "one",
+      "all", "your", "when", "up", "out", "so", "if", "about", "who", "get", "which", "go", "me", "make", "like",
+      "time", "no", "just", "him", "know", "take", "people", "into", "year", "good", "some", "could", "them", "see",
+      "other", "than", "then", "now", "look", "only", "come", "its", "over", "think", "also", "back", "after", "use",
+      "two", "how", "our", "work", "first", "well", "way", "even", "new", "want", "because", "any", "these", "give",
+      "most", "us", "server", "model", "token", "hello", "world", "question", "answer", "story"};
+  std::set<std::string> seen(v.tokens.begin(), v.tokens.end());
+  const std::string mark = "\xE2\x96\x81";  // U+2581, SentencePiece's space
+  auto add_piece = [&](const std::string& p) {
+    if (static_cast<int>(v.tokens.size()) >= n_vocab || !seen.insert(p).second) return;
+    add(p, -static_cast<float>(v.tokens.size()), 1);
+  };
+  add_piece(mark);
+  for (char c = 32; c < 127; ++c) add_piece(std::string(1, c));
+  for (const char* w : kWords) {
+    const std::string word = mark + w;
+    for (size_t len = mark.size() + 1; len <= word.size(); ++len) add_piece(word.substr(0, len));
+    const std::string bare = w;
+    for (size_t len = 2; len <= bare.size(); ++len) add_piece(bare.substr(0, len));
+  }
+  for (int i = static_cast<int>(v.tokens.size()); i < n_vocab; ++i) add(fmt::format("<unused{}>", i), -1e9f, 5);
+  return v;
+}
+
+namespace {
+
+// Fills a tensor with N(0, std) values, seeded by the model seed and the tensor name,
+// encoded row by row in `type`.
+GgufWriter::Filler random_filler(DType type, int64_t cols, uint64_t seed, const std::string& name, float std_dev) {
+  return [=](std::span<uint8_t> out) {
+    Rng rng(seed ^ hash64(name.data(), name.size()));
+    std::vector<float> row(static_cast<size_t>(cols));
+    const int64_t rb = dtype_row_bytes(type, cols);
+    for (int64_t r = 0; r < static_cast<int64_t>(out.size()) / rb; ++r) {
+      for (auto& x : row) x = static_cast<float>(rng.normal()) * std_dev;
+      quantize_row(type, row.data(), out.data() + r * rb, cols);
+    }
+  };
+}
+
+GgufWriter::Filler const_filler(float value) {
+  return [=](std::span<uint8_t> out) {
+    for (size_t i = 0; i + 4 <= out.size(); i += 4) std::memcpy(out.data() + i, &value, 4);
+  };
+}
+
+}  // namespace
+
+Status write_synthetic_model(const SyntheticSpec& s, const std::string& path) {
+  LLMS_RETURN_IF_ERROR(s.validate());
+  GgufWriter w;
+  const std::string a = s.arch + ".";
+  w.set("general.architecture", Value::string(s.arch));
+  w.set("general.name", Value::string(fmt::format("synthetic {} (random weights)", s.preset)));
+  w.set(kSyntheticKey, Value::boolean(true));
+  w.set(a + "context_length", Value::u32(static_cast<uint32_t>(s.n_ctx)));
+  w.set(a + "embedding_length", Value::u32(static_cast<uint32_t>(s.n_embd)));
+  w.set(a + "block_count", Value::u32(static_cast<uint32_t>(s.n_layer)));
+  w.set(a + "feed_forward_length", Value::u32(static_cast<uint32_t>(s.n_ff)));
+  w.set(a + "attention.head_count", Value::u32(static_cast<uint32_t>(s.n_head)));
+  w.set(a + "attention.head_count_kv", Value::u32(static_cast<uint32_t>(s.n_head_kv)));
+  w.set(a + "rope.dimension_count", Value::u32(static_cast<uint32_t>(s.n_embd / s.n_head)));
+  w.set(a + "rope.freq_base", Value::f32(s.rope_base));
+  w.set(a + "attention.layer_norm_rms_epsilon", Value::f32(1e-5f));
+  w.set("general.file_type", Value::u32(static_cast<uint32_t>(s.weight_type)));
+  const SyntheticVocab vocab = make_synthetic_vocab(s.n_vocab);
+  w.set("tokenizer.ggml.model", Value::string("llama"));
+  w.set("tokenizer.ggml.tokens", Value::string_array(vocab.tokens));
+  w.set("tokenizer.ggml.scores", Value::f32_array(vocab.scores));
+  w.set("tokenizer.ggml.token_type", Value::i32_array(vocab.types));
+  w.set("tokenizer.ggml.unknown_token_id", Value::u32(0));
+  w.set("tokenizer.ggml.bos_token_id", Value::u32(1));
+  w.set("tokenizer.ggml.eos_token_id", Value::u32(2));
+
+  const int64_t d = s.n_embd, ff = s.n_ff, hd = s.n_embd / s.n_head;
+  const int64_t q_dim = hd * s.n_head, kv_dim = hd * s.n_head_kv;
+  const float std_dev = 0.02f;
+  auto matrix = [&](const std::string& name, int64_t cols, int64_t rows) {
+    w.add_tensor(name, s.weight_type, {cols, rows}, random_filler(s.weight_type, cols, s.seed, name, std_dev));
+  };
+  auto vec = [&](const std::string& name, int64_t n, bool random) {
+    if (random) {
+      w.add_tensor(name, DType::kF32, {n}, random_filler(DType::kF32, n, s.seed, name, std_dev));
+    } else {
+      w.add_tensor(name, DType::kF32, {n}, const_filler(1.0f));
+    }
+  };
+  w.add_tensor("token_embd.weight", s.weight_type, {d, s.n_vocab},
+               random_filler(s.weight_type, d, s.seed, "token_embd.weight", 1.0f));
+  vec("output_norm.weight", d, false);
+  if (!s.tied_output) matrix("output.weight", d, s.n_vocab);
+  for (int l = 0; l < s.n_layer; ++l) {
+    const std::string p = fmt::format("blk.{}.", l);
+    vec(p + "attn_norm.weight", d, false);
+    matrix(p + "attn_q.weight", d, q_dim);
+    matrix(p + "attn_k.weight", d, kv_dim);
+    matrix(p + "attn_v.weight", d, kv_dim);
+    if (s.arch == "qwen2") {
+      vec(p + "attn_q.bias", q_dim, true);
+      vec(p + "attn_k.bias", kv_dim, true);
+      vec(p + "attn_v.bias", kv_dim, true);
+    }
+    matrix(p + "attn_output.weight", q_dim, d);
+    vec(p + "ffn_norm.weight", d, false);
+    matrix(p + "ffn_gate.weight", d, ff);
+    matrix(p + "ffn_up.weight", d, ff);
+    matrix(p + "ffn_down.weight", ff, d);
+  }
+  return w.write(path);
+}
+
+}  // namespace llms

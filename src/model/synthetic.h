@@ -1,0 +1,52 @@
+// Synthetic models: GGUF files of real shapes filled with seeded random weights, for
+// honest speed measurement without downloading models. They carry a byte-fallback
+// SentencePiece vocabulary so text goes in and out, and are marked
+// `llmserve.synthetic = true` so every tool can say the weights are random.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "tensor/dtype.h"
+
+namespace llms {
+
+struct SyntheticSpec {
+  std::string preset = "custom";
+  std::string arch = "llama";  // llama or qwen2 (QKV biases, NeoX RoPE)
+  int n_vocab = 512;
+  int n_embd = 64;
+  int n_layer = 2;
+  int n_head = 4;
+  int n_head_kv = 2;
+  int n_ff = 128;
+  int n_ctx = 2048;
+  float rope_base = 10000.0f;
+  bool tied_output = false;
+  DType weight_type = DType::kF32;  // matrices; norms and biases stay F32
+  uint64_t seed = 1;
+
+  Status validate() const;
+};
+
+// Names accepted by synthetic_preset().
+std::vector<std::string> synthetic_preset_names();
+// tiny, llama-110m, tinyllama-1.1b, llama-7b; NOT_FOUND lists the valid names.
+Result<SyntheticSpec> synthetic_preset(std::string_view name);
+
+Status write_synthetic_model(const SyntheticSpec& spec, const std::string& path);
+
+// The vocabulary written into synthetic models: <unk> <s> </s>, 256 byte tokens,
+// then word pieces closed under prefixes (so SentencePiece merges reach them), then
+// unused fillers up to n_vocab. n_vocab must be at least 259.
+struct SyntheticVocab {
+  std::vector<std::string> tokens;
+  std::vector<float> scores;
+  std::vector<int32_t> types;
+};
+SyntheticVocab make_synthetic_vocab(int n_vocab);
+
+}  // namespace llms

@@ -1,0 +1,23 @@
+// Row conversions between float and the stored tensor types: the scalar reference
+// definitions of every format's decoding (and encoding where supported). Kernels use
+// their own SIMD paths and are tested against these.
+#pragma once
+
+#include <cstdint>
+
+#include "base/status.h"
+#include "tensor/dtype.h"
+
+namespace llms {
+
+// True when dequantize_row() handles `type`.
+bool can_dequantize(DType type);
+// True when quantize_row() can produce `type`.
+bool can_quantize(DType type);
+
+// dst[0..n) = decode(src); n is a multiple of the type's block size.
+void dequantize_row(DType type, const void* src, float* dst, int64_t n);
+// dst = encode(src[0..n)); dst holds dtype_row_bytes(type, n) bytes.
+void quantize_row(DType type, const float* src, void* dst, int64_t n);
+
+}  // namespace llms
