@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages llmserve needs to build, test and run, skipping
+# those already present. Sourced by setup-and-demo.sh and test.sh.
+set -euo pipefail
+
+LLMSERVE_PACKAGES=(
+  g++ cmake ninja-build pkg-config make curl ca-certificates
+  libgtest-dev libgmock-dev googletest libbenchmark-dev
+  nlohmann-json3-dev libcli11-dev libfmt-dev libxxhash-dev libpcre2-dev
+  libcpp-httplib-dev libtomlplusplus-dev
+)
+
+install_deps() {
+  local missing=()
+  for p in "${LLMSERVE_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if [ ${#missing[@]} -eq 0 ]; then
+    return 0
+  fi
+  echo "installing: ${missing[*]}"
+  local sudo=""
+  if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+  $sudo apt-get update -qq || true  # offline mirrors may refuse update; install can still work
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"
+}

@@ -1,0 +1,59 @@
+// llmserve make-model --preset NAME | --dim ... OUT.gguf
+#include <cstdio>
+
+#include "base/log.h"
+#include "cli/commands.h"
+#include "model/synthetic.h"
+
+namespace llms::cli {
+
+void add_make_model_command(CLI::App& app) {
+  struct Options {
+    std::string preset = "tiny";
+    std::string out;
+    std::string type = "f32";
+    std::string arch;
+    int layers = 0, dim = 0, heads = 0, kv_heads = 0, ffn = 0, vocab = 0, ctx = 0;
+    uint64_t seed = 1;
+    bool tied = false;
+  };
+  auto opts = std::make_shared<Options>();
+  std::string presets;
+  for (const auto& n : synthetic_preset_names()) presets += (presets.empty() ? "" : ", ") + n;
+  CLI::App* cmd = app.add_subcommand("make-model", "Write a synthetic GGUF model with random weights (for speed tests)");
+  cmd->add_option("out", opts->out, "Output GGUF path")->required();
+  cmd->add_option("--preset", opts->preset, "Shape preset: " + presets)->capture_default_str();
+  cmd->add_option("--type", opts->type, "Weight type of the matrices (f32, f16, bf16, ...)")->capture_default_str();
+  cmd->add_option("--arch", opts->arch, "llama or qwen2 (QKV biases, NeoX RoPE)");
+  cmd->add_option("--layers", opts->layers, "Override the number of layers (cut depth)");
+  cmd->add_option("--dim", opts->dim, "Override the embedding size");
+  cmd->add_option("--heads", opts->heads, "Override the number of attention heads");
+  cmd->add_option("--kv-heads", opts->kv_heads, "Override the number of KV heads");
+  cmd->add_option("--ffn", opts->ffn, "Override the feed-forward size");
+  cmd->add_option("--vocab", opts->vocab, "Override the vocabulary size (>= 259)");
+  cmd->add_option("--ctx", opts->ctx, "Override the context length");
+  cmd->add_option("--seed", opts->seed, "Random seed")->capture_default_str();
+  cmd->add_flag("--tied", opts->tied, "Share the output head with the token embedding");
+  cmd->callback([opts] {
+    SyntheticSpec spec = value_or_fail(synthetic_preset(opts->preset));
+    const auto type = dtype_from_name(opts->type);
+    if (!type) fail(invalid_argument("unknown weight type '" + opts->type + "'"));
+    spec.weight_type = *type;
+    if (!opts->arch.empty()) spec.arch = opts->arch;
+    if (opts->layers) spec.n_layer = opts->layers;
+    if (opts->dim) spec.n_embd = opts->dim;
+    if (opts->heads) spec.n_head = opts->heads;
+    if (opts->kv_heads) spec.n_head_kv = opts->kv_heads;
+    if (opts->ffn) spec.n_ff = opts->ffn;
+    if (opts->vocab) spec.n_vocab = opts->vocab;
+    if (opts->ctx) spec.n_ctx = opts->ctx;
+    spec.seed = opts->seed;
+    spec.tied_output = opts->tied;
+    log_info("writing synthetic model '{}' (RANDOM weights, for speed tests only): {} layers, dim {}, type {}",
+             spec.preset, spec.n_layer, spec.n_embd, dtype_name(spec.weight_type));
+    ok_or_fail(write_synthetic_model(spec, opts->out));
+    std::printf("wrote %s (synthetic %s, random weights)\n", opts->out.c_str(), spec.preset.c_str());
+  });
+}
+
+}  // namespace llms::cli

@@ -1,0 +1,66 @@
+// Sampler: turns a row of logits into the next token for one sequence, applying the
+// OpenAI/vLLM sampling parameters in a fixed order:
+//   repetition penalty (prompt + output) -> presence/frequency penalties (output)
+//   -> greedy if temperature == 0, else temperature -> top-k -> top-p -> min-p -> draw.
+// Each sequence owns its Sampler (and so its RNG): the same seed gives the same
+// tokens whatever else runs in the batch. Not thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "base/random.h"
+#include "base/status.h"
+
+namespace llms {
+
+struct SamplingParams {
+  float temperature = 1.0f;         // 0 = greedy
+  int top_k = 0;                    // 0 = off
+  float top_p = 1.0f;               // 1 = off
+  float min_p = 0.0f;               // 0 = off
+  float repetition_penalty = 1.0f;  // 1 = off; > 1 discourages repeats (prompt + output)
+  float presence_penalty = 0.0f;    // OpenAI semantics, over output tokens
+  float frequency_penalty = 0.0f;
+  std::optional<uint64_t> seed;     // none: a random seed per request
+
+  bool greedy() const { return temperature == 0.0f; }
+  // Deterministic output: greedy, or sampled with a fixed seed.
+  bool deterministic() const { return greedy() || seed.has_value(); }
+  // INVALID_ARGUMENT naming the parameter and its allowed range.
+  Status validate() const;
+};
+
+struct TokenLogprob {
+  int32_t token = 0;
+  float logprob = 0.0f;
+};
+
+class Sampler {
+ public:
+  // `seed` is used when params.seed is empty.
+  Sampler(const SamplingParams& params, uint64_t seed, std::span<const int32_t> prompt);
+
+  // Picks the next token from logits [n_vocab]; the caller then reports it with accept().
+  int32_t sample(const float* logits, int n_vocab);
+  void accept(int32_t token);
+
+  // Log-softmax of the raw logits: the chosen token's logprob and the top n.
+  static TokenLogprob logprob_of(const float* logits, int n_vocab, int32_t token);
+  static std::vector<TokenLogprob> top_logprobs(const float* logits, int n_vocab, int n);
+
+ private:
+  void apply_penalties(std::vector<float>& logits) const;
+
+  SamplingParams params_;
+  Rng rng_;
+  std::unordered_map<int32_t, int> output_counts_;
+  std::unordered_map<int32_t, int> seen_;  // prompt + output, for the repetition penalty
+  std::vector<std::pair<float, int32_t>> candidates_;  // scratch
+  std::vector<float> scratch_;
+};
+
+}  // namespace llms

@@ -1,0 +1,116 @@
+#include "model/describe.h"
+
+#include <fmt/format.h>
+
+#include <map>
+
+#include "model/config.h"
+
+namespace llms {
+
+using nlohmann::json;
+
+namespace {
+
+json tokenizer_summary(const GgufFile& f) {
+  json t = json::object();
+  auto model = f.get_string("tokenizer.ggml.model");
+  if (!model.ok()) return json();
+  t["model"] = *model;
+  if (const auto* tokens = f.find("tokenizer.ggml.tokens"); tokens && tokens->is_array()) {
+    t["vocab_size"] = tokens->as_array().items.size();
+  }
+  for (const char* key : {"bos", "eos", "unknown", "padding"}) {
+    auto id = f.get_int(fmt::format("tokenizer.ggml.{}_token_id", key));
+    if (id.ok()) t[std::string(key) + "_id"] = *id;
+  }
+  if (auto pre = f.get_string("tokenizer.ggml.pre"); pre.ok()) t["pre"] = *pre;
+  if (const auto* merges = f.find("tokenizer.ggml.merges"); merges && merges->is_array()) {
+    t["merges"] = merges->as_array().items.size();
+  }
+  t["chat_template"] = f.has("tokenizer.chat_template");
+  return t;
+}
+
+}  // namespace
+
+json describe_model_file(const GgufFile& f) {
+  json d;
+  d["file"] = f.path();
+  d["file_size"] = f.file_size();
+  d["gguf_version"] = f.version();
+  d["alignment"] = f.alignment();
+  auto str = [&](const char* key) {
+    auto r = f.get_string(key);
+    return r.ok() ? *r : std::string();
+  };
+  d["architecture"] = str("general.architecture");
+  d["name"] = str("general.name");
+  auto cfg = ModelConfig::from_gguf(f);
+  if (cfg.ok()) {
+    const ModelConfig& c = *cfg;
+    d["hyperparameters"] = {{"n_vocab", c.n_vocab},         {"n_embd", c.n_embd},
+                            {"n_layer", c.n_layer},         {"n_head", c.n_head},
+                            {"n_head_kv", c.n_head_kv},     {"head_dim", c.head_dim},
+                            {"n_ff", c.n_ff},               {"context_length", c.n_ctx_train},
+                            {"rope_dim", c.rope_dim},       {"rope_base", c.rope_base},
+                            {"rope_style", c.rope_style == RopeStyle::kNeox ? "neox" : "normal"},
+                            {"rms_eps", c.rms_eps}};
+    d["synthetic"] = c.synthetic;
+  } else {
+    d["config_error"] = cfg.status().message();
+    auto synthetic = f.get_bool_or(kSyntheticKey, false);
+    d["synthetic"] = synthetic.ok() && *synthetic;
+  }
+  d["tokenizer"] = tokenizer_summary(f);
+  json tensors = json::array();
+  uint64_t params = 0;
+  std::map<std::string, uint64_t> bytes_by_type;
+  for (const auto& t : f.tensors()) {
+    std::vector<int64_t> shape(t.ne.begin(), t.ne.begin() + t.n_dims);
+    tensors.push_back({{"name", t.name}, {"type", dtype_name(t.dtype)}, {"shape", shape}, {"bytes", t.num_bytes}});
+    params += static_cast<uint64_t>(t.num_elements());
+    bytes_by_type[std::string(dtype_name(t.dtype))] += t.num_bytes;
+  }
+  d["tensors"] = tensors;
+  d["parameters"] = params;
+  d["bytes_by_type"] = bytes_by_type;
+  return d;
+}
+
+std::string format_model_description(const json& d) {
+  std::string s;
+  s += fmt::format("file:          {} ({:.2f} MiB, GGUF v{})\n", d["file"].get<std::string>(),
+                   d["file_size"].get<double>() / (1 << 20), d["gguf_version"].get<int>());
+  s += fmt::format("architecture:  {}\n", d["architecture"].get<std::string>());
+  s += fmt::format("name:          {}\n", d["name"].get<std::string>());
+  if (d["synthetic"].get<bool>()) {
+    s += "WARNING:       synthetic model: the weights are RANDOM (for speed tests only; its text is noise)\n";
+  }
+  if (d.contains("hyperparameters")) {
+    s += "hyperparameters:\n";
+    for (const auto& [k, v] : d["hyperparameters"].items()) s += fmt::format("  {:<16} {}\n", k, v.dump());
+  } else {
+    s += fmt::format("hyperparameters: unavailable ({})\n", d["config_error"].get<std::string>());
+  }
+  if (!d["tokenizer"].is_null()) {
+    s += "tokenizer:\n";
+    for (const auto& [k, v] : d["tokenizer"].items()) s += fmt::format("  {:<16} {}\n", k, v.dump());
+  } else {
+    s += "tokenizer:     none\n";
+  }
+  const uint64_t params = d["parameters"].get<uint64_t>();
+  s += fmt::format("parameters:    {} ({:.3f} M)\n", params, static_cast<double>(params) / 1e6);
+  for (const auto& [type, bytes] : d["bytes_by_type"].items()) {
+    s += fmt::format("  {:<6} {:.2f} MiB\n", type, bytes.get<double>() / (1 << 20));
+  }
+  s += fmt::format("tensors ({}):\n", d["tensors"].size());
+  s += fmt::format("  {:<32} {:<7} {:<20} {:>12}\n", "name", "type", "shape", "bytes");
+  for (const auto& t : d["tensors"]) {
+    s += fmt::format("  {:<32} {:<7} {:<20} {:>12}\n", t["name"].get<std::string>(), t["type"].get<std::string>(),
+                     t["shape"].dump(), t["bytes"].get<uint64_t>());
+  }
+  return s;
+}
+
+}  // namespace llms
