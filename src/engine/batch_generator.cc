@@ -10,6 +10,7 @@
 #include "base/clock.h"
 #include "engine/stop_matcher.h"
 #include "kv/block_pool.h"
+#include "tokenizer/streaming_decoder.h"
 
 namespace llms {
 
