@@ -1,0 +1,72 @@
+// BpeModel: byte-level BPE over token ids. A pre-tokenized piece starts as one symbol
+// per byte (the token of that byte's alphabet character, see byte_level.h); the
+// adjacent pair with the lowest merge rank is merged, leftmost first among equal
+// ranks, until no pair has a merge. Merges are looked up by (left id, right id) in a
+// flat hash table built once from tokenizer.ggml.merges.
+//
+// Thread-safety: immutable after build(); encode_piece() may run on many threads, each
+// with its own BpeScratch.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "tokenizer/vocab.h"
+
+namespace llms {
+
+// Reusable buffers of one encode call.
+struct BpeScratch {
+  std::vector<int32_t> ids;
+  std::vector<int32_t> prev;
+  std::vector<int32_t> next;
+  std::vector<int32_t> rank;    // rank of the pair (i, next[i]); INT32_MAX when none
+  std::vector<int32_t> result;  // token that pair merges into
+  std::vector<uint64_t> heap;   // (rank << 32 | position), min-heap
+};
+
+class BpeModel {
+ public:
+  // Pieces at least this long use the heap-driven merge loop; shorter ones scan.
+  static constexpr size_t kHeapThreshold = 48;
+
+  // `ignore_merges`: a piece that is itself a normal token is emitted as that token
+  // (LLaMA-3 style vocabularies). Merges naming texts that are not tokens are skipped.
+  static Result<BpeModel> build(const Vocab& vocab, bool ignore_merges);
+
+  // Appends the ids of one piece (raw bytes).
+  void encode_piece(std::string_view piece, std::vector<int32_t>* out, BpeScratch& scratch) const;
+
+  // The two merge loops, exposed so tests can check that they agree.
+  void merge_by_scan(size_t n, BpeScratch& s) const;
+  void merge_by_heap(size_t n, BpeScratch& s) const;
+
+  int32_t num_merges() const { return num_merges_; }
+
+ private:
+  struct Merge {
+    int32_t rank;
+    int32_t result;
+  };
+  // Open addressing over keys (left << 32 | right); empty slots hold kEmptyKey.
+  static constexpr uint64_t kEmptyKey = ~0ull;
+  const Merge* find_merge(int32_t left, int32_t right) const;
+  void insert_merge(int32_t left, int32_t right, Merge m);
+  // Refreshes rank[i] and result[i] for the pair that starts at symbol i.
+  void update_pair(BpeScratch& s, int32_t i) const;
+  // Merges symbol i with its right neighbour.
+  void merge_at(BpeScratch& s, int32_t i) const;
+
+  int32_t byte_token_[256] = {};  // -1 when the alphabet character is not a token
+  std::vector<uint64_t> keys_;
+  std::vector<Merge> values_;
+  uint64_t mask_ = 0;
+  int32_t num_merges_ = 0;
+  int32_t unk_id_ = -1;
+  bool ignore_merges_ = false;
+  TextIdMap raw_to_id_;  // raw bytes of each normal token → id, for ignore_merges
+};
+
+}  // namespace llms

@@ -1,0 +1,90 @@
+// Chat templates: turn an OpenAI-style list of messages into the prompt text a chat
+// model was trained on. There is no Jinja interpreter here: the model's
+// tokenizer.chat_template source is recognised as one of the supported families by
+// its distinctive markers, and that family's published template is rendered by hand
+// (including its whitespace and its errors, e.g. roles that must alternate).
+//
+// Families (names accepted by --chat-template):
+//   chatml             <|im_start|>role\n...<|im_end|>\n (Qwen, OpenHermes, Yi, ...)
+//   llama2             Llama-2-chat: <s>[INST] <<SYS>>\n...\n<</SYS>>\n\n... [/INST]
+//   llama3             Llama-3 instruct: <|start_header_id|>role<|end_header_id|>\n\n...<|eot_id|>
+//   mistral-v1         Mistral/Mixtral v0.1-v0.2: <s> [INST] ... [/INST] ...</s> (alias: mistral)
+//   mistral-v3         Mistral v0.3, Mixtral-8x22B: <s>[INST] ...[/INST] ...</s>
+//   mistral-v3-tekken  Mistral-Nemo: <s>[INST]...[/INST]...</s>
+//   mistral-v7         Mistral-Large-2411: [SYSTEM_PROMPT] ...[/SYSTEM_PROMPT]
+//   zephyr             <|user|>\n...</s>\n
+//   phi3               <|user|>\n...<|end|>\n
+//   gemma              <start_of_turn>user\n...<end_of_turn>\n (system text joins the first turn)
+//   deepseek           DeepSeek-Coder instruct: ### Instruction:\n...\n### Response:\n
+//   deepseek2          DeepSeek-LLM / V2 chat: User: ...\n\nAssistant:
+//   deepseek3          DeepSeek-V3: <｜User｜>...<｜Assistant｜>
+// Default system prompts written into a template (Qwen's, DeepSeek-Coder's) are
+// reproduced only where listed in docs/tokenizer.md; tool calls are not rendered.
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "tokenizer/tokenizer.h"
+
+namespace llms {
+
+struct ChatMessage {
+  std::string role;  // "system", "user", "assistant", ...
+  std::string content;
+};
+
+enum class ChatTemplateKind {
+  kChatMl,
+  kLlama2,
+  kLlama3,
+  kMistralV1,
+  kMistralV3,
+  kMistralV3Tekken,
+  kMistralV7,
+  kZephyr,
+  kPhi3,
+  kGemma,
+  kDeepseek,
+  kDeepseek2,
+  kDeepseek3,
+};
+
+// Texts of the special tokens a template writes. Empty fields take the family's usual
+// text (e.g. "<s>"/"</s>" for llama2, "<|begin_of_text|>" for llama3).
+struct ChatTemplateTokens {
+  std::string bos;
+  std::string eos;
+};
+
+// The canonical names, in the order of ChatTemplateKind.
+std::vector<std::string_view> chat_template_names();
+std::string_view chat_template_name(ChatTemplateKind kind);
+
+// A template name (as listed above) or a Jinja template source → its family.
+// INVALID_ARGUMENT naming the --chat-template option when nothing matches.
+Result<ChatTemplateKind> detect_chat_template(std::string_view name_or_source);
+
+// Renders `msgs` with the family of `template_name_or_jinja_source`. With
+// `add_generation_prompt` the prompt ends with the assistant's turn opening.
+Result<std::string> apply_chat_template(const std::string& template_name_or_jinja_source,
+                                        const std::vector<ChatMessage>& msgs, bool add_generation_prompt,
+                                        const ChatTemplateTokens& tokens = {});
+Result<std::string> render_chat_template(ChatTemplateKind kind, const std::vector<ChatMessage>& msgs,
+                                         bool add_generation_prompt, const ChatTemplateTokens& tokens = {});
+
+// For a loaded model: `override_name` when not empty, else the file's
+// tokenizer.chat_template; BOS/EOS texts come from the vocabulary.
+Result<std::string> apply_model_chat_template(const Tokenizer& tok, const std::vector<ChatMessage>& msgs,
+                                              bool add_generation_prompt, const std::string& override_name = "");
+
+// Encodes a rendered prompt: control tokens in it are recognised, and the vocabulary's
+// BOS is added only when the prompt does not already start with it.
+std::vector<int32_t> encode_chat_prompt(const Tokenizer& tok, std::string_view prompt);
+
+}  // namespace llms

@@ -1,0 +1,71 @@
+// Helpers shared by the tokenizer tests: where the shared test data lives and how to
+// load a tokenizer from it. Tests skip (not fail) when the data is absent.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+
+#include "io/gguf_file.h"
+#include "tokenizer/tokenizer.h"
+
+namespace llms::testing {
+
+inline std::string shared_path(const std::string& relative) {
+  return std::string(LLMSERVE_SHARED_DIR) + "/" + relative;
+}
+
+inline bool read_file(const std::string& path, std::string* out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  *out = ss.str();
+  return true;
+}
+
+// A GGUF file and the tokenizer read from it; the file must outlive the tokenizer.
+struct LoadedTokenizer {
+  std::unique_ptr<GgufFile> file;
+  std::unique_ptr<Tokenizer> tok;
+};
+
+// Loads ../shared/<relative>; empty result (and a message in *why) when the file is absent.
+inline LoadedTokenizer load_shared_tokenizer(const std::string& relative, std::string* why) {
+  LoadedTokenizer lt;
+  const std::string path = shared_path(relative);
+  if (!std::filesystem::exists(path)) {
+    *why = "test data " + path + " is absent (LLMSERVE_SHARED_DIR)";
+    return lt;
+  }
+  auto file = GgufFile::open(path);
+  if (!file.ok()) {
+    *why = file.status().to_string();
+    return lt;
+  }
+  lt.file = std::make_unique<GgufFile>(std::move(file).value());
+  auto tok = Tokenizer::from_gguf(*lt.file);
+  if (!tok.ok()) {
+    *why = tok.status().to_string();
+    lt.file.reset();
+    return lt;
+  }
+  lt.tok = std::move(tok).value();
+  return lt;
+}
+
+}  // namespace llms::testing
+
+// Declares `lt` (a LoadedTokenizer for ../shared/<relative>) or skips the test when
+// the data file is absent; a file that exists but does not load fails the test.
+#define LLMS_LOAD_TOKENIZER_OR_SKIP(lt, relative)                                          \
+  std::string lt##_why;                                                                    \
+  auto lt = ::llms::testing::load_shared_tokenizer(relative, &lt##_why);                   \
+  if (lt.tok == nullptr) {                                                                 \
+    if (!std::filesystem::exists(::llms::testing::shared_path(relative))) GTEST_SKIP() << lt##_why; \
+    FAIL() << lt##_why;                                                                    \
+  }
