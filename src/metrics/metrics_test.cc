@@ -1,0 +1,63 @@
+#include "metrics/metrics.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+namespace llms {
+namespace {
+
+TEST(MetricsTest, RendersPrometheusText) {
+  Registry r;
+  Counter& c = r.counter("llmserve_requests_total", "Requests.");
+  c.inc();
+  c.inc(2);
+  Gauge& g = r.gauge("llmserve_running", "Running.");
+  g.set(3);
+  auto& fam = r.counter_family("llmserve_finished_total", "Finished.", {"reason"});
+  fam.with({"stop"}).inc(5);
+  fam.with({"le\"n"}).inc();
+  Histogram& h = r.histogram("llmserve_ttft_seconds", "TTFT.", {0.1, 1.0});
+  h.observe(0.05);
+  h.observe(0.5);
+  h.observe(5);
+  const std::string text = r.render();
+  EXPECT_NE(text.find("# TYPE llmserve_requests_total counter\nllmserve_requests_total 3\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("llmserve_running 3\n"), std::string::npos);
+  EXPECT_NE(text.find("llmserve_finished_total{reason=\"stop\"} 5\n"), std::string::npos);
+  EXPECT_NE(text.find("llmserve_finished_total{reason=\"le\\\"n\"} 1\n"), std::string::npos);
+  EXPECT_NE(text.find("llmserve_ttft_seconds_bucket{le=\"0.1\"} 1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("llmserve_ttft_seconds_bucket{le=\"1\"} 2\n"), std::string::npos);
+  EXPECT_NE(text.find("llmserve_ttft_seconds_bucket{le=\"+Inf\"} 3\n"), std::string::npos);
+  EXPECT_NE(text.find("llmserve_ttft_seconds_sum 5.55\n"), std::string::npos);
+  EXPECT_NE(text.find("llmserve_ttft_seconds_count 3\n"), std::string::npos);
+}
+
+TEST(MetricsTest, ConcurrentIncrementsAreNotLost) {
+  Registry r;
+  Counter& c = r.counter("c", "c");
+  Histogram& h = r.histogram("h", "h", {1.0});
+  std::vector<std::thread> ts;
+  for (int t = 0; t < 4; ++t)
+    ts.emplace_back([&] {
+      for (int i = 0; i < 10000; ++i) {
+        c.inc();
+        h.observe(0.5);
+      }
+    });
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(c.value(), 40000);
+  EXPECT_EQ(h.count(), 40000u);
+  EXPECT_EQ(h.cumulative(0), 40000u);
+}
+
+TEST(MetricsTest, QuantileInterpolatesWithinBucket) {
+  Histogram h({1.0, 2.0});
+  for (int i = 0; i < 50; ++i) h.observe(0.5);
+  for (int i = 0; i < 50; ++i) h.observe(1.5);
+  EXPECT_NEAR(h.quantile(0.5), 1.0, 1e-9);
+  EXPECT_NEAR(h.quantile(0.75), 1.5, 1e-9);
+}
+
+}  // namespace
+}  // namespace llms
