@@ -17,14 +17,14 @@ const std::string kBin = LLMSERVE_BIN;
 const std::string kShared = LLMSERVE_SHARED_DIR;
 const std::string kStories = kShared + "/models/stories260K.gguf";
 
-struct Run {
+struct CmdResult {
   int exit_code = -1;
   std::string out;  // stdout (and stderr when merged)
 };
 
-Run run(const std::string& args, bool merge_stderr = false) {
+CmdResult run(const std::string& args, bool merge_stderr = false) {
   const std::string cmd = kBin + " " + args + (merge_stderr ? " 2>&1" : " 2>/dev/null");
-  Run r;
+  CmdResult r;
   FILE* p = popen(cmd.c_str(), "r");
   if (p == nullptr) return r;
   char buf[4096];
@@ -44,7 +44,7 @@ bool have_stories() { return std::filesystem::exists(kStories); }
 
 TEST(CliTest, GreedyStoryMatchesReferenceImplementation) {
   if (!have_stories()) GTEST_SKIP() << "needs " << kStories;
-  const Run r = run("generate -m " + kStories + " -p 'Once upon a time' -n 40 --temp 0");
+  const CmdResult r = run("generate -m " + kStories + " -p 'Once upon a time' -n 40 --temp 0");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   const std::string expected =
       "Once upon a time, there was a little girl named Lily. She loved to play outside in the park.";
@@ -54,7 +54,7 @@ TEST(CliTest, GreedyStoryMatchesReferenceImplementation) {
 TEST(CliTest, SeededSamplingIsReproducible) {
   if (!have_stories()) GTEST_SKIP() << "needs " << kStories;
   const std::string args = "generate -m " + kStories + " -p 'Once upon a time' -n 30 --temp 1.0 --seed ";
-  const Run a = run(args + "7"), b = run(args + "7"), c = run(args + "8");
+  const CmdResult a = run(args + "7"), b = run(args + "7"), c = run(args + "8");
   ASSERT_EQ(a.exit_code, 0);
   EXPECT_EQ(a.out, b.out);
   EXPECT_NE(a.out, c.out);
@@ -62,7 +62,7 @@ TEST(CliTest, SeededSamplingIsReproducible) {
 
 TEST(CliTest, InspectJsonDescribesTheModel) {
   if (!have_stories()) GTEST_SKIP() << "needs " << kStories;
-  const Run r = run("inspect --json " + kStories);
+  const CmdResult r = run("inspect --json " + kStories);
   ASSERT_EQ(r.exit_code, 0);
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["architecture"], "llama");
@@ -74,14 +74,14 @@ TEST(CliTest, InspectJsonDescribesTheModel) {
   // 64*512*2 (embedding, output) + 5 layers * (64*64*2 + 64*32*2 + 64*172*3 + 64*2) + 64
   EXPECT_EQ(j["parameters"], 64 * 512 * 2 + 5 * (64 * 64 * 2 + 64 * 32 * 2 + 64 * 172 * 3 + 64 * 2) + 64);
   EXPECT_FALSE(j["synthetic"].get<bool>());
-  const Run text = run("inspect " + kStories);
+  const CmdResult text = run("inspect " + kStories);
   EXPECT_NE(text.out.find("blk.4.ffn_down.weight"), std::string::npos);
 }
 
 TEST(CliTest, ConvertedCheckpointGeneratesTheSameStory) {
   if (!have_stories()) GTEST_SKIP() << "needs " << kStories;
   const std::string out = ::testing::TempDir() + "/cli_convert.gguf";
-  const Run c = run("convert --from llama2c " + kShared + "/models/stories260K.bin " + kShared + "/models/tok512.bin " + out);
+  const CmdResult c = run("convert --from llama2c " + kShared + "/models/stories260K.bin " + kShared + "/models/tok512.bin " + out);
   ASSERT_EQ(c.exit_code, 0) << c.out;
   const std::string args = " -p 'Once upon a time' -n 40 --temp 0";
   EXPECT_EQ(run("generate -m " + out + args).out, run("generate -m " + kStories + args).out);
@@ -90,15 +90,15 @@ TEST(CliTest, ConvertedCheckpointGeneratesTheSameStory) {
 
 TEST(CliTest, MakeModelWritesASyntheticModelThatGenerates) {
   const std::string out = ::testing::TempDir() + "/cli_tiny.gguf";
-  const Run m = run("make-model --preset tiny --type f16 --seed 3 " + out);
+  const CmdResult m = run("make-model --preset tiny --type f16 --seed 3 " + out);
   ASSERT_EQ(m.exit_code, 0) << m.out;
-  const Run i = run("inspect --json " + out);
+  const CmdResult i = run("inspect --json " + out);
   const auto j = nlohmann::json::parse(i.out);
   EXPECT_TRUE(j["synthetic"].get<bool>());
   EXPECT_EQ(j["hyperparameters"]["n_layer"], 2);
   EXPECT_EQ(j["bytes_by_type"].contains("f16"), true);
   EXPECT_NE(run("inspect " + out).out.find("RANDOM"), std::string::npos);
-  const Run g = run("generate -m " + out + " -p 'hello world' -n 12 --ignore-eos --temp 0 --json");
+  const CmdResult g = run("generate -m " + out + " -p 'hello world' -n 12 --ignore-eos --temp 0 --json");
   ASSERT_EQ(g.exit_code, 0) << g.out;
   const auto first = nlohmann::json::parse(g.out.substr(0, g.out.find('\n')));
   EXPECT_EQ(first["completion_tokens"], 12);
@@ -111,7 +111,7 @@ TEST(CliTest, MakeModelWritesASyntheticModelThatGenerates) {
 }
 
 TEST(CliTest, BadInputsGiveClearErrors) {
-  Run r = run("generate -m /nonexistent.gguf -p hi", true);
+  CmdResult r = run("generate -m /nonexistent.gguf -p hi", true);
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.out.find("error: cannot open '/nonexistent.gguf'"), std::string::npos) << r.out;
   r = run("make-model --preset huge /tmp/x.gguf", true);
