@@ -1,6 +1,9 @@
 // Row conversions between float and the stored tensor types: the scalar reference
-// definitions of every format's decoding (and encoding where supported). Kernels use
-// their own SIMD paths and are tested against these.
+// definitions of every format's decoding (and encoding where supported), looked up in
+// the traits table (quant_traits.h). Kernels use their own SIMD paths and are tested
+// against these.
+//
+// Thread-safety: pure functions.
 #pragma once
 
 #include <cstdint>
@@ -10,9 +13,11 @@
 
 namespace llms {
 
-// True when dequantize_row() handles `type`.
+// True when dequantize_row() handles `type`: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1,
+// Q8_0, Q8_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_K.
 bool can_dequantize(DType type);
-// True when quantize_row() can produce `type`.
+// True when quantize_row() can produce `type`: F32, F16, BF16, Q4_0, Q8_0, Q8_1, Q4_K,
+// Q6_K, Q8_K.
 bool can_quantize(DType type);
 
 // dst[0..n) = decode(src); n is a multiple of the type's block size.

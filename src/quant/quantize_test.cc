@@ -1,0 +1,165 @@
+// Round trips float -> type -> float: error bounds per type on Gaussian rows and on
+// rows with outliers, and the properties the encoders promise (exact zeros, the
+// largest value kept, the k-quant search beating plain rounding).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "base/random.h"
+#include "quant/block_formats.h"
+#include "quant/half.h"
+#include "quant/k_quant_search.h"
+#include "quant/row_convert.h"
+#include "tensor/dtype.h"
+
+namespace llms {
+namespace {
+
+std::vector<float> gaussian(int64_t n, uint64_t seed, double outlier_rate = 0.0) {
+  Rng rng(seed);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (auto& x : v) {
+    x = static_cast<float>(rng.normal());
+    if (outlier_rate > 0 && rng.uniform() < outlier_rate) x *= 12.0f;
+  }
+  return v;
+}
+
+std::vector<float> round_trip(DType type, const std::vector<float>& x) {
+  const int64_t n = static_cast<int64_t>(x.size());
+  std::vector<uint8_t> bytes(static_cast<size_t>(dtype_row_bytes(type, n)));
+  quantize_row(type, x.data(), bytes.data(), n);
+  std::vector<float> y(x.size());
+  dequantize_row(type, bytes.data(), y.data(), n);
+  return y;
+}
+
+// sqrt(mean((x - y)^2)) / sqrt(mean(x^2)).
+double relative_rms(const std::vector<float>& x, const std::vector<float>& y) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    num += (double(x[i]) - y[i]) * (double(x[i]) - y[i]);
+    den += double(x[i]) * x[i];
+  }
+  return std::sqrt(num / den);
+}
+
+struct Bound {
+  DType type;
+  double gaussian;   // relative RMS error on N(0, 1) rows
+  double outliers;   // with 1% of values 12x larger
+};
+
+// Bounds sit about 25% above what these encoders measure, so a regression in the
+// search or a layout slip fails them.
+constexpr Bound kBounds[] = {
+    {DType::kF16, 2.7e-4, 2.8e-4}, {DType::kBF16, 2.1e-3, 2.1e-3}, {DType::kQ8_0, 0.0068, 0.012},
+    {DType::kQ4_0, 0.108, 0.187},  {DType::kQ4_K, 0.088, 0.12},    {DType::kQ6_K, 0.022, 0.036},
+    {DType::kQ8_K, 0.0095, 0.029},
+};
+
+TEST(QuantizeTest, RoundTripErrorWithinBounds) {
+  for (const Bound& b : kBounds) {
+    const auto x = gaussian(4096, 7);
+    const double e = relative_rms(x, round_trip(b.type, x));
+    EXPECT_LT(e, b.gaussian) << dtype_name(b.type);
+    EXPECT_GT(e, 0.0) << dtype_name(b.type);  // the bound is about something
+    const auto xo = gaussian(4096, 8, 0.01);
+    EXPECT_LT(relative_rms(xo, round_trip(b.type, xo)), b.outliers) << dtype_name(b.type);
+  }
+}
+
+TEST(QuantizeTest, MoreBitsMeanLessError) {
+  const auto x = gaussian(8192, 9);
+  const double q4_0 = relative_rms(x, round_trip(DType::kQ4_0, x));
+  const double q4_k = relative_rms(x, round_trip(DType::kQ4_K, x));
+  const double q6_k = relative_rms(x, round_trip(DType::kQ6_K, x));
+  const double q8_0 = relative_rms(x, round_trip(DType::kQ8_0, x));
+  EXPECT_LT(q4_k, q4_0);
+  EXPECT_LT(q6_k, q4_k);
+  EXPECT_LT(q8_0, q6_k);
+}
+
+TEST(QuantizeTest, ZerosStayZeroAndConstantsSurvive) {
+  for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K, DType::kF16, DType::kBF16}) {
+    const std::vector<float> zeros(512, 0.0f);
+    for (float v : round_trip(t, zeros)) ASSERT_EQ(v, 0.0f) << dtype_name(t);
+    const std::vector<float> ones(512, 1.0f);
+    for (float v : round_trip(t, ones)) ASSERT_NEAR(v, 1.0f, 1e-2) << dtype_name(t);
+  }
+}
+
+TEST(QuantizeTest, Q8_0KeepsTheLargestValue) {
+  auto x = gaussian(32, 3);
+  x[7] = 10.0f;
+  const auto y = round_trip(DType::kQ8_0, x);
+  // d = 10 / 127 stored as f16, so x[7] comes back as 127 * f16(d).
+  EXPECT_EQ(y[7], 127.0f * f16_to_f32(f32_to_f16(10.0f / 127.0f)));
+  BlockQ8_0 b;
+  quantize_row(DType::kQ8_0, x.data(), &b, 32);
+  EXPECT_EQ(b.qs[7], 127);
+}
+
+TEST(QuantizeTest, Q4_0MapsTheLargestMagnitudeToMinusEight) {
+  std::vector<float> x(32, 0.5f);
+  x[3] = -4.0f;
+  BlockQ4_0 b;
+  quantize_row(DType::kQ4_0, x.data(), &b, 32);
+  EXPECT_EQ(f16_to_f32(b.d), 0.5f);  // -4 / -8
+  EXPECT_EQ(b.qs[3] & 0xF, 0);       // level -8
+  EXPECT_EQ(b.qs[0] & 0xF, 9);       // 0.5 / 0.5 + 8
+}
+
+TEST(QuantizeTest, Q4_KPacksFieldsWhereTheDecoderLooks) {
+  // A ramp has a known best fit: sub-block j spans [32j, 32j + 31] / 256 - 0.5.
+  std::vector<float> x(256);
+  for (int i = 0; i < 256; ++i) x[i] = static_cast<float>(i) / 256.0f - 0.5f;
+  BlockQ4_K b;
+  quantize_row(DType::kQ4_K, x.data(), &b, 256);
+  std::vector<float> y(256);
+  dequantize_row(DType::kQ4_K, &b, y.data(), 256);
+  for (int i = 0; i < 256; ++i) ASSERT_NEAR(y[i], x[i], 0.02f) << i;
+}
+
+TEST(QuantizeTest, ScaleSearchBeatsMinMaxRounding) {
+  // Plain min/max rounding versus the search, on the same weighted error.
+  Rng rng(5);
+  double plain_err = 0, search_err = 0;
+  for (int trial = 0; trial < 200; ++trial) {
+    float x[32], w[32];
+    for (int i = 0; i < 32; ++i) {
+      x[i] = static_cast<float>(rng.normal());
+      w[i] = 1.0f;
+    }
+    const float lo = std::min(0.0f, *std::min_element(x, x + 32)), hi = *std::max_element(x, x + 32);
+    const float s0 = (hi - lo) / 15.0f;
+    uint8_t q[32];
+    float min;
+    const float s = search_scale_min(x, w, 32, 15, &min, q);
+    for (int i = 0; i < 32; ++i) {
+      const float plain = s0 * std::nearbyint((x[i] - lo) / s0) + lo;
+      plain_err += (plain - x[i]) * (plain - x[i]);
+      const float found = s * q[i] - min;
+      search_err += (found - x[i]) * (found - x[i]);
+    }
+  }
+  EXPECT_LT(search_err, 0.9 * plain_err);
+}
+
+TEST(QuantizeTest, SymmetricSearchUsesTheLongSide) {
+  int8_t q[16];
+  float x[16];
+  for (int i = 0; i < 16; ++i) x[i] = 0.1f * static_cast<float>(i);
+  const float s = search_scale_symmetric(x, 16, 32, q);
+  EXPECT_LT(s, 0.0f);  // the largest value is positive, so it maps to the negative end
+  for (int i = 0; i < 16; ++i) {
+    EXPECT_GE(q[i], -32);
+    EXPECT_LE(q[i], 31);
+    EXPECT_NEAR(s * q[i], x[i], 0.03f);
+  }
+}
+
+}  // namespace
+}  // namespace llms

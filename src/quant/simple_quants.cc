@@ -1,0 +1,149 @@
+// Decoding and encoding of the block-of-32 formats (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0,
+// Q8_1). Layouts and rules: block_formats.h.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "quant/block_formats.h"
+#include "quant/half.h"
+#include "quant/quant_traits.h"
+
+namespace llms {
+namespace {
+
+uint32_t load_u32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;  // little-endian host (x86-64, AArch64)
+}
+
+// Largest |x| and the element that has it (sign kept), over a block.
+void block_extremes(const float* x, int n, float* amax, float* signed_max) {
+  *amax = 0.0f;
+  *signed_max = 0.0f;
+  for (int i = 0; i < n; ++i) {
+    if (std::fabs(x[i]) > *amax) {
+      *amax = std::fabs(x[i]);
+      *signed_max = x[i];
+    }
+  }
+}
+
+int nearest_int(float v) { return static_cast<int>(std::nearbyint(v)); }
+
+}  // namespace
+
+void dequantize_row_q4_0(const void* src, float* dst, int64_t n) {
+  const auto* b = static_cast<const BlockQ4_0*>(src);
+  for (int64_t i = 0; i < n / kQK; ++i, dst += kQK) {
+    const float d = f16_to_f32(b[i].d);
+    for (int j = 0; j < kQK / 2; ++j) {
+      dst[j] = d * static_cast<float>((b[i].qs[j] & 0xF) - 8);
+      dst[j + kQK / 2] = d * static_cast<float>((b[i].qs[j] >> 4) - 8);
+    }
+  }
+}
+
+void dequantize_row_q4_1(const void* src, float* dst, int64_t n) {
+  const auto* b = static_cast<const BlockQ4_1*>(src);
+  for (int64_t i = 0; i < n / kQK; ++i, dst += kQK) {
+    const float d = f16_to_f32(b[i].d), m = f16_to_f32(b[i].m);
+    for (int j = 0; j < kQK / 2; ++j) {
+      dst[j] = d * static_cast<float>(b[i].qs[j] & 0xF) + m;
+      dst[j + kQK / 2] = d * static_cast<float>(b[i].qs[j] >> 4) + m;
+    }
+  }
+}
+
+void dequantize_row_q5_0(const void* src, float* dst, int64_t n) {
+  const auto* b = static_cast<const BlockQ5_0*>(src);
+  for (int64_t i = 0; i < n / kQK; ++i, dst += kQK) {
+    const float d = f16_to_f32(b[i].d);
+    const uint32_t qh = load_u32(b[i].qh);
+    for (int j = 0; j < kQK / 2; ++j) {
+      const int lo = (b[i].qs[j] & 0xF) | static_cast<int>(((qh >> j) & 1) << 4);
+      const int hi = (b[i].qs[j] >> 4) | static_cast<int>(((qh >> (j + 16)) & 1) << 4);
+      dst[j] = d * static_cast<float>(lo - 16);
+      dst[j + kQK / 2] = d * static_cast<float>(hi - 16);
+    }
+  }
+}
+
+void dequantize_row_q5_1(const void* src, float* dst, int64_t n) {
+  const auto* b = static_cast<const BlockQ5_1*>(src);
+  for (int64_t i = 0; i < n / kQK; ++i, dst += kQK) {
+    const float d = f16_to_f32(b[i].d), m = f16_to_f32(b[i].m);
+    const uint32_t qh = load_u32(b[i].qh);
+    for (int j = 0; j < kQK / 2; ++j) {
+      const int lo = (b[i].qs[j] & 0xF) | static_cast<int>(((qh >> j) & 1) << 4);
+      const int hi = (b[i].qs[j] >> 4) | static_cast<int>(((qh >> (j + 16)) & 1) << 4);
+      dst[j] = d * static_cast<float>(lo) + m;
+      dst[j + kQK / 2] = d * static_cast<float>(hi) + m;
+    }
+  }
+}
+
+void dequantize_row_q8_0(const void* src, float* dst, int64_t n) {
+  const auto* b = static_cast<const BlockQ8_0*>(src);
+  for (int64_t i = 0; i < n / kQK; ++i, dst += kQK) {
+    const float d = f16_to_f32(b[i].d);
+    for (int j = 0; j < kQK; ++j) dst[j] = d * static_cast<float>(b[i].qs[j]);
+  }
+}
+
+void dequantize_row_q8_1(const void* src, float* dst, int64_t n) {
+  const auto* b = static_cast<const BlockQ8_1*>(src);
+  for (int64_t i = 0; i < n / kQK; ++i, dst += kQK) {
+    const float d = f16_to_f32(b[i].d);
+    for (int j = 0; j < kQK; ++j) dst[j] = d * static_cast<float>(b[i].qs[j]);
+  }
+}
+
+// The element of largest magnitude maps to -8 (its sign chosen so), which uses the
+// whole asymmetric range [-8, 7] and stores that element exactly.
+void quantize_row_q4_0(const float* src, void* dst, int64_t n) {
+  auto* b = static_cast<BlockQ4_0*>(dst);
+  for (int64_t i = 0; i < n / kQK; ++i, src += kQK) {
+    float amax, max;
+    block_extremes(src, kQK, &amax, &max);
+    const float d = max / -8.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    b[i].d = f32_to_f16(d);
+    for (int j = 0; j < kQK / 2; ++j) {
+      const int lo = std::clamp(nearest_int(src[j] * id) + 8, 0, 15);
+      const int hi = std::clamp(nearest_int(src[j + kQK / 2] * id) + 8, 0, 15);
+      b[i].qs[j] = static_cast<uint8_t>(lo | (hi << 4));
+    }
+  }
+}
+
+void quantize_row_q8_0(const float* src, void* dst, int64_t n) {
+  auto* b = static_cast<BlockQ8_0*>(dst);
+  for (int64_t i = 0; i < n / kQK; ++i, src += kQK) {
+    float amax, max;
+    block_extremes(src, kQK, &amax, &max);
+    const float d = amax / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    b[i].d = f32_to_f16(d);
+    for (int j = 0; j < kQK; ++j) b[i].qs[j] = static_cast<int8_t>(std::clamp(nearest_int(src[j] * id), -127, 127));
+  }
+}
+
+void quantize_row_q8_1(const float* src, void* dst, int64_t n) {
+  auto* b = static_cast<BlockQ8_1*>(dst);
+  for (int64_t i = 0; i < n / kQK; ++i, src += kQK) {
+    float amax, max;
+    block_extremes(src, kQK, &amax, &max);
+    const float d = amax / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    int sum = 0;
+    for (int j = 0; j < kQK; ++j) {
+      b[i].qs[j] = static_cast<int8_t>(std::clamp(nearest_int(src[j] * id), -127, 127));
+      sum += b[i].qs[j];
+    }
+    b[i].d = f32_to_f16(d);
+    b[i].s = f32_to_f16(d * static_cast<float>(sum));
+  }
+}
+
+}  // namespace llms
