@@ -133,7 +133,7 @@ void BpeModel::merge_at(BpeScratch& s, int32_t i) const {
   if (s.prev[i] >= 0) update_pair(s, s.prev[i]);
 }
 
-void BpeModel::merge_by_scan(size_t n, BpeScratch& s) const {
+void BpeModel::merge_by_scan(BpeScratch& s) const {
   for (;;) {
     int32_t best = INT32_MAX;
     int32_t at = -1;
@@ -171,7 +171,8 @@ void BpeModel::merge_by_heap(size_t n, BpeScratch& s) const {
   }
 }
 
-void BpeModel::encode_piece(std::string_view piece, std::vector<int32_t>* out, BpeScratch& s) const {
+void BpeModel::encode_piece(std::string_view piece, std::vector<int32_t>* out, BpeScratch& s,
+                            MergeLoop loop) const {
   if (piece.empty()) return;
   if (ignore_merges_) {
     const auto it = raw_to_id_.find(piece);
@@ -192,8 +193,9 @@ void BpeModel::encode_piece(std::string_view piece, std::vector<int32_t>* out, B
     s.next[i] = i + 1 < n ? static_cast<int32_t>(i + 1) : -1;
   }
   for (size_t i = 0; i < n; ++i) update_pair(s, static_cast<int32_t>(i));
-  if (n < kHeapThreshold) {
-    merge_by_scan(n, s);
+  const bool scan = loop == MergeLoop::kScan || (loop == MergeLoop::kAuto && n < kHeapThreshold);
+  if (scan) {
+    merge_by_scan(s);
   } else {
     merge_by_heap(n, s);
   }

@@ -36,12 +36,12 @@ class BpeModel {
   // (LLaMA-3 style vocabularies). Merges naming texts that are not tokens are skipped.
   static Result<BpeModel> build(const Vocab& vocab, bool ignore_merges);
 
-  // Appends the ids of one piece (raw bytes).
-  void encode_piece(std::string_view piece, std::vector<int32_t>* out, BpeScratch& scratch) const;
+  // Which merge loop runs: by piece length, or forced (tests check that both agree).
+  enum class MergeLoop { kAuto, kScan, kHeap };
 
-  // The two merge loops, exposed so tests can check that they agree.
-  void merge_by_scan(size_t n, BpeScratch& s) const;
-  void merge_by_heap(size_t n, BpeScratch& s) const;
+  // Appends the ids of one piece (raw bytes).
+  void encode_piece(std::string_view piece, std::vector<int32_t>* out, BpeScratch& scratch,
+                    MergeLoop loop = MergeLoop::kAuto) const;
 
   int32_t num_merges() const { return num_merges_; }
 
@@ -58,6 +58,10 @@ class BpeModel {
   void update_pair(BpeScratch& s, int32_t i) const;
   // Merges symbol i with its right neighbour.
   void merge_at(BpeScratch& s, int32_t i) const;
+  // Scanning for the best pair costs O(n) per merge but no heap traffic: fastest for
+  // the short pieces of ordinary text. The heap keeps long pieces O(n log n).
+  void merge_by_scan(BpeScratch& s) const;
+  void merge_by_heap(size_t n, BpeScratch& s) const;
 
   int32_t byte_token_[256] = {};  // -1 when the alphabet character is not a token
   std::vector<uint64_t> keys_;

@@ -7,15 +7,14 @@ namespace llms {
 StreamingDecoder::StreamingDecoder(const Tokenizer& tok, const DecodeOptions& opts) : tok_(tok), opts_(opts) {}
 
 std::string StreamingDecoder::push(int32_t id) {
-  // decode() of one id applies the leading-space rule exactly as it would at the
-  // start of the whole sequence, and nothing otherwise.
-  DecodeOptions one = opts_;
-  one.strip_leading_space = opts_.strip_leading_space && at_start_;
-  const int32_t ids[1] = {id};
-  const std::string piece = tok_.decode(ids, one);
+  std::string_view piece = tok_.piece_view(id, opts_.render_special);
   if (piece.empty()) return std::string();
+  // The leading-space rule of decode(): the first non-empty piece loses one space.
+  if (at_start_ && opts_.strip_leading_space && tok_.strips_leading_space() && piece.front() == ' ') {
+    piece.remove_prefix(1);
+  }
   at_start_ = false;
-  pending_ += piece;
+  pending_.append(piece);
   // Everything up to an unfinished (still possibly valid) final sequence is settled:
   // sanitizing it now gives the same text as sanitizing the whole stream later.
   const size_t done = utf8_complete_prefix(pending_);

@@ -5,12 +5,14 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <memory>
 #include <sstream>
 #include <string>
 
 #include "io/gguf_file.h"
+#include "io/gguf_writer.h"
 #include "tokenizer/tokenizer.h"
 
 namespace llms::testing {
@@ -56,6 +58,36 @@ inline LoadedTokenizer load_shared_tokenizer(const std::string& relative, std::s
   }
   lt.tok = std::move(tok).value();
   return lt;
+}
+
+// A vocabulary-only GGUF built in memory: the bytes, the parsed file and the result
+// of loading a tokenizer from it.
+struct MemoryVocab {
+  std::vector<uint8_t> bytes;
+  std::unique_ptr<GgufFile> file;
+  Result<std::unique_ptr<Tokenizer>> tok = Status(StatusCode::kInternal, "not loaded");
+};
+
+// `model` is tokenizer.ggml.model; `extra` sets further keys (merges, pre, ids, ...).
+inline MemoryVocab make_vocab(const std::string& model, const std::vector<std::string>& tokens,
+                              const std::vector<int32_t>& types,
+                              const std::function<void(GgufWriter&)>& extra = nullptr) {
+  GgufWriter w;
+  w.set("general.architecture", gguf::Value::string("llama"));
+  w.set("tokenizer.ggml.model", gguf::Value::string(model));
+  w.set("tokenizer.ggml.tokens", gguf::Value::string_array(tokens));
+  if (!types.empty()) w.set("tokenizer.ggml.token_type", gguf::Value::i32_array(types));
+  if (extra) extra(w);
+  MemoryVocab v;
+  v.bytes = w.write_to_memory();
+  auto file = GgufFile::parse(v.bytes);
+  if (!file.ok()) {
+    v.tok = file.status();
+    return v;
+  }
+  v.file = std::make_unique<GgufFile>(std::move(file).value());
+  v.tok = Tokenizer::from_gguf(*v.file);
+  return v;
 }
 
 }  // namespace llms::testing

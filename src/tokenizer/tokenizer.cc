@@ -196,9 +196,7 @@ std::string Tokenizer::decode(std::span<const int32_t> ids, const DecodeOptions&
   std::string out;
   bool strip = opts.strip_leading_space && strips_leading_space();
   for (const int32_t id : ids) {
-    if (!vocab_.valid_id(id)) continue;
-    std::string_view piece = pieces_[id];
-    if (opts.render_special && renders_empty(vocab_.tokens[id].type)) piece = vocab_.tokens[id].text;
+    std::string_view piece = piece_view(id, opts.render_special);
     if (piece.empty()) continue;
     if (strip) {
       if (piece.front() == ' ') piece.remove_prefix(1);
@@ -209,8 +207,10 @@ std::string Tokenizer::decode(std::span<const int32_t> ids, const DecodeOptions&
   return out;
 }
 
-std::string_view Tokenizer::piece_view(int32_t id) const {
-  return vocab_.valid_id(id) ? std::string_view(pieces_[id]) : std::string_view();
+std::string_view Tokenizer::piece_view(int32_t id, bool render_special) const {
+  if (!vocab_.valid_id(id)) return std::string_view();
+  if (render_special && renders_empty(vocab_.tokens[id].type)) return vocab_.tokens[id].text;
+  return pieces_[id];
 }
 
 const std::string& Tokenizer::token_text(int32_t id) const {

@@ -74,7 +74,9 @@ class Tokenizer {
   // Raw bytes of one token as it appears in decoded text ("" for control tokens and
   // invalid ids). The leading-space rule of decode() is not applied.
   std::string token_to_piece(int32_t id) const { return std::string(piece_view(id)); }
-  std::string_view piece_view(int32_t id) const;
+  std::string_view piece_view(int32_t id) const { return piece_view(id, /*render_special=*/false); }
+  // Same, with control tokens written as their text when `render_special`.
+  std::string_view piece_view(int32_t id, bool render_special) const;
   // The token's text as the vocabulary stores it ("▁the", "Ġthe", "<s>"); "" for invalid ids.
   const std::string& token_text(int32_t id) const;
   TokenType token_type(int32_t id) const;
