@@ -94,7 +94,7 @@ TEST_P(RoundTripTest, InvalidUtf8IsEncodedByteForByteNotReplaced) {
     const auto ids = lt.tok->encode(bytes, opts);
     ASSERT_EQ(lt.tok->decode(ids), bytes) << GetParam() << " trial " << trial;
     // What a client receives is always valid UTF-8.
-    StreamingDecoder dec(*lt.tok);
+    StreamingDecoder dec(*lt.tok, StreamStart::kTextStart);
     std::string streamed;
     for (const int32_t id : ids) streamed += dec.push(id);
     streamed += dec.flush();

@@ -4,13 +4,14 @@
 
 namespace llms {
 
-StreamingDecoder::StreamingDecoder(const Tokenizer& tok, const DecodeOptions& opts) : tok_(tok), opts_(opts) {}
+StreamingDecoder::StreamingDecoder(const Tokenizer& tok, StreamStart start, bool render_special)
+    : tok_(tok), start_(start), render_special_(render_special) {}
 
 std::string StreamingDecoder::push(int32_t id) {
-  std::string_view piece = tok_.piece_view(id, opts_.render_special);
+  std::string_view piece = tok_.piece_view(id, render_special_);
   if (piece.empty()) return std::string();
-  // The leading-space rule of decode(): the first non-empty piece loses one space.
-  if (at_start_ && opts_.strip_leading_space && tok_.strips_leading_space() && piece.front() == ' ') {
+  // decode()'s leading-space rule: the first non-empty piece of a text loses one space.
+  if (at_start_ && start_ == StreamStart::kTextStart && tok_.strips_leading_space() && piece.front() == ' ') {
     piece.remove_prefix(1);
   }
   at_start_ = false;

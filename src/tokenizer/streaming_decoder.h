@@ -4,7 +4,7 @@
 // is complete; bytes that can never become valid are written as U+FFFD at once.
 //
 // Concatenating every push() result and flush() gives exactly
-// utf8_sanitize(tokenizer.decode(all ids)) for the same DecodeOptions.
+// utf8_sanitize(tokenizer.decode(ids, {render_special, start == kTextStart})).
 //
 // Thread-safety: one decoder per sequence, used by one thread at a time; the
 // Tokenizer it reads must outlive it.
@@ -17,13 +17,20 @@
 
 namespace llms {
 
+// Where the first pushed token stands in the text.
+enum class StreamStart {
+  // The tokens continue a text (generated tokens after a prompt): every space in
+  // them is real, including a leading one.
+  kContinuation,
+  // The tokens are a whole text from its start: decode()'s leading-space rule
+  // applies (SentencePiece vocabularies drop the space the encoder prepended).
+  kTextStart,
+};
+
 class StreamingDecoder {
  public:
-  // DecodeOptions::strip_leading_space applies to the first text this decoder emits:
-  // keep it true when the decoder sees a whole text from its start, and pass false
-  // when it continues a text (generated tokens after a prompt), whose first piece's
-  // space is real.
-  explicit StreamingDecoder(const Tokenizer& tok, const DecodeOptions& opts = {});
+  explicit StreamingDecoder(const Tokenizer& tok, StreamStart start = StreamStart::kContinuation,
+                            bool render_special = false);
 
   // Text completed by `id`; often empty in the middle of a character.
   std::string push(int32_t id);
@@ -36,7 +43,8 @@ class StreamingDecoder {
 
  private:
   const Tokenizer& tok_;
-  DecodeOptions opts_;
+  StreamStart start_;
+  bool render_special_;
   bool at_start_ = true;
   std::string pending_;
 };

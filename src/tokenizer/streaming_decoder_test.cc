@@ -26,7 +26,7 @@ TEST_P(StreamingDecoderTest, OneTokenAtATimeGivesTheWholeTextInCompleteCharacter
     const size_t n = rng.below(12);
     for (size_t i = 0; i < n; ++i) text += kSnippets[rng.below(kSnippets.size())];
     const auto ids = lt.tok->encode(text);  // with BOS where the vocabulary adds one
-    StreamingDecoder dec(*lt.tok);
+    StreamingDecoder dec(*lt.tok, StreamStart::kTextStart);
     std::string streamed;
     for (const int32_t id : ids) {
       const std::string chunk = dec.push(id);
@@ -49,7 +49,7 @@ TEST(StreamingDecoderBytesTest, ByteFallbackCharacterIsHeldUntilComplete) {
   // "日" = E6 97 A5; the byte tokens are <0x00> = 3 onwards.
   const int32_t space = lt.tok->find_token("\xE2\x96\x81");
   ASSERT_GE(space, 0);
-  StreamingDecoder dec(*lt.tok);
+  StreamingDecoder dec(*lt.tok, StreamStart::kTextStart);
   EXPECT_EQ(dec.push(1), "");      // BOS shows nothing
   EXPECT_EQ(dec.push(space), "");  // the encoder's prefix space is dropped at the start
   EXPECT_EQ(dec.push(0xE6 + 3), "");
@@ -73,12 +73,18 @@ TEST(StreamingDecoderBytesTest, IncompleteAndInvalidBytesBecomeReplacementCharac
 
 TEST(StreamingDecoderBytesTest, ContinuationKeepsTheFirstSpace) {
   LLMS_LOAD_TOKENIZER_OR_SKIP(lt, "models/stories260K.gguf");
-  DecodeOptions continuation;
-  continuation.strip_leading_space = false;
-  StreamingDecoder dec(*lt.tok, continuation);
-  EXPECT_EQ(dec.push(403), " Once");  // generated after a prompt, the space is part of the text
-  StreamingDecoder fresh(*lt.tok);
+  StreamingDecoder dec(*lt.tok);  // the default: tokens generated after a prompt
+  EXPECT_EQ(dec.push(403), " Once");
+  StreamingDecoder fresh(*lt.tok, StreamStart::kTextStart);
   EXPECT_EQ(fresh.push(403), "Once");
+}
+
+TEST(StreamingDecoderBytesTest, ControlTokensShowOnlyWhenAskedFor) {
+  LLMS_LOAD_TOKENIZER_OR_SKIP(lt, "models/stories260K.gguf");
+  StreamingDecoder plain(*lt.tok);
+  EXPECT_EQ(plain.push(2), "");
+  StreamingDecoder special(*lt.tok, StreamStart::kContinuation, /*render_special=*/true);
+  EXPECT_EQ(special.push(2), "</s>");
 }
 
 }  // namespace
