@@ -1,0 +1,87 @@
+#include "engine/admission.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+
+namespace llms {
+
+Status AdmissionController::admit(int64_t prompt_tokens, double* retry_after_s) {
+  std::lock_guard<std::mutex> lock(mu_);
+  *retry_after_s = 0;
+  if (draining_) return unavailable("the server is shutting down and accepts no new requests");
+  if (overloaded_) return unavailable("memory is above the high watermark (" + reason_ + "); try again later");
+  if (waiting_requests_ >= config_.max_waiting_requests) {
+    *retry_after_s = std::max(1.0, std::ceil(retry_hint_s_.load()));
+    return resource_exhausted(fmt::format("the waiting queue is full ({} requests)", waiting_requests_));
+  }
+  if (waiting_tokens_ + prompt_tokens > config_.max_waiting_tokens && waiting_requests_ > 0) {
+    *retry_after_s = std::max(1.0, std::ceil(retry_hint_s_.load()));
+    return resource_exhausted(fmt::format("the waiting queue holds {} prompt tokens (limit {})", waiting_tokens_,
+                                          config_.max_waiting_tokens));
+  }
+  ++waiting_requests_;
+  waiting_tokens_ += prompt_tokens;
+  return ok_status();
+}
+
+void AdmissionController::release_waiting(int64_t prompt_tokens) {
+  std::lock_guard<std::mutex> lock(mu_);
+  --waiting_requests_;
+  waiting_tokens_ -= prompt_tokens;
+}
+
+void AdmissionController::update_usage(double kv_usage, double rss_usage) {
+  std::lock_guard<std::mutex> lock(mu_);
+  kv_usage_ = kv_usage;
+  rss_usage_ = rss_usage;
+  if (!overloaded_) {
+    if (kv_usage > config_.kv_high) {
+      overloaded_ = true;
+      reason_ = fmt::format("KV cache {:.0f}% used, high mark {:.0f}%", kv_usage * 100, config_.kv_high * 100);
+    } else if (rss_usage > config_.rss_high) {
+      overloaded_ = true;
+      reason_ = fmt::format("process memory {:.0f}% of the limit, high mark {:.0f}%", rss_usage * 100,
+                            config_.rss_high * 100);
+    }
+  } else if (kv_usage < config_.kv_low && rss_usage < config_.rss_low) {
+    overloaded_ = false;
+    reason_.clear();
+  }
+}
+
+void AdmissionController::set_draining(bool draining) {
+  std::lock_guard<std::mutex> lock(mu_);
+  draining_ = draining;
+}
+
+AdmissionState AdmissionController::state() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return {overloaded_, reason_, kv_usage_, rss_usage_, waiting_requests_, waiting_tokens_, draining_};
+}
+
+int64_t process_rss_bytes() {
+  std::ifstream in("/proc/self/statm");
+  int64_t pages = 0, resident = 0;
+  if (!(in >> pages >> resident)) return 0;
+  return resident * static_cast<int64_t>(sysconf(_SC_PAGESIZE));
+}
+
+int64_t machine_memory_bytes() {
+  const int64_t ram = static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<int64_t>(sysconf(_SC_PAGESIZE));
+  std::ifstream cg("/sys/fs/cgroup/memory.max");
+  std::string v;
+  if (cg >> v && v != "max") {
+    try {
+      const int64_t limit = std::stoll(v);
+      if (limit > 0) return std::min(ram, limit);
+    } catch (...) {
+    }
+  }
+  return ram;
+}
+
+}  // namespace llms

@@ -1,0 +1,76 @@
+// AdmissionController: decides at submit time whether a request may queue, so that
+// overload is answered quickly and clearly instead of by growing queues or memory.
+//   * bounded waiting queue, by requests and by queued prompt tokens -> RESOURCE_EXHAUSTED
+//     (HTTP 429) with a retry-after hint;
+//   * memory watermarks on KV-pool use and process RSS with hysteresis: above the high
+//     mark new requests are refused (UNAVAILABLE, HTTP 503) until use falls below the
+//     low mark;
+//   * draining (shutdown) -> UNAVAILABLE.
+//
+// Thread-safety: admit()/release_waiting() from any thread; update_usage() from the
+// engine thread; state() from any thread.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+
+#include "base/status.h"
+
+namespace llms {
+
+struct AdmissionConfig {
+  int max_waiting_requests = 1024;
+  int64_t max_waiting_tokens = 1 << 22;
+  double kv_high = 0.8, kv_low = 0.7;
+  double rss_high = 0.8, rss_low = 0.7;
+};
+
+struct AdmissionState {
+  bool overloaded = false;   // above a watermark, refusing
+  std::string reason;        // which mark, with the numbers
+  double kv_usage = 0;       // 0..1
+  double rss_usage = 0;      // 0..1 of the memory limit
+  int waiting_requests = 0;
+  int64_t waiting_tokens = 0;
+  bool draining = false;
+};
+
+class AdmissionController {
+ public:
+  explicit AdmissionController(const AdmissionConfig& config) : config_(config) {}
+
+  // Reserves a queue slot for a request of `prompt_tokens`, or says why not.
+  // `retry_after_s` gets a hint for RESOURCE_EXHAUSTED.
+  Status admit(int64_t prompt_tokens, double* retry_after_s);
+  // The request left the waiting queue (started running, or ended while waiting).
+  void release_waiting(int64_t prompt_tokens);
+
+  // New usage figures (fractions of capacity); applies the hysteresis.
+  void update_usage(double kv_usage, double rss_usage);
+  void set_draining(bool draining);
+  // Hint for clients refused because the queue is full: roughly how long the queue
+  // takes to drain at the recent completion rate.
+  void set_retry_hint(double seconds) { retry_hint_s_.store(seconds); }
+
+  AdmissionState state() const;
+
+ private:
+  AdmissionConfig config_;
+  mutable std::mutex mu_;
+  int waiting_requests_ = 0;
+  int64_t waiting_tokens_ = 0;
+  bool overloaded_ = false;
+  std::string reason_;
+  double kv_usage_ = 0, rss_usage_ = 0;
+  bool draining_ = false;
+  std::atomic<double> retry_hint_s_{1.0};
+};
+
+// Resident memory of this process in bytes (0 when unknown).
+int64_t process_rss_bytes();
+// The memory this process may use: the cgroup limit when set, else physical RAM.
+int64_t machine_memory_bytes();
+
+}  // namespace llms

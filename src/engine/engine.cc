@@ -1,0 +1,427 @@
+#include "engine/engine.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <random>
+
+#include "base/clock.h"
+#include "base/log.h"
+
+namespace llms {
+namespace {
+
+constexpr size_t kCostWindow = 64;
+constexpr int64_t kRssCheckIntervalNs = 100'000'000;
+
+Hash128 kv_seed(const Hash128& model, DType k, DType v) {
+  HashBuilder h;
+  h.add_pod(model).add_pod(k).add_pod(v);
+  return h.finish128();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Engine>> Engine::create(const Model& model, const Tokenizer& tokenizer,
+                                               const EngineConfig& config, Registry* registry) {
+  LLMS_RETURN_IF_ERROR(config.validate());
+  const int model_ctx = model.config().n_ctx_train;
+  const int ctx = config.context_length > 0 ? config.context_length : model_ctx;
+  const KvCacheConfig probe = model.kv_config(1, config.block_size, config.k_type, config.v_type);
+  LLMS_RETURN_IF_ERROR(probe.validate());
+  const int64_t per_block = probe.bytes_per_block();
+  const int64_t limit = config.memory_limit_bytes > 0 ? config.memory_limit_bytes : machine_memory_bytes();
+  const int64_t blocks_per_ctx = (ctx + config.block_size - 1) / config.block_size;
+  int64_t num_blocks = 0;
+  if (config.kv_cache_bytes > 0) {
+    num_blocks = config.kv_cache_bytes / per_block;
+  } else {
+    num_blocks = std::min<int64_t>(limit / 10 / per_block, blocks_per_ctx * config.max_running);
+  }
+  num_blocks = std::min<int64_t>(num_blocks, 1 << 24);
+  if (num_blocks < 1) {
+    return invalid_argument(fmt::format("kv_cache_memory of {} bytes holds no block of {} bytes", config.kv_cache_bytes,
+                                        per_block));
+  }
+  const int usable_ctx = static_cast<int>(std::min<int64_t>(ctx, num_blocks * config.block_size));
+  if (usable_ctx < ctx) {
+    log_warn("KV cache of {} blocks holds {} tokens: context limited to that (asked {})", num_blocks, usable_ctx, ctx);
+  }
+  auto runner = std::make_unique<LocalModelRunner>(
+      model, model.kv_config(static_cast<int32_t>(num_blocks), config.block_size, config.k_type, config.v_type),
+      config.threads);
+  log_info("engine: {} batching, {} KV blocks of {} tokens ({:.1f} MiB, {}/{}), context {}, {} threads",
+           batching_policy_name(config.batching), num_blocks, config.block_size,
+           static_cast<double>(num_blocks * per_block) / (1 << 20), dtype_name(config.k_type),
+           dtype_name(config.v_type), usable_ctx, runner->num_threads());
+  return std::make_unique<Engine>(std::move(runner), tokenizer, config, model.identity(),
+                                  static_cast<int32_t>(num_blocks), usable_ctx, registry);
+}
+
+Engine::Engine(std::unique_ptr<ModelRunner> runner, const Tokenizer& tokenizer, const EngineConfig& config,
+               Hash128 model_identity, int32_t num_kv_blocks, int context_length, Registry* registry)
+    : runner_(std::move(runner)),
+      tokenizer_(tokenizer),
+      config_(config),
+      model_identity_(model_identity),
+      context_length_(context_length),
+      own_registry_(registry ? nullptr : std::make_unique<Registry>()),
+      registry_(registry ? registry : own_registry_.get()),
+      metrics_(*registry_),
+      kv_(num_kv_blocks, config.block_size, kv_seed(model_identity, config.k_type, config.v_type), config.prefix_cache),
+      scheduler_(make_scheduler(config)),
+      admission_({config.max_waiting_requests, config.max_waiting_tokens, config.kv_high_watermark,
+                  config.kv_low_watermark, config.rss_high_watermark, config.rss_low_watermark}),
+      result_cache_(0),
+      memory_limit_bytes_(config.memory_limit_bytes > 0 ? config.memory_limit_bytes : machine_memory_bytes()),
+      clock_(now_ns) {
+  publish(clock_(), true);
+}
+
+Engine::~Engine() {
+  stop();
+  cancel_remaining("the engine was destroyed");
+}
+
+void Engine::cancel_remaining(const std::string& why) {
+  intake(clock_());
+  std::vector<Sequence*> left = waiting_;
+  left.insert(left.end(), running_.begin(), running_.end());
+  for (Sequence* s : left) finish(*s, FinishReason::kCancelled, why);
+}
+
+Status Engine::validate_request(const RequestParams& p) const {
+  LLMS_RETURN_IF_ERROR(p.sampling.validate());
+  if (p.prompt.empty()) return invalid_argument("the prompt is empty");
+  for (int32_t t : p.prompt) {
+    if (t < 0 || t >= runner_->vocab_size()) {
+      return invalid_argument(fmt::format("token id {} is outside the vocabulary (0..{})", t, runner_->vocab_size() - 1));
+    }
+  }
+  if (static_cast<int64_t>(p.prompt.size()) >= context_length_) {
+    return invalid_argument(fmt::format("the prompt has {} tokens; the context holds {} (prompt plus at least one "
+                                        "generated token)",
+                                        p.prompt.size(), context_length_));
+  }
+  if (p.max_tokens < 1) return invalid_argument(fmt::format("max_tokens must be >= 1, got {}", p.max_tokens));
+  if (p.top_logprobs > 20) return invalid_argument("top_logprobs must be at most 20");
+  if (p.timeout_s < 0) return invalid_argument("timeout must be >= 0");
+  return ok_status();
+}
+
+Result<std::shared_ptr<RequestHandle>> Engine::submit(RequestParams params, double* retry_after_s) {
+  double retry = 0;
+  if (retry_after_s) *retry_after_s = 0;
+  if (Status s = validate_request(params); !s.ok()) {
+    metrics_.rejected.with({"invalid"}).inc();
+    metrics_.finished.with({"rejected"}).inc();
+    return s;
+  }
+  if (Status s = admission_.admit(static_cast<int64_t>(params.prompt.size()), &retry); !s.ok()) {
+    const char* why = s.code() == StatusCode::kResourceExhausted ? "queue_full"
+                      : admission_.state().draining                 ? "draining"
+                                                                    : "memory";
+    metrics_.rejected.with({why}).inc();
+    metrics_.finished.with({"rejected"}).inc();
+    if (retry_after_s) *retry_after_s = retry;
+    return s;
+  }
+  auto seq = std::make_unique<Sequence>();
+  seq->id = next_id_.fetch_add(1);
+  seq->handle = std::make_shared<RequestHandle>(seq->id);
+  seq->handle->set_cancel_hook([this] { wake(); });
+  seq->arrival_ns = clock_();
+  const double timeout = params.timeout_s > 0 ? params.timeout_s : config_.default_timeout_s;
+  seq->deadline_ns = seq->arrival_ns + static_cast<int64_t>(timeout * 1e9);
+  seq->params = std::move(params);
+  auto handle = seq->handle;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    inbox_.push_back(std::move(seq));
+  }
+  cv_.notify_one();
+  return handle;
+}
+
+std::optional<CachedCompletion> Engine::cached(const RequestParams& params) {
+  const auto key = ResultCache::key_for(model_identity_, params);
+  if (!key) return std::nullopt;
+  return result_cache_.lookup(*key);
+}
+
+void Engine::intake(int64_t now) {
+  std::vector<std::unique_ptr<Sequence>> arrived;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    arrived.swap(inbox_);
+  }
+  std::random_device entropy;
+  for (auto& up : arrived) {
+    Sequence& s = *up;
+    s.tokens = s.params.prompt;
+    s.prompt_len = static_cast<int64_t>(s.tokens.size());
+    const uint64_t seed = (static_cast<uint64_t>(entropy()) << 32) | entropy();
+    s.sampler = std::make_unique<Sampler>(s.params.sampling, seed, s.params.prompt);
+    s.decoder = std::make_unique<StreamingDecoder>(tokenizer_);
+    s.stop = std::make_unique<StopMatcher>(s.params.stop);
+    // Long-job lane: cost far above the recent median.
+    if (recent_costs_.size() >= 8) {
+      std::vector<int64_t> sorted(recent_costs_.begin(), recent_costs_.end());
+      std::nth_element(sorted.begin(), sorted.begin() + static_cast<ptrdiff_t>(sorted.size() / 2), sorted.end());
+      s.long_job = static_cast<double>(s.cost()) > config_.long_job_factor * static_cast<double>(sorted[sorted.size() / 2]);
+    }
+    recent_costs_.push_back(s.cost());
+    if (recent_costs_.size() > kCostWindow) recent_costs_.pop_front();
+    if (ResultCache::key_for(model_identity_, s.params)) replay_[s.id];
+    waiting_.push_back(&s);
+    sequences_.emplace(s.id, std::move(up));
+  }
+  (void)now;
+}
+
+void Engine::reap(int64_t now) {
+  std::vector<Sequence*> ended;
+  for (auto* list : {&waiting_, &running_}) {
+    for (Sequence* s : *list) {
+      if (s->handle->cancelled() || now >= s->deadline_ns) ended.push_back(s);
+    }
+  }
+  for (Sequence* s : ended) finish(*s, s->handle->cancelled() ? FinishReason::kCancelled : FinishReason::kTimeout);
+}
+
+bool Engine::step() {
+  const int64_t now = clock_();
+  intake(now);
+  reap(now);
+  if (waiting_.empty() && running_.empty()) {
+    publish(now, false);
+    return false;
+  }
+  SchedulerContext ctx{waiting_, running_, kv_, config_, now};
+  const SchedulePlan plan = scheduler_->schedule(ctx);
+  metrics_.preemptions.inc(static_cast<double>(plan.preempted.size()));
+  for (Sequence* s : plan.admitted) {
+    if (s->preemptions == 0 && s->first_scheduled_ns == now) {
+      admission_.release_waiting(s->prompt_len);
+      metrics_.queue_time.observe(static_cast<double>(now - s->arrival_ns) * 1e-9);
+      metrics_.prefix_queries.inc(static_cast<double>(s->prompt_len));
+      metrics_.prefix_hits.inc(static_cast<double>(s->cached_prompt_tokens));
+    }
+  }
+  if (plan.chunks.empty()) {
+    publish(now, false);
+    return false;
+  }
+  const Stopwatch watch;
+  const Status st = run_plan(plan, now);
+  const double step_s = watch.elapsed_s();
+  if (!st.ok()) {
+    log_error("engine step failed: {}", st.to_string());
+    for (const auto& c : plan.chunks) {
+      if (sequences_.count(c.seq->id)) finish(*c.seq, FinishReason::kError, st.message());
+    }
+  }
+  metrics_.steps.inc();
+  metrics_.step_time.observe(step_s);
+  metrics_.batch_size.observe(static_cast<double>(plan.chunks.size()));
+  metrics_.batch_tokens.observe(static_cast<double>(plan.num_tokens));
+  metrics_.batch_efficiency.observe(static_cast<double>(plan.num_tokens) / config_.max_batch_tokens);
+  metrics_.prefill_share.observe(static_cast<double>(plan.prefill_tokens) / static_cast<double>(plan.num_tokens));
+  metrics_.prefill_tokens_computed.inc(static_cast<double>(plan.prefill_tokens));
+  publish(clock_(), false);
+  return true;
+}
+
+Status Engine::run_plan(const SchedulePlan& plan, int64_t now) {
+  std::vector<SequenceChunk> chunks;
+  chunks.reserve(plan.chunks.size());
+  for (const auto& c : plan.chunks) {
+    Sequence& s = *c.seq;
+    SequenceChunk ch;
+    ch.tokens = std::span<const int32_t>(s.tokens).subspan(static_cast<size_t>(s.computed), static_cast<size_t>(c.n));
+    ch.start_pos = s.computed;
+    ch.block_table = s.blocks.table.blocks;
+    ch.logits = s.computed + c.n == static_cast<int64_t>(s.tokens.size()) ? LogitsWanted::kLast : LogitsWanted::kNone;
+    chunks.push_back(ch);
+  }
+  const Stopwatch watch;
+  LLMS_RETURN_IF_ERROR(runner_->forward(chunks, fwd_));
+  const double compute_s = watch.elapsed_s();
+  const int64_t done = clock_();
+  for (size_t i = 0; i < plan.chunks.size(); ++i) {
+    Sequence& s = *plan.chunks[i].seq;
+    s.computed += plan.chunks[i].n;
+    s.compute_s += compute_s;
+    kv_.commit(s.blocks, std::span<const int32_t>(s.tokens).first(static_cast<size_t>(s.computed)));
+    if (chunks[i].logits == LogitsWanted::kNone) continue;
+    const float* logits = fwd_.last_of(i, chunks[i]);
+    const int32_t token = s.sampler->sample(logits, runner_->vocab_size());
+    on_token(s, token, logits, done);
+  }
+  (void)now;
+  return ok_status();
+}
+
+void Engine::on_token(Sequence& s, int32_t token, const float* logits, int64_t now) {
+  s.sampler->accept(token);
+  s.tokens.push_back(token);
+  if (s.first_token_ns == 0) {
+    s.first_token_ns = now;
+    metrics_.ttft.observe(static_cast<double>(now - s.arrival_ns) * 1e-9);
+  } else {
+    metrics_.itl.observe(static_cast<double>(now - s.last_token_ns) * 1e-9);
+  }
+  s.last_token_ns = now;
+  metrics_.generation_tokens.inc();
+  if (!s.params.ignore_eos && tokenizer_.is_end_of_generation(token)) {
+    finish(s, FinishReason::kStop);
+    return;
+  }
+  TokenEvent ev;
+  ev.token = token;
+  ev.text = s.stop->push(s.decoder->push(token));
+  if (s.params.top_logprobs >= 0) {
+    ev.logprob = Sampler::logprob_of(logits, runner_->vocab_size(), token).logprob;
+    if (s.params.top_logprobs > 0) ev.top = Sampler::top_logprobs(logits, runner_->vocab_size(), s.params.top_logprobs);
+  }
+  if (auto it = replay_.find(s.id); it != replay_.end()) it->second.push_back(ev);
+  s.handle->push(std::move(ev));
+  if (s.stop->stopped()) {
+    finish(s, FinishReason::kStop);
+  } else if (s.generated() >= s.params.max_tokens || static_cast<int64_t>(s.tokens.size()) >= context_length_) {
+    finish(s, FinishReason::kLength);
+  }
+}
+
+void Engine::finish(Sequence& s, FinishReason reason, const std::string& message) {
+  const int64_t now = clock_();
+  FinishEvent fe;
+  fe.reason = reason;
+  fe.message = message;
+  if (!s.stop->stopped()) fe.text = s.stop->push(s.decoder->flush()) + s.stop->finish();
+  fe.prompt_tokens = s.prompt_len;
+  fe.completion_tokens = s.generated();
+  fe.cached_prompt_tokens = s.cached_prompt_tokens;
+  fe.preemptions = s.preemptions;
+  fe.timings.queue_s = s.first_scheduled_ns ? static_cast<double>(s.first_scheduled_ns - s.arrival_ns) * 1e-9 : 0;
+  fe.timings.ttft_s = s.first_token_ns ? static_cast<double>(s.first_token_ns - s.arrival_ns) * 1e-9 : 0;
+  fe.timings.e2e_s = static_cast<double>(now - s.arrival_ns) * 1e-9;
+  fe.timings.compute_s = s.compute_s;
+
+  if (s.first_scheduled_ns == 0) admission_.release_waiting(s.prompt_len);  // ended while still queued
+  kv_.release(s.blocks);
+  std::erase(waiting_, &s);
+  std::erase(running_, &s);
+  metrics_.finished.with({finish_reason_name(reason)}).inc();
+  if (reason == FinishReason::kTimeout) metrics_.timeouts.inc();
+  metrics_.prompt_tokens.inc(static_cast<double>(s.prompt_len));
+  metrics_.e2e.observe(fe.timings.e2e_s);
+  metrics_.compute_time.observe(fe.timings.compute_s);
+  if (auto it = replay_.find(s.id); it != replay_.end()) {
+    if (reason == FinishReason::kStop || reason == FinishReason::kLength) {
+      if (const auto key = ResultCache::key_for(model_identity_, s.params)) {
+        result_cache_.insert(*key, CachedCompletion{std::move(it->second), fe});
+      }
+    }
+    replay_.erase(it);
+  }
+  // Completion rate (EMA) for the queue-full retry hint.
+  if (last_finish_ns_ > 0) {
+    const double dt = std::max(1e-6, static_cast<double>(now - last_finish_ns_) * 1e-9);
+    completions_per_s_ = 0.9 * completions_per_s_ + 0.1 / dt;
+  }
+  last_finish_ns_ = now;
+  s.handle->push(std::move(fe));
+  sequences_.erase(s.id);
+}
+
+void Engine::publish(int64_t now, bool force_rss) {
+  const int32_t total = kv_.num_blocks();
+  const double kv_usage = static_cast<double>(kv_.num_used()) / total;
+  if (force_rss || now - last_rss_check_ns_ >= kRssCheckIntervalNs) {
+    last_rss_check_ns_ = now;
+    metrics_.rss_bytes.set(static_cast<double>(process_rss_bytes()));
+  }
+  const double rss_usage = metrics_.rss_bytes.value() / static_cast<double>(memory_limit_bytes_);
+  admission_.update_usage(kv_usage, rss_usage);
+  const AdmissionState adm = admission_.state();
+  admission_.set_retry_hint(static_cast<double>(adm.waiting_requests) / std::max(0.1, completions_per_s_));
+  metrics_.running.set(static_cast<double>(running_.size()));
+  metrics_.waiting.set(static_cast<double>(adm.waiting_requests));
+  metrics_.kv_blocks.with({"used"}).set(kv_.num_used());
+  metrics_.kv_blocks.with({"cached"}).set(kv_.num_cached_idle());
+  metrics_.kv_blocks.with({"free"}).set(kv_.num_available() - kv_.num_cached_idle());
+  metrics_.kv_usage.set(kv_usage);
+  metrics_.watermark.set(adm.overloaded ? 1 : 0);
+  std::lock_guard<std::mutex> lock(mu_);
+  snapshot_.running = static_cast<int>(running_.size());
+  snapshot_.waiting = static_cast<int>(waiting_.size() + inbox_.size());
+  snapshot_.kv_blocks_total = total;
+  snapshot_.kv_blocks_used = kv_.num_used();
+  snapshot_.kv_blocks_cached = kv_.num_cached_idle();
+  snapshot_.prefix = kv_.stats();
+  snapshot_.admission = adm;
+  snapshot_.steps = static_cast<int64_t>(metrics_.steps.value());
+  snapshot_.preemptions = static_cast<int64_t>(metrics_.preemptions.value());
+  snapshot_.last_step_ns = now;
+}
+
+EngineSnapshot Engine::snapshot() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  EngineSnapshot s = snapshot_;
+  s.thread_running = thread_.joinable() && !stop_requested_;
+  return s;
+}
+
+void Engine::run_until_idle() {
+  for (;;) {
+    if (step()) continue;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (waiting_.empty() && running_.empty() && inbox_.empty()) return;
+    // Work waits on a timer (a dynamic batch filling up): step again.
+  }
+}
+
+void Engine::begin_drain() { admission_.set_draining(true); }
+
+void Engine::wake() { cv_.notify_one(); }
+
+void Engine::start() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (thread_.joinable()) return;
+  stop_requested_ = false;
+  thread_ = std::thread([this] { thread_main(); });
+}
+
+void Engine::stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!thread_.joinable()) return;
+    stop_requested_ = true;
+  }
+  cv_.notify_one();
+  thread_.join();
+}
+
+void Engine::thread_main() {
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stop_requested_) break;
+    }
+    if (step()) continue;
+    // Idle or waiting on a timer: sleep until a submission, a cancel, the scheduler's
+    // timer or the nearest deadline.
+    int64_t wake_at = clock_() + 50'000'000;
+    SchedulerContext ctx{waiting_, running_, kv_, config_, clock_()};
+    if (const int64_t t = scheduler_->next_wake_ns(ctx); t > 0) wake_at = std::min(wake_at, t);
+    for (const Sequence* s : waiting_) wake_at = std::min(wake_at, s->deadline_ns);
+    std::unique_lock<std::mutex> lock(mu_);
+    const auto delay = std::chrono::nanoseconds(std::max<int64_t>(0, wake_at - clock_()));
+    cv_.wait_for(lock, delay, [&] { return stop_requested_ || !inbox_.empty(); });
+  }
+  cancel_remaining("the engine stopped");
+  publish(clock_(), false);
+}
+
+}  // namespace llms

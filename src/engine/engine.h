@@ -1,0 +1,146 @@
+// Engine: continuous batching over one model. One engine thread owns the waiting and
+// running sets, the KV block manager and every Sequence; other threads submit
+// requests and read their events through RequestHandles. Every request ends exactly
+// once with a finish reason (stop, length, timeout, cancelled, error), or is refused
+// at submit (rejected: the Status says why).
+//
+// Two ways to drive it: start() runs the engine thread; step()/run_until_idle() run
+// steps on the caller's thread (CLI batch runs, tests). Do not mix them.
+//
+// Thread-safety: submit(), cached(), snapshot(), begin_drain(), wake() from any
+// thread; step() from one thread at a time, never while the engine thread runs.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/admission.h"
+#include "engine/engine_config.h"
+#include "engine/engine_metrics.h"
+#include "engine/model_runner.h"
+#include "engine/request.h"
+#include "engine/result_cache.h"
+#include "engine/scheduler.h"
+#include "kv/prefix_cache.h"
+#include "metrics/metrics.h"
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
+
+namespace llms {
+
+struct EngineSnapshot {
+  int running = 0;
+  int waiting = 0;
+  int32_t kv_blocks_total = 0;
+  int32_t kv_blocks_used = 0;
+  int32_t kv_blocks_cached = 0;  // idle blocks kept for the prefix cache
+  PrefixCacheStats prefix;
+  AdmissionState admission;
+  int64_t steps = 0;
+  int64_t preemptions = 0;
+  int64_t last_step_ns = 0;      // when the last step ended (0: none yet)
+  bool thread_running = false;
+};
+
+class Engine {
+ public:
+  // An engine on `model` with a KV cache sized by the config. The model and the
+  // tokenizer must outlive the engine.
+  static Result<std::unique_ptr<Engine>> create(const Model& model, const Tokenizer& tokenizer,
+                                                const EngineConfig& config, Registry* registry = nullptr);
+  // Any runner (tests use a fake one). `context_length` caps positions per sequence.
+  Engine(std::unique_ptr<ModelRunner> runner, const Tokenizer& tokenizer, const EngineConfig& config,
+         Hash128 model_identity, int32_t num_kv_blocks, int context_length, Registry* registry = nullptr);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Queues a request. INVALID_ARGUMENT for a request that can never run (empty or
+  // too-long prompt, bad ids or sampling values); RESOURCE_EXHAUSTED when the queue is
+  // full (retry_after_s set); UNAVAILABLE above a memory watermark or while draining.
+  Result<std::shared_ptr<RequestHandle>> submit(RequestParams params, double* retry_after_s = nullptr);
+
+  // The stored completion of an identical deterministic request, if any.
+  std::optional<CachedCompletion> cached(const RequestParams& params);
+  ResultCacheStats result_cache_stats() const { return result_cache_.stats(); }
+
+  void start();
+  // Stops the engine thread; every request still queued or running ends "cancelled".
+  void stop();
+  // Refuse new requests from now on (graceful shutdown).
+  void begin_drain();
+  void wake();
+
+  // Manual mode: one step; true when it ran a forward pass.
+  bool step();
+  // Steps until nothing is waiting or running.
+  void run_until_idle();
+
+  EngineSnapshot snapshot() const;
+  const EngineConfig& config() const { return config_; }
+  int context_length() const { return context_length_; }
+  int32_t num_kv_blocks() const { return kv_.num_blocks(); }
+  Registry& registry() { return *registry_; }
+  const Tokenizer& tokenizer() const { return tokenizer_; }
+
+  // Replaces the monotonic clock (nanoseconds) used for arrivals, deadlines and
+  // batching delays. For tests; call before the first submit().
+  void set_clock(std::function<int64_t()> clock) { clock_ = std::move(clock); }
+
+ private:
+  void thread_main();
+  void intake(int64_t now);
+  void reap(int64_t now);
+  Status run_plan(const SchedulePlan& plan, int64_t now);
+  void on_token(Sequence& s, int32_t token, const float* logits, int64_t now);
+  void finish(Sequence& s, FinishReason reason, const std::string& message = "");
+  void publish(int64_t now, bool force_rss);
+  void cancel_remaining(const std::string& why);
+  Status validate_request(const RequestParams& p) const;
+
+  std::unique_ptr<ModelRunner> runner_;
+  const Tokenizer& tokenizer_;
+  EngineConfig config_;
+  Hash128 model_identity_;
+  int context_length_;
+  std::unique_ptr<Registry> own_registry_;
+  Registry* registry_;
+  EngineMetrics metrics_;
+  KvBlockManager kv_;
+  std::unique_ptr<Scheduler> scheduler_;
+  AdmissionController admission_;
+  ResultCache result_cache_;
+  int64_t memory_limit_bytes_;
+  std::function<int64_t()> clock_;
+
+  // Engine-thread state.
+  std::unordered_map<uint64_t, std::unique_ptr<Sequence>> sequences_;
+  std::vector<Sequence*> waiting_;
+  std::vector<Sequence*> running_;
+  std::deque<int64_t> recent_costs_;
+  std::unordered_map<uint64_t, std::vector<TokenEvent>> replay_;  // cacheable requests' events
+  ForwardOutput fwd_;
+  int64_t last_rss_check_ns_ = 0;
+  double completions_per_s_ = 1.0;
+  int64_t last_finish_ns_ = 0;
+
+  // Shared with submitting threads.
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::unique_ptr<Sequence>> inbox_;
+  std::atomic<uint64_t> next_id_{1};
+  bool stop_requested_ = false;
+  std::thread thread_;
+  EngineSnapshot snapshot_;
+};
+
+}  // namespace llms

@@ -1,0 +1,56 @@
+// EngineConfig: every setting of the engine, its KV cache and its admission control,
+// with defaults; validated once at start (validate() names the bad field).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "base/status.h"
+#include "tensor/dtype.h"
+
+namespace llms {
+
+enum class BatchingPolicy {
+  kContinuous,  // token budget per step; requests join and leave at every step
+  kDynamic,     // wait for max_batch_size requests or max_delay_ms, run the batch to completion
+  kNone,        // one request at a time (the baseline)
+};
+
+const char* batching_policy_name(BatchingPolicy p);
+Result<BatchingPolicy> parse_batching_policy(const std::string& name);
+
+struct EngineConfig {
+  BatchingPolicy batching = BatchingPolicy::kContinuous;
+  int max_batch_tokens = 512;    // tokens per forward pass (decodes + prefill chunks)
+  int max_running = 64;          // sequences in the running set
+  int max_batch_size = 8;        // dynamic: requests per batch
+  double max_delay_ms = 20;      // dynamic: the oldest waits at most this long for a full batch
+
+  int block_size = 16;           // KV block size in tokens (8..128)
+  int64_t kv_cache_bytes = 0;    // 0: 10% of the memory limit, at most what max_running full contexts need
+  DType k_type = DType::kF32;
+  DType v_type = DType::kF32;
+  bool prefix_cache = true;
+  int context_length = 0;        // 0: the model's training context
+
+  int max_waiting_requests = 1024;
+  int64_t max_waiting_tokens = 1 << 22;  // prompt tokens queued, in all
+  double kv_high_watermark = 0.8;        // refuse new requests above this KV use...
+  double kv_low_watermark = 0.7;         // ...until it falls below this
+  double rss_high_watermark = 0.8;       // the same for process memory / memory limit
+  double rss_low_watermark = 0.7;
+  int64_t memory_limit_bytes = 0;        // 0: the machine's (or cgroup's) memory
+
+  double default_timeout_s = 600;        // per request, queueing + generation
+
+  double long_job_factor = 8.0;   // cost above this x the recent median: long-job lane
+  double long_job_share = 0.25;   // most of a step's budget the long-job lane may take
+  double aging_s = 5.0;           // waiting this long raises effective priority by one
+  int interactive_boost = 10;     // priority advantage of the interactive lane
+
+  int threads = 0;                // kernel threads; 0 = one per core
+
+  Status validate() const;
+};
+
+}  // namespace llms

@@ -1,0 +1,42 @@
+#include "engine/engine_metrics.h"
+
+namespace llms {
+
+namespace {
+std::vector<double> ratio_buckets() { return {0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0}; }
+}  // namespace
+
+EngineMetrics::EngineMetrics(Registry& r)
+    : finished(r.counter_family("llmserve_requests_finished_total", "Requests ended, by finish reason.", {"reason"})),
+      rejected(r.counter_family("llmserve_requests_rejected_total", "Requests refused at admission, by reason.",
+                                {"reason"})),
+      prompt_tokens(r.counter("llmserve_prompt_tokens_total", "Prompt tokens of finished requests.")),
+      generation_tokens(r.counter("llmserve_generation_tokens_total", "Tokens generated.")),
+      prefill_tokens_computed(r.counter("llmserve_prefill_tokens_computed_total",
+                                        "Prompt tokens run through the model (prefix-cache hits excluded).")),
+      preemptions(r.counter("llmserve_preemptions_total", "Sequences preempted for lack of KV blocks.")),
+      timeouts(r.counter("llmserve_timeouts_total", "Requests ended by their deadline.")),
+      prefix_queries(r.counter("llmserve_prefix_cache_queries_total", "Prompt tokens looked up in the prefix cache.")),
+      prefix_hits(r.counter("llmserve_prefix_cache_hits_total", "Prompt tokens served by the prefix cache.")),
+      steps(r.counter("llmserve_engine_steps_total", "Forward passes run.")),
+      running(r.gauge("llmserve_requests_running", "Requests in the running set.")),
+      waiting(r.gauge("llmserve_requests_waiting", "Requests waiting to run.")),
+      kv_blocks(r.gauge_family("llmserve_kv_blocks", "KV cache blocks by state.", {"state"})),
+      kv_usage(r.gauge("llmserve_kv_cache_usage_ratio", "Share of KV blocks owned by sequences.")),
+      rss_bytes(r.gauge("llmserve_process_resident_memory_bytes", "Resident memory of the process.")),
+      watermark(r.gauge("llmserve_memory_watermark_refusing", "1 while above a memory watermark.")),
+      ttft(r.histogram("llmserve_time_to_first_token_seconds", "Arrival to first token.", latency_buckets())),
+      itl(r.histogram("llmserve_inter_token_latency_seconds", "Time between tokens of a request.", latency_buckets())),
+      e2e(r.histogram("llmserve_e2e_request_latency_seconds", "Arrival to finish.", latency_buckets())),
+      queue_time(r.histogram("llmserve_request_queue_time_seconds", "Arrival to first scheduling.", latency_buckets())),
+      compute_time(r.histogram("llmserve_request_compute_time_seconds", "Time in steps that ran the request.",
+                               latency_buckets())),
+      step_time(r.histogram("llmserve_step_seconds", "Duration of one engine step.", latency_buckets())),
+      batch_size(r.histogram("llmserve_batch_size", "Sequences per step.", count_buckets(1024))),
+      batch_tokens(r.histogram("llmserve_batch_tokens", "Tokens per step.", count_buckets(16384))),
+      batch_efficiency(r.histogram("llmserve_batch_efficiency_ratio", "Tokens per step over the step's token budget.",
+                                   ratio_buckets())),
+      prefill_share(r.histogram("llmserve_step_prefill_share_ratio", "Prefill tokens over all tokens, per step.",
+                                ratio_buckets())) {}
+
+}  // namespace llms

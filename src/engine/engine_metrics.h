@@ -1,0 +1,40 @@
+// The engine's metrics, registered under llmserve_* names (docs/metrics.md maps them
+// to vLLM's). Updated by the engine thread; rendered by the server.
+#pragma once
+
+#include "metrics/metrics.h"
+
+namespace llms {
+
+struct EngineMetrics {
+  explicit EngineMetrics(Registry& r);
+
+  Family<Counter>& finished;        // by reason
+  Family<Counter>& rejected;        // by reason: queue_full, memory, draining, invalid
+  Counter& prompt_tokens;
+  Counter& generation_tokens;
+  Counter& prefill_tokens_computed;
+  Counter& preemptions;
+  Counter& timeouts;
+  Counter& prefix_queries;          // prompt tokens looked up
+  Counter& prefix_hits;             // prompt tokens found
+  Counter& steps;
+  Gauge& running;
+  Gauge& waiting;
+  Family<Gauge>& kv_blocks;         // by state: used, free, cached
+  Gauge& kv_usage;
+  Gauge& rss_bytes;
+  Gauge& watermark;                 // 1 while refusing new requests
+  Histogram& ttft;
+  Histogram& itl;
+  Histogram& e2e;
+  Histogram& queue_time;
+  Histogram& compute_time;
+  Histogram& step_time;
+  Histogram& batch_size;            // sequences per step
+  Histogram& batch_tokens;          // tokens per step
+  Histogram& batch_efficiency;      // tokens / budget
+  Histogram& prefill_share;         // prefill tokens / tokens, per step
+};
+
+}  // namespace llms

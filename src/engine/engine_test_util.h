@@ -1,0 +1,117 @@
+// Helpers for engine tests: a fake model runner whose next token is a pure function
+// of (last token, position), and a tokenizer over the synthetic vocabulary.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <memory>
+#include <vector>
+
+#include "engine/engine.h"
+#include "io/gguf_file.h"
+#include "model/synthetic.h"
+#include "tokenizer/tokenizer.h"
+
+namespace llms::testing {
+
+constexpr int kFakeVocab = 300;
+
+// next(token, pos) = (token * 7 + pos * 3 + 5) % kFakeVocab, never 2 (EOS) unless the
+// token is `eos_after`'s trigger: a chunk ending at position eos_at emits EOS.
+class FakeRunner : public ModelRunner {
+ public:
+  static int32_t next(int32_t token, int64_t pos) {
+    int32_t t = static_cast<int32_t>((token * 7 + pos * 3 + 5) % kFakeVocab);
+    return t == 2 ? 3 : t;
+  }
+  int vocab_size() const override { return kFakeVocab; }
+  Status forward(std::span<const SequenceChunk> chunks, ForwardOutput& out) override {
+    calls.emplace_back();
+    out.n_vocab = kFakeVocab;
+    out.first_row.assign(chunks.size(), -1);
+    out.logits.clear();
+    int64_t rows = 0;
+    for (size_t i = 0; i < chunks.size(); ++i) {
+      const auto& c = chunks[i];
+      calls.back().push_back(
+          {static_cast<int64_t>(c.tokens.size()), c.start_pos, c.logits != LogitsWanted::kNone, c.tokens.front()});
+      if (c.logits == LogitsWanted::kNone) continue;
+      out.first_row[i] = rows++;
+      std::vector<float> row(kFakeVocab, 0.0f);
+      const int64_t pos = c.start_pos + static_cast<int64_t>(c.tokens.size()) - 1;
+      row[static_cast<size_t>(pos == eos_at ? 2 : next(c.tokens.back(), pos))] = 10.0f;
+      out.logits.insert(out.logits.end(), row.begin(), row.end());
+    }
+    return ok_status();
+  }
+  void copy_block(int32_t, int32_t) override {}
+
+  struct ChunkInfo {
+    int64_t n;
+    int64_t start;
+    bool logits;
+    int32_t first_token;
+  };
+  std::vector<std::vector<ChunkInfo>> calls;  // per forward call
+  int64_t eos_at = -1;
+};
+
+// A tokenizer for the synthetic vocabulary, loaded from a small GGUF written once.
+inline const Tokenizer& synthetic_tokenizer() {
+  static std::unique_ptr<GgufFile> file;
+  static std::unique_ptr<Tokenizer> tok;
+  if (!tok) {
+    SyntheticSpec spec;
+    spec.n_vocab = kFakeVocab, spec.n_embd = 8, spec.n_layer = 1, spec.n_head = 2, spec.n_head_kv = 1, spec.n_ff = 8;
+    const std::string path = ::testing::TempDir() + "/engine_test_vocab.gguf";
+    EXPECT_TRUE(write_synthetic_model(spec, path).ok());
+    file = std::make_unique<GgufFile>(GgufFile::open(path).value());
+    tok = Tokenizer::from_gguf(*file).value();
+  }
+  return *tok;
+}
+
+// Fake clock the tests advance by hand.
+struct ManualClock {
+  int64_t ns = 1'000'000'000;
+  std::function<int64_t()> fn() {
+    return [this] { return ns; };
+  }
+  void advance_ms(double ms) { ns += static_cast<int64_t>(ms * 1e6); }
+};
+
+inline RequestParams greedy_request(std::vector<int32_t> prompt, int max_tokens) {
+  RequestParams p;
+  p.prompt = std::move(prompt);
+  p.max_tokens = max_tokens;
+  p.sampling.temperature = 0.0f;
+  return p;
+}
+
+// Reads every event of a finished request.
+struct Collected {
+  std::vector<int32_t> tokens;
+  std::string text;
+  FinishEvent finish;
+  bool finished = false;
+  int finish_count = 0;
+};
+
+inline Collected collect(RequestHandle& h) {
+  Collected c;
+  for (auto& e : h.drain()) {
+    if (auto* t = std::get_if<TokenEvent>(&e)) {
+      c.tokens.push_back(t->token);
+      c.text += t->text;
+    } else {
+      c.finish = std::get<FinishEvent>(e);
+      c.text += c.finish.text;
+      c.finished = true;
+      ++c.finish_count;
+    }
+  }
+  return c;
+}
+
+}  // namespace llms::testing

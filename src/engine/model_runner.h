@@ -1,0 +1,46 @@
+// ModelRunner: what the engine needs from a model — run a batch of chunks, copy a KV
+// block — behind an interface so that scheduler tests can use a fake model.
+// LocalModelRunner runs a Model on this machine's cores with its own KV cache.
+//
+// Thread-safety: called only from the engine thread.
+#pragma once
+
+#include <memory>
+#include <span>
+
+#include "base/status.h"
+#include "base/thread_pool.h"
+#include "kv/kv_cache.h"
+#include "model/batch.h"
+#include "model/model.h"
+
+namespace llms {
+
+class ModelRunner {
+ public:
+  virtual ~ModelRunner() = default;
+  virtual int vocab_size() const = 0;
+  virtual Status forward(std::span<const SequenceChunk> chunks, ForwardOutput& out) = 0;
+  virtual void copy_block(int32_t src, int32_t dst) = 0;
+};
+
+class LocalModelRunner : public ModelRunner {
+ public:
+  LocalModelRunner(const Model& model, const KvCacheConfig& kv_config, int threads);
+
+  int vocab_size() const override { return model_.config().n_vocab; }
+  Status forward(std::span<const SequenceChunk> chunks, ForwardOutput& out) override {
+    return model_.forward(chunks, kv_, state_, pool_, out);
+  }
+  void copy_block(int32_t src, int32_t dst) override { kv_.copy_block(src, dst); }
+  const KvCache& kv_cache() const { return kv_; }
+  int num_threads() const { return pool_.num_threads(); }
+
+ private:
+  const Model& model_;
+  KvCache kv_;
+  ForwardState state_;
+  ThreadPool pool_;
+};
+
+}  // namespace llms

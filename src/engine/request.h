@@ -1,0 +1,102 @@
+// What a client hands the engine (RequestParams) and what it gets back: a
+// RequestHandle, the one object shared between the submitting thread and the engine
+// thread. The engine pushes token and finish events into it; the client waits on it,
+// reads events, and may cancel.
+//
+// Thread-safety: RequestHandle is fully thread-safe (a mutex and a condition variable);
+// everything else here is a plain value.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "engine/finish_reason.h"
+#include "engine/sampler.h"
+
+namespace llms {
+
+enum class Lane {
+  kInteractive,  // latency-sensitive: ahead of the batch lane
+  kBatch,        // throughput work
+};
+
+struct RequestParams {
+  std::vector<int32_t> prompt;  // token ids, BOS included when wanted
+  int max_tokens = 16;
+  SamplingParams sampling;
+  std::vector<std::string> stop;
+  bool ignore_eos = false;
+  int priority = 0;          // higher runs first
+  Lane lane = Lane::kInteractive;
+  double timeout_s = 0;      // queueing + generation; 0 = the engine's default
+  int top_logprobs = -1;     // -1: no logprobs; 0..20: the chosen token's and this many alternatives
+};
+
+struct TokenEvent {
+  int32_t token = 0;
+  std::string text;                 // complete UTF-8 text released by this token (may be empty)
+  float logprob = 0.0f;             // when requested
+  std::vector<TokenLogprob> top;    // when requested
+};
+
+struct RequestTimings {
+  double queue_s = 0;        // arrival to first scheduling
+  double ttft_s = 0;         // arrival to first token
+  double e2e_s = 0;          // arrival to finish
+  double compute_s = 0;      // time in steps that included the request
+};
+
+struct FinishEvent {
+  FinishReason reason = FinishReason::kStop;
+  std::string text;           // text held back until the end (a partial stop-string match, ...)
+  std::string message;        // for rejected / error
+  double retry_after_s = 0;   // for rejected
+  int64_t prompt_tokens = 0;
+  int64_t completion_tokens = 0;
+  int64_t cached_prompt_tokens = 0;  // served by the prefix cache
+  int preemptions = 0;
+  RequestTimings timings;
+};
+
+using RequestEvent = std::variant<TokenEvent, FinishEvent>;
+
+class RequestHandle {
+ public:
+  explicit RequestHandle(uint64_t id) : id_(id) {}
+  uint64_t id() const { return id_; }
+
+  // Client side.
+  // Waits up to `timeout_ms` (negative: forever) for an event; false on timeout.
+  bool next(RequestEvent* out, int64_t timeout_ms = -1);
+  // Takes every queued event without waiting.
+  std::vector<RequestEvent> drain();
+  void cancel();
+  bool cancelled() const;
+  bool finished() const;
+  // Called (on the engine thread) after each pushed event; lets an event loop wake up.
+  void set_notify(std::function<void()> fn);
+  // Called by cancel() (on the cancelling thread); lets the engine wake up at once.
+  void set_cancel_hook(std::function<void()> fn);
+
+  // Engine side.
+  void push(RequestEvent event);
+
+ private:
+  const uint64_t id_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<RequestEvent> events_;
+  std::function<void()> notify_;
+  std::function<void()> cancel_hook_;
+  bool cancelled_ = false;
+  bool finished_ = false;
+};
+
+}  // namespace llms

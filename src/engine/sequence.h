@@ -1,0 +1,52 @@
+// Sequence: the engine thread's state for one request — its tokens, how many of them
+// the KV cache holds, its blocks, sampler, detokenizer and stop matcher, and its
+// timestamps. Owned and touched only by the engine thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "engine/request.h"
+#include "engine/sampler.h"
+#include "engine/stop_matcher.h"
+#include "kv/prefix_cache.h"
+#include "tokenizer/streaming_decoder.h"
+
+namespace llms {
+
+struct Sequence {
+  uint64_t id = 0;
+  std::shared_ptr<RequestHandle> handle;
+  RequestParams params;
+
+  std::vector<int32_t> tokens;  // prompt, then generated tokens
+  int64_t prompt_len = 0;
+  int64_t computed = 0;         // positions whose K/V are in the cache
+  int64_t cached_prompt_tokens = 0;
+  SequenceBlocks blocks;
+  bool running = false;         // in the running set (else waiting)
+  bool long_job = false;        // in the long-job lane
+
+  std::unique_ptr<Sampler> sampler;
+  std::unique_ptr<StreamingDecoder> decoder;
+  std::unique_ptr<StopMatcher> stop;
+
+  int64_t arrival_ns = 0;
+  int64_t deadline_ns = 0;
+  int64_t first_scheduled_ns = 0;  // 0 until first scheduled
+  int64_t started_ns = 0;          // when it last entered the running set
+  int64_t first_token_ns = 0;
+  int64_t last_token_ns = 0;
+  double compute_s = 0;
+  int preemptions = 0;
+
+  int64_t generated() const { return static_cast<int64_t>(tokens.size()) - prompt_len; }
+  // Positions still to compute before the next token can be sampled.
+  int64_t pending() const { return static_cast<int64_t>(tokens.size()) - computed; }
+  bool prefilling() const { return computed < static_cast<int64_t>(tokens.size()) - 1 || computed < prompt_len; }
+  // Predicted cost in tokens, for the long-job lane.
+  int64_t cost() const { return prompt_len + params.max_tokens; }
+};
+
+}  // namespace llms
