@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <initializer_list>
 #include <span>
 
 #include "base/utf8.h"
@@ -26,6 +27,12 @@ constexpr std::string_view kDeepseekCoderSystem =
 constexpr std::string_view kDsUser = "<｜User｜>";
 constexpr std::string_view kDsAssistant = "<｜Assistant｜>";
 constexpr std::string_view kDsEndOfSentence = "<｜end▁of▁sentence｜>";
+
+// Appends the parts in order (no temporaries; also sidesteps a GCC 12 -Wrestrict
+// false positive on chains of std::string operator+).
+void append(std::string& out, std::initializer_list<std::string_view> parts) {
+  for (const std::string_view p : parts) out.append(p);
+}
 
 bool is_py_space(char32_t c) {
   return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 || c == 0xA0 || c == 0x1680 ||
@@ -104,9 +111,9 @@ Result<std::string> render_llama2(const Messages& m, bool, const Tokens& t) {
     std::string content = msg.content;
     if (i == 0 && s.has_system) content = "<<SYS>>\n" + std::string(s.system) + "\n<</SYS>>\n\n" + content;
     if (msg.role == "user") {
-      out += t.bos + "[INST] " + strip(content) + " [/INST]";
+      append(out, {t.bos, "[INST] ", strip(content), " [/INST]"});
     } else if (msg.role == "assistant") {
-      out += " " + strip(content) + " " + t.eos;
+      append(out, {" ", strip(content), " ", t.eos});
     }
   }
   return out;
@@ -153,7 +160,11 @@ Result<std::string> render_mistral_v3(const Messages& m, bool, const Tokens& t, 
       const std::string prefix = (last && s.has_system) ? std::string(s.system) + "\n\n" : "";
       out += inst + prefix + msg.content + "[/INST]";
     } else if (msg.role == "assistant") {
-      out += tekken ? msg.content + t.eos : " " + strip(msg.content) + t.eos;
+      if (tekken) {
+        append(out, {msg.content, t.eos});
+      } else {
+        append(out, {" ", strip(msg.content), t.eos});
+      }
     } else if (msg.role == "tool" || msg.role == "tool_results") {
       return unimplemented("tool messages are not supported by the built-in mistral templates");
     } else {

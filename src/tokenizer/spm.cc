@@ -3,12 +3,15 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <unordered_map>
 
 #include "base/utf8.h"
 
 namespace llms {
 
 namespace {
+
+constexpr std::string_view kSpace = "\xE2\x96\x81";  // U+2581 '▁'
 
 struct Symbol {
   int32_t prev;
@@ -38,10 +41,21 @@ bool is_mergeable_type(TokenType t) {
          t == TokenType::kUndefined;
 }
 
+// True when `text` has '▁' at a position other than the start that follows another character.
+bool has_inner_word_start(std::string_view text) {
+  for (size_t pos = text.find(kSpace, 1); pos != std::string_view::npos; pos = text.find(kSpace, pos + 1)) {
+    if (pos < 3 || text.substr(pos - 3, 3) != kSpace) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 SpmModel::SpmModel(const Vocab& vocab) : vocab_(vocab) {
-  for (const auto& t : vocab.tokens) max_piece_bytes_ = std::max(max_piece_bytes_, t.text.size());
+  for (const auto& t : vocab.tokens) {
+    max_piece_bytes_ = std::max(max_piece_bytes_, t.text.size());
+    if (is_mergeable_type(t.type) && t.text.size() > 3 && has_inner_word_start(t.text)) split_at_words_ = false;
+  }
   for (int b = 0; b < 256; ++b) {
     int32_t id = vocab.find(fmt::format("<0x{:02X}>", b));
     if (id < 0) id = vocab.find(std::string(1, static_cast<char>(b)));
@@ -80,7 +94,37 @@ void SpmModel::emit(std::string_view escaped, const std::vector<Node>& nodes, in
   }
 }
 
-void SpmModel::encode(std::string_view escaped, std::vector<int32_t>* out) const {
+void SpmModel::encode(std::string_view escaped, std::vector<int32_t>* out, bool allow_word_split) const {
+  if (!split_at_words_ || !allow_word_split) {
+    encode_run(escaped, out);
+    return;
+  }
+  // word → [begin, end) of its ids in `out`, for words repeated within this call.
+  std::unordered_map<std::string_view, std::pair<size_t, size_t>> seen;
+  const auto encode_word = [&](std::string_view word) {
+    const auto it = seen.find(word);
+    if (it != seen.end()) {
+      const auto [begin, end] = it->second;
+      for (size_t i = begin; i < end; ++i) {
+        const int32_t id = (*out)[i];  // copied first: push_back may reallocate
+        out->push_back(id);
+      }
+      return;
+    }
+    const size_t begin = out->size();
+    encode_run(word, out);
+    seen.emplace(word, std::make_pair(begin, out->size()));
+  };
+  size_t start = 0;
+  for (size_t pos = escaped.find(kSpace, 1); pos != std::string_view::npos; pos = escaped.find(kSpace, pos + 3)) {
+    if (pos >= 3 && escaped.substr(pos - 3, 3) == kSpace) continue;  // a run of spaces stays together
+    encode_word(escaped.substr(start, pos - start));
+    start = pos;
+  }
+  encode_word(escaped.substr(start));
+}
+
+void SpmModel::encode_run(std::string_view escaped, std::vector<int32_t>* out) const {
   if (escaped.empty()) return;
   std::vector<Symbol> symbols;
   std::vector<Node> nodes;

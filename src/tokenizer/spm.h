@@ -23,7 +23,15 @@ class SpmModel {
   explicit SpmModel(const Vocab& vocab);
 
   // Appends the ids of `escaped` (a text fragment with ' ' already replaced by '▁').
-  void encode(std::string_view escaped, std::vector<int32_t>* out) const;
+  // `allow_word_split` = false runs the merge loop over the whole fragment (tests
+  // compare the two).
+  void encode(std::string_view escaped, std::vector<int32_t>* out, bool allow_word_split = true) const;
+
+  // True when no piece that merges can produce contains '▁' right after another
+  // character than '▁'. Then no merge ever crosses the start of a word ('▁' after a
+  // non-space), so words can be encoded one by one, and a word seen before in the
+  // same call reuses its ids. Holds for LLaMA-style vocabularies; computed at load.
+  bool splits_at_words() const { return split_at_words_; }
 
   // The token that stands for raw byte `b`: <0xNN>, else the one-byte piece, else unk.
   int32_t byte_token(uint8_t b) const { return byte_token_[b]; }
@@ -39,6 +47,8 @@ class SpmModel {
   };
   // Id of a piece that merges may produce, or -1.
   int32_t mergeable_piece(std::string_view text) const;
+  // The merge loop over one run of characters.
+  void encode_run(std::string_view text, std::vector<int32_t>* out) const;
   // Appends the ids of `node`: its piece, or for an unused piece (which SentencePiece
   // never emits) the ids of its two halves, or for a leaf that is no piece its bytes.
   void emit(std::string_view escaped, const std::vector<Node>& nodes, int32_t node,
@@ -47,6 +57,7 @@ class SpmModel {
   const Vocab& vocab_;
   std::array<int32_t, 256> byte_token_{};
   size_t max_piece_bytes_ = 0;
+  bool split_at_words_ = true;
 };
 
 }  // namespace llms

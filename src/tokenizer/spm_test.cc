@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/random.h"
+#include "tokenizer/spm.h"
 #include "tokenizer/test_util.h"
 
 namespace llms {
@@ -155,6 +156,41 @@ TEST(SpmLlamaTest, LeadingSpaceRuleAndSpecialTokenBoundaries) {
   DecodeOptions render;
   render.render_special = true;
   EXPECT_EQ(lt.tok->decode(lt.tok->encode("Hi"), render), "<s> Hi");
+}
+
+TEST(SpmWordSplitTest, EncodingWordByWordEqualsOneMergeLoopOverTheText) {
+  for (const char* name : {"tokenizer/ggml-vocab-llama-spm.gguf", "models/stories260K.gguf"}) {
+    const std::string path = testing::shared_path(name);
+    if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " is absent";
+    auto file = GgufFile::open(path);
+    ASSERT_TRUE(file.ok());
+    auto vocab = Vocab::from_gguf(*file);
+    ASSERT_TRUE(vocab.ok());
+    const SpmModel model(*vocab);
+    ASSERT_TRUE(model.splits_at_words()) << name;
+    const std::vector<std::string> parts = {"\xE2\x96\x81", "\xE2\x96\x81\xE2\x96\x81", "the", "Hello", "ing", "日本",
+                                            "a", "\xE2\x96\x81of", ",", "\n", "🦙", "x", "\xFF"};
+    Rng rng(11);
+    for (int trial = 0; trial < 300; ++trial) {
+      std::string text;
+      const size_t n = rng.below(30);
+      for (size_t i = 0; i < n; ++i) text += parts[rng.below(parts.size())];
+      std::vector<int32_t> by_word, whole;
+      model.encode(text, &by_word);
+      model.encode(text, &whole, /*allow_word_split=*/false);
+      ASSERT_EQ(by_word, whole) << name << ": '" << text << "'";
+    }
+  }
+}
+
+TEST(SpmWordSplitTest, APieceSpanningAWordStartTurnsTheSplitOff) {
+  // "a▁b" would let a merge cross the start of the word "▁b".
+  auto v = testing::make_vocab("llama", {"<unk>", "<s>", "</s>", "a", "\xE2\x96\x81", "b", "a\xE2\x96\x81" "b"},
+                               {2, 3, 3, 1, 1, 1, 1});
+  ASSERT_TRUE(v.tok.ok()) << v.tok.status().to_string();
+  auto vocab = Vocab::from_gguf(*v.file);
+  ASSERT_TRUE(vocab.ok());
+  EXPECT_FALSE(SpmModel(*vocab).splits_at_words());
 }
 
 }  // namespace
