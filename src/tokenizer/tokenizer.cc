@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <unordered_map>
 
 #include "base/log.h"
 #include "tokenizer/bpe.h"
@@ -164,7 +165,22 @@ void Tokenizer::encode_text(std::string_view text, bool after_special, std::vect
   std::vector<std::string_view> pieces;
   pre_->split(text, &pieces);
   BpeScratch scratch;
-  for (const std::string_view piece : pieces) bpe_->encode_piece(piece, out, scratch);
+  // Words repeat a lot in real text; a piece seen before in this call copies its ids.
+  std::unordered_map<std::string_view, std::pair<size_t, size_t>> seen;
+  seen.reserve(pieces.size() / 2);
+  for (const std::string_view piece : pieces) {
+    const auto it = seen.find(piece);
+    if (it != seen.end()) {
+      for (size_t i = it->second.first; i < it->second.second; ++i) {
+        const int32_t id = (*out)[i];  // copied first: push_back may reallocate
+        out->push_back(id);
+      }
+      continue;
+    }
+    const size_t begin = out->size();
+    bpe_->encode_piece(piece, out, scratch);
+    seen.emplace(piece, std::make_pair(begin, out->size()));
+  }
 }
 
 std::vector<int32_t> Tokenizer::encode(std::string_view text, const EncodeOptions& opts) const {
