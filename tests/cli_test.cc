@@ -1,5 +1,7 @@
 // The llmserve binary end to end: generate, inspect, convert and make-model on the
 // shared stories260K model and on generated models, and its answers to bad input.
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -80,7 +82,7 @@ TEST(CliTest, InspectJsonDescribesTheModel) {
 
 TEST(CliTest, ConvertedCheckpointGeneratesTheSameStory) {
   if (!have_stories()) GTEST_SKIP() << "needs " << kStories;
-  const std::string out = ::testing::TempDir() + "/cli_convert.gguf";
+  const std::string out = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_cli_convert.gguf";
   const CmdResult c = run("convert --from llama2c " + kShared + "/models/stories260K.bin " + kShared + "/models/tok512.bin " + out);
   ASSERT_EQ(c.exit_code, 0) << c.out;
   const std::string args = " -p 'Once upon a time' -n 40 --temp 0";
@@ -89,7 +91,7 @@ TEST(CliTest, ConvertedCheckpointGeneratesTheSameStory) {
 }
 
 TEST(CliTest, MakeModelWritesASyntheticModelThatGenerates) {
-  const std::string out = ::testing::TempDir() + "/cli_tiny.gguf";
+  const std::string out = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_cli_tiny.gguf";
   const CmdResult m = run("make-model --preset tiny --type f16 --seed 3 " + out);
   ASSERT_EQ(m.exit_code, 0) << m.out;
   const CmdResult i = run("inspect --json " + out);
@@ -103,7 +105,7 @@ TEST(CliTest, MakeModelWritesASyntheticModelThatGenerates) {
   const auto first = nlohmann::json::parse(g.out.substr(0, g.out.find('\n')));
   EXPECT_EQ(first["completion_tokens"], 12);
   // Same seed, same file: byte-identical.
-  const std::string again = ::testing::TempDir() + "/cli_tiny2.gguf";
+  const std::string again = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_cli_tiny2.gguf";
   ASSERT_EQ(run("make-model --preset tiny --type f16 --seed 3 " + again).exit_code, 0);
   EXPECT_EQ(slurp(out), slurp(again));
   std::filesystem::remove(out);

@@ -1,5 +1,7 @@
 // Importing the llama2.c checkpoint of stories260K must give the same model as the
 // published GGUF: bit-identical logits in F32.
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -30,7 +32,7 @@ TEST(Llama2cImportTest, StoriesCheckpointGivesBitIdenticalLogits) {
   const std::string bin = kShared + "/models/stories260K.bin", tok = kShared + "/models/tok512.bin";
   const std::string gguf = kShared + "/models/stories260K.gguf";
   if (!std::filesystem::exists(bin) || !std::filesystem::exists(gguf)) GTEST_SKIP() << "needs " << bin;
-  const std::string out = ::testing::TempDir() + "/stories_import.gguf";
+  const std::string out = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_stories_import.gguf";
   ASSERT_TRUE(convert_llama2c(bin, tok, out).ok());
   auto imported = Model::load(out);
   auto published = Model::load(gguf);
@@ -52,26 +54,26 @@ TEST(Llama2cImportTest, StoriesCheckpointGivesBitIdenticalLogits) {
 TEST(Llama2cImportTest, TruncatedCheckpointIsAClearError) {
   const std::string bin = kShared + "/models/stories260K.bin", tok = kShared + "/models/tok512.bin";
   if (!std::filesystem::exists(bin)) GTEST_SKIP() << "needs " << bin;
-  const std::string cut = ::testing::TempDir() + "/cut.bin";
+  const std::string cut = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_cut.bin";
   {
     std::ifstream in(bin, std::ios::binary);
     std::vector<char> bytes(1000);
     in.read(bytes.data(), 1000);
     std::ofstream(cut, std::ios::binary).write(bytes.data(), 1000);
   }
-  const Status s = convert_llama2c(cut, tok, ::testing::TempDir() + "/never.gguf");
+  const Status s = convert_llama2c(cut, tok, ::testing::TempDir() + "/" + std::to_string(getpid()) + "_never.gguf");
   EXPECT_EQ(s.code(), StatusCode::kDataLoss);
   EXPECT_NE(s.message().find("1000 bytes"), std::string::npos) << s.message();
-  EXPECT_FALSE(std::filesystem::exists(::testing::TempDir() + "/never.gguf"));
+  EXPECT_FALSE(std::filesystem::exists(::testing::TempDir() + "/" + std::to_string(getpid()) + "_never.gguf"));
   // A tokenizer cut short.
-  const std::string cut_tok = ::testing::TempDir() + "/cut_tok.bin";
+  const std::string cut_tok = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_cut_tok.bin";
   {
     std::ifstream in(tok, std::ios::binary);
     std::vector<char> bytes(100);
     in.read(bytes.data(), 100);
     std::ofstream(cut_tok, std::ios::binary).write(bytes.data(), 100);
   }
-  const Status t = convert_llama2c(bin, cut_tok, ::testing::TempDir() + "/never.gguf");
+  const Status t = convert_llama2c(bin, cut_tok, ::testing::TempDir() + "/" + std::to_string(getpid()) + "_never.gguf");
   EXPECT_EQ(t.code(), StatusCode::kDataLoss);
   EXPECT_NE(t.message().find("ends at token"), std::string::npos) << t.message();
   std::filesystem::remove(cut);

@@ -22,9 +22,7 @@ int main(int argc, char** argv) {
   llms::cli::add_inspect_command(app);
   llms::cli::add_convert_command(app);
   llms::cli::add_make_model_command(app);
-#ifdef LLMSERVE_HAS_TOKENIZE_COMMAND
   llms::cli::add_tokenize_commands(app);
-#endif
   CLI11_PARSE(app, argc, argv);
   return 0;
 }

@@ -2,6 +2,8 @@
 // cancellations) through a tiny KV pool on a real (generated) model. Each request must
 // end exactly once, the pool must return to empty, and every completed output must
 // equal the output of the same request run alone (a cut-short one: a prefix of it).
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <map>
@@ -29,7 +31,7 @@ Fixture& fixture() {
     SyntheticSpec spec = synthetic_preset("tiny").value();
     spec.n_layer = 2;
     spec.seed = 99;
-    const std::string path = ::testing::TempDir() + "/engine_property.gguf";
+    const std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_engine_property.gguf";
     EXPECT_TRUE(write_synthetic_model(spec, path).ok());
     f.model = Model::load(path).value();
     f.tokenizer = Tokenizer::from_gguf(f.model->file()).value();

@@ -2,6 +2,8 @@
 // of (last token, position), and a tokenizer over the synthetic vocabulary.
 #pragma once
 
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -64,7 +66,7 @@ inline const Tokenizer& synthetic_tokenizer() {
   if (!tok) {
     SyntheticSpec spec;
     spec.n_vocab = kFakeVocab, spec.n_embd = 8, spec.n_layer = 1, spec.n_head = 2, spec.n_head_kv = 1, spec.n_ff = 8;
-    const std::string path = ::testing::TempDir() + "/engine_test_vocab.gguf";
+    const std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_engine_test_vocab.gguf";
     EXPECT_TRUE(write_synthetic_model(spec, path).ok());
     file = std::make_unique<GgufFile>(GgufFile::open(path).value());
     tok = Tokenizer::from_gguf(*file).value();

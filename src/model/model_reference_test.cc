@@ -1,5 +1,7 @@
 // The forward pass against an independent double-precision reference written here
 // with plain loops over the GGUF tensors (no code shared with model/ or kernels/).
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -184,7 +186,7 @@ TEST(ModelReferenceTest, GeneratedGqaModelWithQkvBiasMatchesDoubleReference) {
   spec.arch = "qwen2";
   spec.n_vocab = 300, spec.n_embd = 64, spec.n_layer = 2, spec.n_head = 8, spec.n_head_kv = 2, spec.n_ff = 96;
   spec.seed = 11;
-  const std::string path = ::testing::TempDir() + "/gqa_bias.gguf";
+  const std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_gqa_bias.gguf";
   ASSERT_TRUE(write_synthetic_model(spec, path).ok());
   check_model(path, {1, 5, 77, 299, 8, 100, 42, 42, 3, 17});
   std::filesystem::remove(path);
@@ -194,7 +196,7 @@ TEST(ModelReferenceTest, GeneratedF16ModelMatchesDoubleReference) {
   SyntheticSpec spec;
   spec.n_vocab = 260, spec.n_embd = 32, spec.n_layer = 1, spec.n_head = 4, spec.n_head_kv = 4, spec.n_ff = 64;
   spec.weight_type = DType::kF16;
-  const std::string path = ::testing::TempDir() + "/f16.gguf";
+  const std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_f16.gguf";
   ASSERT_TRUE(write_synthetic_model(spec, path).ok());
   check_model(path, {1, 2, 3, 250, 9});
   std::filesystem::remove(path);
