@@ -72,7 +72,7 @@ Engine::Engine(std::unique_ptr<ModelRunner> runner, const Tokenizer& tokenizer, 
       scheduler_(make_scheduler(config)),
       admission_({config.max_waiting_requests, config.max_waiting_tokens, config.kv_high_watermark,
                   config.kv_low_watermark, config.rss_high_watermark, config.rss_low_watermark}),
-      result_cache_(0),
+      result_cache_(config.result_cache_bytes),
       memory_limit_bytes_(config.memory_limit_bytes > 0 ? config.memory_limit_bytes : machine_memory_bytes()),
       clock_(now_ns) {
   publish(clock_(), true);
@@ -145,8 +145,11 @@ Result<std::shared_ptr<RequestHandle>> Engine::submit(RequestParams params, doub
 
 std::optional<CachedCompletion> Engine::cached(const RequestParams& params) {
   const auto key = ResultCache::key_for(model_identity_, params);
-  if (!key) return std::nullopt;
-  return result_cache_.lookup(*key);
+  if (!key || result_cache_.max_bytes() == 0) return std::nullopt;
+  auto hit = result_cache_.lookup(*key);
+  (hit ? metrics_.result_cache_hits : metrics_.result_cache_misses).inc();
+  if (hit) metrics_.result_cache_seconds_saved.inc(hit->finish.timings.e2e_s);
+  return hit;
 }
 
 void Engine::intake(int64_t now) {
@@ -318,7 +321,7 @@ void Engine::finish(Sequence& s, FinishReason reason, const std::string& message
   metrics_.e2e.observe(fe.timings.e2e_s);
   metrics_.compute_time.observe(fe.timings.compute_s);
   if (auto it = replay_.find(s.id); it != replay_.end()) {
-    if (reason == FinishReason::kStop || reason == FinishReason::kLength) {
+    if ((reason == FinishReason::kStop || reason == FinishReason::kLength) && result_cache_.max_bytes() > 0) {
       if (const auto key = ResultCache::key_for(model_identity_, s.params)) {
         result_cache_.insert(*key, CachedCompletion{std::move(it->second), fe});
       }

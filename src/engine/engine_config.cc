@@ -30,6 +30,7 @@ Status EngineConfig::validate() const {
   if (max_delay_ms < 0) return bad("max_delay_ms", "must be >= 0");
   if (block_size < 8 || block_size > 128) return bad("kv_block_size", fmt::format("{} is not in 8..128", block_size));
   if (kv_cache_bytes < 0) return bad("kv_cache_memory", "must be >= 0");
+  if (result_cache_bytes < 0) return bad("result_cache_bytes", "must be >= 0");
   if (context_length < 0) return bad("context_length", "must be >= 0");
   if (max_waiting_requests < 0) return bad("max_waiting_requests", "must be >= 0");
   if (max_waiting_tokens < 0) return bad("max_waiting_tokens", "must be >= 0");

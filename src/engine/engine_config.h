@@ -31,6 +31,7 @@ struct EngineConfig {
   DType k_type = DType::kF32;
   DType v_type = DType::kF32;
   bool prefix_cache = true;
+  int64_t result_cache_bytes = 64 << 20;  // completed deterministic outputs; 0 disables
   int context_length = 0;        // 0: the model's training context
 
   int max_waiting_requests = 1024;

@@ -19,6 +19,9 @@ struct EngineMetrics {
   Counter& prefix_queries;          // prompt tokens looked up
   Counter& prefix_hits;             // prompt tokens found
   Counter& steps;
+  Counter& result_cache_hits;
+  Counter& result_cache_misses;
+  Counter& result_cache_seconds_saved;
   Gauge& running;
   Gauge& waiting;
   Family<Gauge>& kv_blocks;         // by state: used, free, cached
