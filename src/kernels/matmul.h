@@ -1,9 +1,17 @@
 // Matrix products with a weight matrix: y[t, r] = sum_c W[r, c] * x[t, c] for the
 // n tokens of a batch (n = 1 is the decode GEMV, n > 1 prefill or batched decode).
+// Float weights (F32, F16, BF16) multiply float activations; integer weights (Q8_0,
+// Q4_0, Q4_K, Q6_K and the types converted to Q8_0 at load) multiply activations
+// quantized on the fly to 8 bits (blocks of 32 for Q8_0/Q4_0, of 256 for the k-quants)
+// with exact integer dot products, combined per block in float.
 //
-// Determinism: the value for token t is bit-identical whatever n is and whatever the
-// other tokens are, so that a request's output never depends on its batch.
-// Threading: work is split over rows of W across the pool; call from one thread.
+// Determinism: the value for token t is bit-identical whatever n is, whatever the
+// other tokens are and however many threads the pool has, so that a request's output
+// never depends on its batch. Each SIMD target has its own bits; the scalar target and
+// matmul_reference() define them for all targets (exactly, since every target
+// performs the same operations per output, see packed_weights.h).
+// Threading: work is split over 16-row panels of W across the pool; call from one
+// thread.
 #pragma once
 
 #include <cstdint>
@@ -18,8 +26,12 @@ bool matmul_supports(DType type);
 // x: [n, w.cols()] row-major floats; y: [n, w.rows()].
 void matmul(const WeightMatrix& w, const float* x, int64_t n, float* y, ThreadPool& pool);
 
-// Scalar reference: each row decoded with quant/row_convert, dot product in float,
-// summed left to right. Tests compare every SIMD path with it.
+// Scalar reference, computed from the file's GGUF rows (not the repacked ones):
+// float types: acc = fma(w[c], x[c], acc) for c ascending; integer types: activations
+// quantized as the kernels do, exact integer dot per block, then per block
+// acc = fma(float(isum), d_w * d_x, acc) (k-quants: see matmul_q4_k-inl.h and
+// matmul_q6_k-inl.h). Equal bit for bit to matmul() on the scalar target, and on the
+// SIMD targets for every integer type and every float type.
 void matmul_reference(const WeightMatrix& w, const float* x, int64_t n, float* y);
 
 }  // namespace llms

@@ -2,15 +2,25 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "base/random.h"
+#include "kernels/simd_target.h"
+#include "quant/half.h"
 #include "quant/row_convert.h"
 
 namespace llms {
 namespace {
 
-Tensor matrix(DType type, int64_t rows, int64_t cols, const std::vector<uint8_t>& bytes) {
+// A [rows, cols] matrix of `type` and the bytes it views.
+struct TestMatrix {
+  std::vector<uint8_t> bytes;
+  WeightMatrix w;
+};
+
+Tensor matrix_view(DType type, int64_t rows, int64_t cols, const std::vector<uint8_t>& bytes) {
   Tensor t;
   t.dtype = type;
   t.n_dims = 2;
@@ -19,50 +29,246 @@ Tensor matrix(DType type, int64_t rows, int64_t cols, const std::vector<uint8_t>
   return t;
 }
 
+// Gaussian weights encoded with the type's quantizer.
+TestMatrix quantized_matrix(DType type, int64_t rows, int64_t cols, uint64_t seed) {
+  Rng rng(seed);
+  TestMatrix m;
+  const int64_t rb = dtype_row_bytes(type, cols);
+  m.bytes.resize(static_cast<size_t>(rb * rows));
+  std::vector<float> row(static_cast<size_t>(cols));
+  for (int64_t r = 0; r < rows; ++r) {
+    for (auto& v : row) v = static_cast<float>(rng.normal());
+    quantize_row(type, row.data(), m.bytes.data() + r * rb, cols);
+  }
+  auto w = WeightMatrix::from_tensor(matrix_view(type, rows, cols, m.bytes), "w");
+  EXPECT_TRUE(w.ok()) << w.status().to_string();
+  m.w = *w;
+  return m;
+}
+
+// Random bytes (every level, sign and scale a file may hold, Q8_0's -128 included),
+// with the f16 scales set to small finite values.
+TestMatrix random_block_matrix(DType type, int64_t rows, int64_t cols, uint64_t seed) {
+  Rng rng(seed);
+  TestMatrix m;
+  const int64_t bs = dtype_info(type).type_size;
+  m.bytes.resize(static_cast<size_t>(dtype_row_bytes(type, cols) * rows));
+  for (auto& b : m.bytes) b = static_cast<uint8_t>(rng.next_u64());
+  auto scale = [&](size_t offset) {
+    const uint16_t h = f32_to_f16(static_cast<float>(rng.uniform() * 0.02 - 0.01));
+    std::memcpy(m.bytes.data() + offset, &h, 2);
+  };
+  for (size_t b = 0; b < m.bytes.size(); b += static_cast<size_t>(bs)) {
+    switch (type) {
+      case DType::kQ2_K: scale(b + 80), scale(b + 82); break;
+      case DType::kQ3_K: scale(b + 108); break;
+      case DType::kQ4_K: case DType::kQ5_K: scale(b), scale(b + 2); break;
+      case DType::kQ6_K: scale(b + 208); break;
+      case DType::kQ4_1: case DType::kQ5_1: case DType::kQ8_1: scale(b), scale(b + 2); break;
+      default: scale(b); break;  // Q4_0, Q5_0, Q8_0
+    }
+  }
+  auto w = WeightMatrix::from_tensor(matrix_view(type, rows, cols, m.bytes), "w");
+  EXPECT_TRUE(w.ok()) << w.status().to_string();
+  m.w = *w;
+  return m;
+}
+
+std::vector<float> activations(int64_t n, int64_t cols, uint64_t seed) {
+  Rng rng(seed);
+  std::vector<float> x(static_cast<size_t>(n * cols));
+  for (auto& v : x) v = static_cast<float>(rng.normal());
+  return x;
+}
+
+// Bit-for-bit equality, with the first difference in the message.
+void expect_same_bits(const std::vector<float>& got, const std::vector<float>& want, const std::string& what) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_EQ(float_to_bits(got[i]), float_to_bits(want[i])) << what << " at " << i << ": " << got[i] << " vs " << want[i];
+  }
+}
+
+constexpr DType kKernelTypes[] = {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0,
+                                  DType::kQ4_0, DType::kQ4_K, DType::kQ6_K};
+
+int64_t block_of(DType type) { return dtype_info(type).block_size; }
+
+// Columns that are whole blocks: an odd count for the float types.
+int64_t cols_for(DType type, int64_t blocks) { return block_of(type) == 1 ? 37 * blocks : block_of(type) * blocks; }
+
 TEST(MatmulTest, HandComputedF32) {
   // W = [[1, 2, 3], [4, 5, 6]], x = [1, 0, -1] and [2, 2, 2].
   const std::vector<float> w = {1, 2, 3, 4, 5, 6};
   std::vector<uint8_t> bytes(w.size() * 4);
   std::memcpy(bytes.data(), w.data(), bytes.size());
-  auto wm = WeightMatrix::from_tensor(matrix(DType::kF32, 2, 3, bytes), "w");
+  auto wm = WeightMatrix::from_tensor(matrix_view(DType::kF32, 2, 3, bytes), "w");
   ASSERT_TRUE(wm.ok());
   const std::vector<float> x = {1, 0, -1, 2, 2, 2};
   std::vector<float> y(4);
   ThreadPool pool(2);
-  matmul(*wm, x.data(), 2, y.data(), pool);
-  EXPECT_EQ(y, (std::vector<float>{-2, -2, 12, 30}));
+  for (SimdTarget target : supported_simd_targets()) {
+    ScopedSimdTarget scoped(target);
+    matmul(*wm, x.data(), 2, y.data(), pool);
+    EXPECT_EQ(y, (std::vector<float>{-2, -2, 12, 30})) << simd_target_name(target);
+  }
 }
 
-TEST(MatmulTest, MatchesReferenceForEveryFloatType) {
+// Every kernel on every target equals the scalar reference bit for bit, for rows that
+// do not fill the last panel and every batch size from 1 to 17.
+TEST(MatmulTest, EveryTargetMatchesReferenceExactly) {
   ThreadPool pool(2);
-  Rng rng(3);
-  for (DType type : {DType::kF32, DType::kF16, DType::kBF16}) {
-    const int64_t rows = 67, cols = 96, n = 5;
-    std::vector<float> wf(rows * cols);
-    for (auto& v : wf) v = static_cast<float>(rng.normal());
-    std::vector<uint8_t> bytes(dtype_row_bytes(type, cols) * rows);
-    for (int64_t r = 0; r < rows; ++r)
-      quantize_row(type, wf.data() + r * cols, bytes.data() + r * dtype_row_bytes(type, cols), cols);
-    auto wm = WeightMatrix::from_tensor(matrix(type, rows, cols, bytes), "w");
-    ASSERT_TRUE(wm.ok()) << wm.status().to_string();
-    std::vector<float> x(n * cols);
-    for (auto& v : x) v = static_cast<float>(rng.normal());
-    std::vector<float> y(n * rows), y_ref(n * rows), y_one(rows);
-    matmul(*wm, x.data(), n, y.data(), pool);
-    matmul_reference(*wm, x.data(), n, y_ref.data());
-    for (int64_t i = 0; i < n * rows; ++i) ASSERT_NEAR(y[i], y_ref[i], 1e-4f * (1 + std::abs(y_ref[i]))) << i;
-    // Batch independence: token 3 alone gives bit-identical results.
-    matmul(*wm, x.data() + 3 * cols, 1, y_one.data(), pool);
-    for (int64_t r = 0; r < rows; ++r) ASSERT_EQ(y_one[r], y[3 * rows + r]);
+  for (DType type : kKernelTypes) {
+    for (auto [rows, blocks] : {std::pair<int64_t, int64_t>{1, 1}, {17, 2}, {67, 3}}) {
+      const int64_t cols = cols_for(type, blocks);
+      const TestMatrix m = quantized_matrix(type, rows, cols, 100 + rows);
+      const int64_t max_n = rows == 17 ? 17 : 5;
+      const auto x = activations(max_n, cols, 7);
+      for (int64_t n = 1; n <= max_n; ++n) {
+        std::vector<float> want(static_cast<size_t>(n * rows)), got(want.size());
+        matmul_reference(m.w, x.data(), n, want.data());
+        for (SimdTarget target : supported_simd_targets()) {
+          ScopedSimdTarget scoped(target);
+          matmul(m.w, x.data(), n, got.data(), pool);
+          expect_same_bits(got, want,
+                           std::string(dtype_name(type)) + " " + simd_target_name(target) + " rows " +
+                               std::to_string(rows) + " n " + std::to_string(n));
+        }
+      }
+    }
+  }
+}
+
+TEST(MatmulTest, RandomBlocksMatchReferenceExactly) {
+  // Levels and scales at the ends of their ranges: no target may saturate or overflow.
+  ThreadPool pool(2);
+  for (DType type : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K}) {
+    const int64_t rows = 33, cols = block_of(type) * 2, n = 3;
+    const TestMatrix m = random_block_matrix(type, rows, cols, 5);
+    auto x = activations(n, cols, 9);
+    x[3] = 1000.0f;  // one block dominated by a single value
+    std::vector<float> want(static_cast<size_t>(n * rows)), got(want.size());
+    matmul_reference(m.w, x.data(), n, want.data());
+    for (SimdTarget target : supported_simd_targets()) {
+      ScopedSimdTarget scoped(target);
+      matmul(m.w, x.data(), n, got.data(), pool);
+      expect_same_bits(got, want, std::string(dtype_name(type)) + " " + simd_target_name(target));
+    }
+  }
+}
+
+// The integer paths quantize activations; their products stay within a small
+// relative error of the exact product of the decoded weights.
+TEST(MatmulTest, QuantizedProductsAreCloseToFloatProducts) {
+  ThreadPool pool(2);
+  for (DType type : kKernelTypes) {
+    const int64_t rows = 40, cols = cols_for(type, 2) * (block_of(type) == 32 ? 8 : 1), n = 3;
+    const TestMatrix m = quantized_matrix(type, rows, cols, 11);
+    const auto x = activations(n, cols, 12);
+    std::vector<float> y(static_cast<size_t>(n * rows)), row(static_cast<size_t>(cols));
+    matmul(m.w, x.data(), n, y.data(), pool);
+    double err = 0, norm = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      dequantize_row(type, m.w.row(r), row.data(), cols);
+      for (int64_t t = 0; t < n; ++t) {
+        double exact = 0;
+        for (int64_t c = 0; c < cols; ++c) exact += double(row[c]) * x[t * cols + c];
+        err += (y[t * rows + r] - exact) * (y[t * rows + r] - exact);
+        norm += exact * exact;
+      }
+    }
+    // 8-bit activations: about 0.5% relative RMS; float types: rounding only.
+    const double bound = block_of(type) == 1 ? 1e-6 : 0.01;
+    EXPECT_LT(std::sqrt(err / norm), bound) << dtype_name(type);
+  }
+}
+
+TEST(MatmulTest, TokenResultDoesNotDependOnBatchOrThreads) {
+  ThreadPool pool1(1), pool2(2), pool3(3);
+  for (DType type : kKernelTypes) {
+    const int64_t rows = 83, cols = cols_for(type, 2), n = 13;
+    const TestMatrix m = quantized_matrix(type, rows, cols, 21);
+    auto x = activations(n, cols, 22);
+    for (SimdTarget target : supported_simd_targets()) {
+      ScopedSimdTarget scoped(target);
+      const std::string what = std::string(dtype_name(type)) + " " + simd_target_name(target);
+      std::vector<float> batch(static_cast<size_t>(n * rows));
+      matmul(m.w, x.data(), n, batch.data(), pool2);
+      for (ThreadPool* pool : {&pool1, &pool3}) {
+        std::vector<float> other(batch.size());
+        matmul(m.w, x.data(), n, other.data(), *pool);
+        expect_same_bits(other, batch, what + " threads " + std::to_string(pool->num_threads()));
+      }
+      // Each token alone, and token 5 inside a batch whose other tokens changed.
+      for (int64_t t = 0; t < n; ++t) {
+        std::vector<float> one(static_cast<size_t>(rows));
+        matmul(m.w, x.data() + t * cols, 1, one.data(), pool2);
+        expect_same_bits(one, std::vector<float>(batch.begin() + t * rows, batch.begin() + (t + 1) * rows),
+                         what + " token " + std::to_string(t));
+      }
+      auto x2 = activations(n, cols, 23);
+      std::memcpy(x2.data() + 5 * cols, x.data() + 5 * cols, static_cast<size_t>(cols) * 4);
+      std::vector<float> batch2(batch.size());
+      matmul(m.w, x2.data(), n, batch2.data(), pool2);
+      expect_same_bits(std::vector<float>(batch2.begin() + 5 * rows, batch2.begin() + 6 * rows),
+                       std::vector<float>(batch.begin() + 5 * rows, batch.begin() + 6 * rows), what + " other tokens");
+    }
+  }
+}
+
+TEST(MatmulTest, TypesWithoutKernelsAreConvertedAndStillAccurate) {
+  ThreadPool pool(2);
+  for (DType type : {DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ8_1, DType::kQ2_K, DType::kQ3_K,
+                     DType::kQ5_K}) {
+    const int64_t rows = 20, cols = 256, n = 2;
+    const TestMatrix m = random_block_matrix(type, rows, cols, 31);
+    EXPECT_EQ(m.w.dtype(), type);
+    EXPECT_EQ(m.w.kernel_dtype(), DType::kQ8_0);
+    const auto x = activations(n, cols, 32);
+    std::vector<float> y(static_cast<size_t>(n * rows)), want(y.size()), row(static_cast<size_t>(cols));
+    matmul(m.w, x.data(), n, y.data(), pool);
+    matmul_reference(m.w, x.data(), n, want.data());
+    expect_same_bits(y, want, std::string(dtype_name(type)));
+    double err = 0, norm = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      dequantize_row(type, m.w.row(r), row.data(), cols);
+      for (int64_t t = 0; t < n; ++t) {
+        double exact = 0;
+        for (int64_t c = 0; c < cols; ++c) exact += double(row[c]) * x[t * cols + c];
+        err += (y[t * rows + r] - exact) * (y[t * rows + r] - exact);
+        norm += exact * exact;
+      }
+    }
+    EXPECT_LT(std::sqrt(err / norm), 0.02) << dtype_name(type);
+  }
+}
+
+TEST(MatmulTest, PackedSizeEqualsFileSizeForWholePanels) {
+  for (DType type : kKernelTypes) {
+    const TestMatrix m = quantized_matrix(type, 32, block_of(type) == 1 ? 64 : 512, 1);
+    EXPECT_EQ(m.w.packed_bytes(), m.w.num_bytes()) << dtype_name(type);
   }
 }
 
 TEST(MatmulTest, UnsupportedTypeIsAClearError) {
   std::vector<uint8_t> bytes(4 * 32);
-  auto wm = WeightMatrix::from_tensor(matrix(DType::kIQ2_XXS, 1, 256, bytes), "blk.0.attn_q.weight");
+  auto wm = WeightMatrix::from_tensor(matrix_view(DType::kIQ2_XXS, 1, 256, bytes), "blk.0.attn_q.weight");
   ASSERT_FALSE(wm.ok());
   EXPECT_NE(wm.status().message().find("blk.0.attn_q.weight"), std::string::npos);
   EXPECT_NE(wm.status().message().find("iq2_xxs"), std::string::npos);
+}
+
+TEST(SimdTargetTest, ScopedTargetSwitchesAndRestores) {
+  const SimdTarget before = active_simd_target();
+  const auto targets = supported_simd_targets();
+  ASSERT_FALSE(targets.empty());
+  EXPECT_EQ(targets.front(), SimdTarget::kScalar);
+  for (SimdTarget t : targets) {
+    ScopedSimdTarget scoped(t);
+    EXPECT_EQ(active_simd_target(), t);
+    EXPECT_STREQ(simd_target_name(), simd_target_name(t));
+  }
+  EXPECT_EQ(active_simd_target(), before);
 }
 
 }  // namespace

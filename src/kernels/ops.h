@@ -1,6 +1,8 @@
-// Element-wise and row operations of the forward pass. Each has a scalar reference
-// (namespace ref) that tests compare the dispatched version with.
-// All functions are pure over their arguments and may run on any thread.
+// Element-wise and row operations of the forward pass, dispatched to the active SIMD
+// target (simd_target.h). Each has a scalar reference (namespace ref) that tests
+// compare every target with: rope and add_inplace match it bit for bit; the others
+// differ by the order of their sums and by exp (within 2 ulp), see ops_test.cc for
+// the bounds. All functions are pure over their arguments and may run on any thread.
 #pragma once
 
 #include <cstdint>
@@ -37,6 +39,7 @@ void rope(float* x, int n_heads, int head_dim, int rot_dim, int64_t pos, const f
 void softmax(float* x, int64_t n);
 void silu_mul(const float* gate, const float* up, int64_t n, float* out);
 void gelu(const float* x, int64_t n, float* out);
+void add_inplace(float* y, const float* x, int64_t n);
 float dot_f32(const float* a, const float* b, int64_t n);
 }  // namespace ref
 

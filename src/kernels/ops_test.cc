@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "base/random.h"
+#include "kernels/simd_target.h"
 
 namespace llms {
 namespace {
@@ -57,6 +58,111 @@ TEST(OpsTest, SiluMulAndGeluHandValues) {
   float o[1];
   gelu(x, 1, o);
   EXPECT_NEAR(o[0], 0.8411920f, 1e-6);  // 0.5 * (1 + tanh(0.79788456 * 1.044715))
+}
+
+std::vector<float> normal_vector(int64_t n, uint64_t seed, float scale = 1.0f) {
+  Rng rng(seed);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (auto& x : v) x = scale * static_cast<float>(rng.normal());
+  return v;
+}
+
+// |got - want| <= rel * max(|want|) + abs over a vector.
+void expect_close(const std::vector<float>& got, const std::vector<float>& want, double rel, double abs,
+                  const std::string& what) {
+  double scale = 0;
+  for (float v : want) scale = std::max(scale, double(std::fabs(v)));
+  for (size_t i = 0; i < got.size(); ++i)
+    ASSERT_NEAR(got[i], want[i], rel * scale + abs) << what << " at " << i;
+}
+
+constexpr int64_t kLengths[] = {1, 7, 16, 17, 100, 2048, 5632};
+
+// Bounds: sums in another order cost a few ulp of the row's scale (softmax sums up to
+// 5632 terms one by one in the reference, hence its looser bound); exp is within
+// 2 ulp of std::exp; the reference gelu loses ~1e-7 absolute to cancellation in
+// 1 + tanh(u) for negative inputs, which the SIMD form v / (1 + exp(-2u)) avoids.
+TEST(OpsTest, EveryTargetMatchesReference) {
+  for (SimdTarget target : supported_simd_targets()) {
+    ScopedSimdTarget scoped(target);
+    for (int64_t n : kLengths) {
+      const std::string what = std::string(simd_target_name(target)) + " n=" + std::to_string(n);
+      const auto x = normal_vector(n, 1, 3.0f), w = normal_vector(n, 2), b = normal_vector(n, 3);
+      std::vector<float> got(x.size()), want(x.size());
+
+      rmsnorm(x.data(), w.data(), n, 1e-5f, got.data());
+      ref::rmsnorm(x.data(), w.data(), n, 1e-5f, want.data());
+      expect_close(got, want, 2e-6, 0, "rmsnorm " + what);
+
+      for (const float* bias : {static_cast<const float*>(nullptr), b.data()}) {
+        layernorm(x.data(), w.data(), bias, n, 1e-5f, got.data());
+        ref::layernorm(x.data(), w.data(), bias, n, 1e-5f, want.data());
+        expect_close(got, want, 2e-6, 0, "layernorm " + what);
+      }
+
+      got = x, want = x;
+      softmax(got.data(), n);
+      ref::softmax(want.data(), n);
+      expect_close(got, want, 2e-5, 1e-9, "softmax " + what);
+
+      silu_mul(x.data(), w.data(), n, got.data());
+      ref::silu_mul(x.data(), w.data(), n, want.data());
+      expect_close(got, want, 1e-6, 0, "silu_mul " + what);
+
+      gelu(x.data(), n, got.data());
+      ref::gelu(x.data(), n, want.data());
+      expect_close(got, want, 1e-6, 1e-7, "gelu " + what);
+
+      got = x, want = x;
+      add_inplace(got.data(), w.data(), n);
+      ref::add_inplace(want.data(), w.data(), n);
+      EXPECT_EQ(got, want) << "add_inplace " << what;
+
+      const float dot = dot_f32(x.data(), w.data(), n), dot_ref = ref::dot_f32(x.data(), w.data(), n);
+      double mag = 0;
+      for (int64_t i = 0; i < n; ++i) mag += std::fabs(double(x[i]) * w[i]);
+      EXPECT_NEAR(dot, dot_ref, 1e-6 * mag) << "dot_f32 " << what;
+    }
+  }
+}
+
+TEST(OpsTest, EveryTargetRotatesExactlyAsReference) {
+  for (SimdTarget target : supported_simd_targets()) {
+    ScopedSimdTarget scoped(target);
+    for (auto [head_dim, rot_dim] : {std::pair<int, int>{8, 8}, {64, 64}, {128, 64}, {80, 40}}) {
+      std::vector<float> inv_freq(static_cast<size_t>(rot_dim / 2));
+      for (int i = 0; i < rot_dim / 2; ++i) inv_freq[i] = std::pow(10000.0f, -2.0f * i / rot_dim);
+      for (RopeStyle style : {RopeStyle::kNormal, RopeStyle::kNeox}) {
+        for (int64_t pos : {0, 1, 37, 4095}) {
+          auto got = normal_vector(3 * head_dim, 4);
+          auto want = got;
+          rope(got.data(), 3, head_dim, rot_dim, pos, inv_freq.data(), style);
+          ref::rope(want.data(), 3, head_dim, rot_dim, pos, inv_freq.data(), style);
+          EXPECT_EQ(got, want) << simd_target_name(target) << " head_dim " << head_dim << " pos " << pos;
+        }
+      }
+    }
+  }
+}
+
+TEST(OpsTest, SoftmaxAndActivationsSurviveExtremeInputs) {
+  for (SimdTarget target : supported_simd_targets()) {
+    ScopedSimdTarget scoped(target);
+    std::vector<float> x = {-1e30f, -200.0f, 0.0f, 80.0f, 1e30f};
+    softmax(x.data(), 5);
+    EXPECT_EQ(x[4], 1.0f) << simd_target_name(target);
+    for (int i = 0; i < 4; ++i) EXPECT_LT(x[i], 1e-30f) << simd_target_name(target);
+    const std::vector<float> g = {-1000.0f, -90.0f, 90.0f, 1000.0f}, up(4, 1.0f);
+    std::vector<float> out(4);
+    silu_mul(g.data(), up.data(), 4, out.data());
+    EXPECT_NEAR(out[0], 0.0f, 1e-30f);
+    EXPECT_NEAR(out[1], 0.0f, 1e-30f);
+    EXPECT_EQ(out[2], 90.0f);
+    EXPECT_EQ(out[3], 1000.0f);
+    gelu(g.data(), 4, out.data());
+    EXPECT_NEAR(out[0], 0.0f, 1e-30f);
+    EXPECT_EQ(out[3], 1000.0f);
+  }
 }
 
 }  // namespace

@@ -2,9 +2,32 @@
 
 #include <fmt/format.h>
 
+#include <vector>
+
+#include "base/log.h"
 #include "kernels/matmul.h"
+#include "quant/row_convert.h"
 
 namespace llms {
+namespace {
+
+// Decodes every row and encodes it as Q8_0 into `storage`; returns the view.
+Tensor convert_to_q8_0(const Tensor& t, std::vector<uint8_t>& storage) {
+  const int64_t cols = t.ne[0], rows = t.ne[1];
+  const int64_t out_row = dtype_row_bytes(DType::kQ8_0, cols);
+  storage.resize(static_cast<size_t>(out_row * rows));
+  std::vector<float> row(static_cast<size_t>(cols));
+  for (int64_t r = 0; r < rows; ++r) {
+    dequantize_row(t.dtype, t.row(r), row.data(), cols);
+    quantize_row(DType::kQ8_0, row.data(), storage.data() + r * out_row, cols);
+  }
+  Tensor out = t;
+  out.dtype = DType::kQ8_0;
+  out.data = storage.data();
+  return out;
+}
+
+}  // namespace
 
 Result<WeightMatrix> WeightMatrix::from_tensor(const Tensor& t, std::string_view name) {
   if (t.n_dims != 2) {
@@ -16,6 +39,16 @@ Result<WeightMatrix> WeightMatrix::from_tensor(const Tensor& t, std::string_view
   }
   WeightMatrix w;
   w.t_ = t;
+  auto packed = std::make_shared<PackedWeights>();
+  PackedKind kind;
+  if (packed_kind_for(t.dtype, &kind)) {
+    pack_weights(t, packed.get());
+  } else {
+    log_debug("tensor '{}': {} has no kernel of its own, converted to q8_0", name, dtype_name(t.dtype));
+    std::vector<uint8_t> storage;
+    pack_weights(convert_to_q8_0(t, storage), packed.get());
+  }
+  w.packed_ = std::move(packed);
   return w;
 }
 

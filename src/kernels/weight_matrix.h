@@ -1,14 +1,20 @@
 // WeightMatrix: a weight of shape [rows = out features, cols = in features] ready for
-// the matmul kernels. It views the model file's bytes (GGUF ne = {cols, rows}); a
-// kernel may keep a repacked copy where another layout streams better.
+// the matmul kernels. It views the model file's bytes (GGUF ne = {cols, rows}) and
+// holds the rows repacked at load into the panel layout the kernels stream
+// (packed_weights.h). Types without a kernel of their own but with a decoder (Q4_1,
+// Q5_0, Q5_1, Q8_1, Q2_K, Q3_K, Q5_K) are converted to Q8_0 at load, which keeps
+// their precision.
 //
-// Thread-safety: immutable after creation; shared by all threads.
+// Thread-safety: immutable after creation; shared by all threads. Copies share the
+// packed rows.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string_view>
 
 #include "base/status.h"
+#include "kernels/packed_weights.h"
 #include "tensor/tensor.h"
 
 namespace llms {
@@ -16,9 +22,11 @@ namespace llms {
 class WeightMatrix {
  public:
   WeightMatrix() = default;
-  // UNIMPLEMENTED naming the tensor when no matmul kernel handles its type.
+  // INVALID_ARGUMENT unless `t` is 2-D; UNIMPLEMENTED naming the tensor when no
+  // kernel handles its type.
   static Result<WeightMatrix> from_tensor(const Tensor& t, std::string_view name);
 
+  // The file's type and bytes.
   DType dtype() const { return t_.dtype; }
   int64_t rows() const { return t_.ne[1]; }
   int64_t cols() const { return t_.ne[0]; }
@@ -27,8 +35,15 @@ class WeightMatrix {
   const uint8_t* row(int64_t r) const { return t_.row(r); }
   const Tensor& tensor() const { return t_; }
 
+  // What the kernels read: the repacked rows, and their type (dtype(), or Q8_0 for a
+  // converted type).
+  const PackedWeights& packed() const { return *packed_; }
+  DType kernel_dtype() const { return packed_kind_dtype(packed_->kind); }
+  int64_t packed_bytes() const { return packed_->num_bytes(); }
+
  private:
   Tensor t_;
+  std::shared_ptr<const PackedWeights> packed_;
 };
 
 }  // namespace llms

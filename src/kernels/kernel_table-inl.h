@@ -1,0 +1,26 @@
+// Fills a KernelTable with the functions of the enclosing target namespace.
+// Spliced into a target namespace after every kernel body.
+
+inline KernelTable make_kernel_table() {
+  KernelTable t{};
+  t.target = kTarget;
+  t.q8_0_bias = kQ8_0Bias;
+  t.matmul[static_cast<int>(PackedKind::kF32)] = matmul_f32;
+  t.matmul[static_cast<int>(PackedKind::kF16)] = matmul_f16;
+  t.matmul[static_cast<int>(PackedKind::kBF16)] = matmul_bf16;
+  t.matmul[static_cast<int>(PackedKind::kQ8_0)] = matmul_q8_0;
+  t.matmul[static_cast<int>(PackedKind::kQ4_0)] = matmul_q4_0;
+  t.matmul[static_cast<int>(PackedKind::kQ4_K)] = matmul_q4_k;
+  t.matmul[static_cast<int>(PackedKind::kQ6_K)] = matmul_q6_k;
+  t.quantize_q8_row = quantize_q8_row;
+  t.quantize_k_row = quantize_k_row;
+  t.rmsnorm = rmsnorm;
+  t.layernorm = layernorm;
+  t.rope = rope;
+  t.softmax = softmax;
+  t.silu_mul = silu_mul;
+  t.gelu = gelu;
+  t.add_inplace = add_inplace;
+  t.dot_f32 = dot_f32;
+  return t;
+}

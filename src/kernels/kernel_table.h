@@ -1,0 +1,79 @@
+// The per-target entry points behind matmul.h and ops.h. Each SIMD target's
+// translation unit (kernels_scalar.cc, kernels_avx2.cc, kernels_avx512.cc) fills one
+// KernelTable; the front ends pick the table of the active target once per call.
+// Internal to kernels/.
+//
+// Thread-safety: the tables are immutable; every entry is a pure function over its
+// arguments.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/ops.h"
+#include "kernels/packed_weights.h"
+#include "kernels/simd_target.h"
+
+namespace llms {
+
+// Activations quantized for the integer kernels, one row per token, all rows
+// independent of each other. Q8 rows use blocks of 32 (for Q8_0 and Q4_0 weights),
+// K rows blocks of 256 (for Q4_K and Q6_K). Per token t and block b:
+//   q    [n, cols]        int8, x ~ d * q, |q| <= 127, rounded to nearest even
+//   d    [n, cols / B]    float scale (B = 32 or 256), d = max|x| / 127
+//   Q8:  corr [n, cols / 32]  = -bias * sum(q over the block), bias set by the kernel
+//   K:   corr [n, cols / 16]  = -32 * sum(q over 16 values) (Q6_K's level offset)
+//        pairs [n, cols / 64] = int16 sums over blocks of 32, two per int32 (Q4_K mins)
+struct QuantizedActivations {
+  int64_t n = 0;
+  int64_t cols = 0;
+  int8_t* q = nullptr;
+  float* d = nullptr;
+  int32_t* corr = nullptr;
+  int32_t* pairs = nullptr;
+};
+
+// One call computes y for panels [panel_begin, panel_end) of w and all n tokens.
+// x is float [n, cols] for the float kinds, QuantizedActivations* for the others.
+struct MatmulCall {
+  const PackedWeights* w = nullptr;
+  const void* x = nullptr;
+  int64_t n = 0;
+  float* y = nullptr;  // [n, w->rows]
+  int64_t panel_begin = 0;
+  int64_t panel_end = 0;
+};
+
+using MatmulFn = void (*)(const MatmulCall& call);
+// Quantizes token row `t` of x ([n, cols]) into `out`.
+using QuantizeRowFn = void (*)(const float* x, int64_t t, int bias, const QuantizedActivations& out);
+
+struct KernelTable {
+  SimdTarget target;
+  // The offset Q8_0 weights carry into the integer dot product (their packed values
+  // are q + 128): 128 where the dot multiplies unsigned by signed bytes (VNNI and the
+  // scalar emulation), 0 where the target takes signed weights directly.
+  int q8_0_bias;
+  MatmulFn matmul[kNumPackedKinds];
+  QuantizeRowFn quantize_q8_row;
+  QuantizeRowFn quantize_k_row;
+
+  void (*rmsnorm)(const float* x, const float* w, int64_t n, float eps, float* out);
+  void (*layernorm)(const float* x, const float* w, const float* b, int64_t n, float eps, float* out);
+  // Rotation with the cos/sin of each pair precomputed: pairs (x[2i], x[2i+1]) (normal)
+  // or (x[i], x[i + half]) (NeoX) for i < half, cs = {cos[0..half), sin[0..half)}.
+  void (*rope)(float* x, int n_heads, int head_dim, int half, const float* cs, RopeStyle style);
+  void (*softmax)(float* x, int64_t n);
+  void (*silu_mul)(const float* gate, const float* up, int64_t n, float* out);
+  void (*gelu)(const float* x, int64_t n, float* out);
+  void (*add_inplace)(float* y, const float* x, int64_t n);
+  float (*dot_f32)(const float* a, const float* b, int64_t n);
+};
+
+const KernelTable& scalar_kernels();
+const KernelTable& avx2_kernels();
+const KernelTable& avx512_kernels();
+
+// The table of active_simd_target().
+const KernelTable& active_kernels();
+
+}  // namespace llms

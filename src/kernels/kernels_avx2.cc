@@ -1,0 +1,46 @@
+// Kernels compiled for the AVX2 + FMA + F16C target.
+// The bodies live in the *-inl.h files and are compiled once per target inside the
+// namespace llms::avx2; see simd_avx512-inl.h for the vector operations they use.
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+#include "kernels/kernel_table.h"
+
+#if defined(__x86_64__)
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c,bmi2")
+
+namespace llms {
+namespace avx2 {
+#include "kernels/simd_avx2-inl.h"
+#include "kernels/matmul_tiles-inl.h"
+#include "kernels/matmul_float-inl.h"
+#include "kernels/matmul_q8_0-inl.h"
+#include "kernels/matmul_q4_0-inl.h"
+#include "kernels/matmul_q4_k-inl.h"
+#include "kernels/matmul_q6_k-inl.h"
+#include "kernels/quantize_act-inl.h"
+#include "kernels/ops-inl.h"
+#include "kernels/kernel_table-inl.h"
+}  // namespace avx2
+}  // namespace llms
+#pragma GCC pop_options
+
+namespace llms {
+// Outside the target region: only the table's functions need the target's ISA.
+const KernelTable& avx2_kernels() {
+  static const KernelTable table = avx2::make_kernel_table();
+  return table;
+}
+}  // namespace llms
+#else
+namespace llms {
+// Not an x86-64 build: the target is never supported, so this is never called.
+const KernelTable& avx2_kernels() { return scalar_kernels(); }
+}  // namespace llms
+#endif

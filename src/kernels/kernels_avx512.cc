@@ -1,0 +1,50 @@
+// Kernels compiled for the AVX-512 target (F, BW, DQ, VL, VNNI).
+// The bodies live in the *-inl.h files and are compiled once per target inside the
+// namespace llms::avx512; see simd_avx512-inl.h for the vector operations they use.
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+#include "kernels/kernel_table.h"
+
+#if defined(__x86_64__)
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c,bmi2,avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")
+// GCC 12's AVX-512 intrinsics start from _mm512_undefined_*(), which it then reports.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+namespace llms {
+namespace avx512 {
+#include "kernels/simd_avx512-inl.h"
+#include "kernels/matmul_tiles-inl.h"
+#include "kernels/matmul_float-inl.h"
+#include "kernels/matmul_q8_0-inl.h"
+#include "kernels/matmul_q4_0-inl.h"
+#include "kernels/matmul_q4_k-inl.h"
+#include "kernels/matmul_q6_k-inl.h"
+#include "kernels/quantize_act-inl.h"
+#include "kernels/ops-inl.h"
+#include "kernels/kernel_table-inl.h"
+}  // namespace avx512
+}  // namespace llms
+#pragma GCC diagnostic pop
+#pragma GCC pop_options
+
+namespace llms {
+// Outside the target region: only the table's functions need the target's ISA.
+const KernelTable& avx512_kernels() {
+  static const KernelTable table = avx512::make_kernel_table();
+  return table;
+}
+}  // namespace llms
+#else
+namespace llms {
+// Not an x86-64 build: the target is never supported, so this is never called.
+const KernelTable& avx512_kernels() { return scalar_kernels(); }
+}  // namespace llms
+#endif

@@ -1,0 +1,63 @@
+// Q4_0 weights against Q8 activations (blocks of 32). Per lane (row r, token t) and
+// block b, in order:
+//   isum = sum_i (q_w[i] - 8) * q_x[i]                (exact int32)
+//   acc  = fma(float(isum), d_w * d_x, acc)
+// The dot takes the unsigned nibbles; isum starts at corr = -8 * sum(q_x).
+// Spliced into a target namespace after matmul_tiles-inl.h.
+
+struct Q4_0Kind {
+  static constexpr int kPanels = kQ8GemmPanels;
+  static constexpr int kTokens = kQ8GemmTokens;
+  static constexpr int kGemv = kGemvPanels;
+
+  template <int P, int T>
+  static void tile(const MatmulCall& c, int64_t p0, int64_t t0) {
+    const PackedWeights& w = *c.w;
+    const auto& a = *static_cast<const QuantizedActivations*>(c.x);
+    const int64_t nb = w.cols / 32;
+    const uint16_t* dw[P];
+    const uint8_t* qw[P];
+    for (int p = 0; p < P; ++p) {
+      dw[p] = reinterpret_cast<const uint16_t*>(w.panel(p0 + p));
+      qw[p] = w.panel(p0 + p) + w.head_bytes;
+    }
+    TokenQ x[T];
+    for (int t = 0; t < T; ++t) x[t] = token_q(a, t0 + t, 32, 32);
+    const VI nibble = set1_i32(0x0F0F0F0F);
+    VF acc[P][T];
+#pragma GCC unroll 16
+    for (int p = 0; p < P; ++p)
+#pragma GCC unroll 16
+      for (int t = 0; t < T; ++t) acc[p][t] = zero_f();
+    for (int64_t b = 0; b < nb; ++b) {
+      VI isum[P][T];
+#pragma GCC unroll 16
+      for (int p = 0; p < P; ++p)
+#pragma GCC unroll 16
+        for (int t = 0; t < T; ++t) isum[p][t] = set1_i32(x[t].corr[b]);
+#pragma GCC unroll 4
+      for (int u = 0; u < 4; ++u) {
+#pragma GCC unroll 16
+        for (int p = 0; p < P; ++p) {
+          const VI packed = load_i(qw[p] + (b * 4 + u) * 64);
+          const VI lo = and_i(packed, nibble), hi = and_i(srli_i32<4>(packed), nibble);
+#pragma GCC unroll 16
+          for (int t = 0; t < T; ++t) {
+            isum[p][t] = dot_u8s8(isum[p][t], lo, bcast_i32(x[t].q + b * 32 + 4 * u));
+            isum[p][t] = dot_u8s8(isum[p][t], hi, bcast_i32(x[t].q + b * 32 + 16 + 4 * u));
+          }
+        }
+      }
+#pragma GCC unroll 16
+      for (int p = 0; p < P; ++p) {
+        const VF d = load_f16(dw[p] + b * 16);
+#pragma GCC unroll 16
+        for (int t = 0; t < T; ++t) acc[p][t] = fma_f(cvt_i2f(isum[p][t]), mul_f(d, set1_f(x[t].d[b])), acc[p][t]);
+      }
+    }
+    for (int p = 0; p < P; ++p)
+      for (int t = 0; t < T; ++t) store_rows(c.y + (t0 + t) * w.rows, p0 + p, w.rows, acc[p][t]);
+  }
+};
+
+void matmul_q4_0(const MatmulCall& c) { run_tiles<Q4_0Kind>(c); }

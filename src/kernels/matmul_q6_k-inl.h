@@ -1,0 +1,67 @@
+// Q6_K weights against K activations (blocks of 256). Per lane (row r, token t) and
+// super-block, in order:
+//   isum = sum_j sc_j * sum_{i in j} (q_w[i] - 32) * q_x[i]   (16 sub-blocks of 16)
+//   acc  = fma(float(isum), d * d_x, acc)
+// The dot takes the unsigned 6-bit levels; each sub-block's sum starts at
+// corr = -32 * sum(q_x over the sub-block).
+// Spliced into a target namespace after matmul_tiles-inl.h.
+
+struct Q6_KKind {
+  static constexpr int kPanels = 1;
+  static constexpr int kTokens = kKGemmTokens;
+  static constexpr int kGemv = kGemvPanels < 2 ? kGemvPanels : 2;
+
+  template <int P, int T>
+  static void tile(const MatmulCall& c, int64_t p0, int64_t t0) {
+    const PackedWeights& w = *c.w;
+    const auto& a = *static_cast<const QuantizedActivations*>(c.x);
+    const int64_t nsb = w.cols / 256;
+    TokenQ x[T];
+    for (int t = 0; t < T; ++t) x[t] = token_q(a, t0 + t, 256, 16);
+    const VI low4 = set1_i32(0x0F0F0F0F), bits45 = set1_i32(0x30303030);
+    VF acc[P][T];
+    for (int p = 0; p < P; ++p)
+      for (int t = 0; t < T; ++t) acc[p][t] = zero_f();
+    for (int64_t sb = 0; sb < nsb; ++sb) {
+      const uint8_t* body[P];
+      VI isum[P][T];
+      for (int p = 0; p < P; ++p) {
+        body[p] = w.panel(p0 + p) + w.head_bytes + sb * 3328;
+        for (int t = 0; t < T; ++t) isum[p][t] = zero_i();
+      }
+      for (int j = 0; j < 16; ++j) {
+#pragma GCC unroll 16
+        for (int p = 0; p < P; ++p) {
+          // int8 scales (sc_2i, sc_2i+1) widened to int16 pairs, then to sc_j.
+          const VI pair = load_s8_to_i16(reinterpret_cast<const int8_t*>(body[p]) + 32 * (j / 2));
+          const VI sc = (j & 1) ? srai_i32<16>(pair) : srai_i32<16>(slli_i32<16>(pair));
+          const uint8_t* q = body[p] + 256 + 192 * j;
+          const VI va = load_i(q), vb = load_i(q + 64), vc = load_i(q + 128);
+          const VI s0 = or_i(and_i(va, low4), and_i(slli_i32<4>(vc), bits45));
+          const VI s1 = or_i(and_i(srli_i32<4>(va), low4), and_i(slli_i32<2>(vc), bits45));
+          const VI s2 = or_i(and_i(vb, low4), and_i(vc, bits45));
+          const VI s3 = or_i(and_i(srli_i32<4>(vb), low4), and_i(srli_i32<2>(vc), bits45));
+#pragma GCC unroll 16
+          for (int t = 0; t < T; ++t) {
+            const int8_t* xq = x[t].q + sb * 256 + 16 * j;
+            VI v = set1_i32(x[t].corr[sb * 16 + j]);
+            v = dot_u8s8(v, s0, bcast_i32(xq));
+            v = dot_u8s8(v, s1, bcast_i32(xq + 4));
+            v = dot_u8s8(v, s2, bcast_i32(xq + 8));
+            v = dot_u8s8(v, s3, bcast_i32(xq + 12));
+            isum[p][t] = add_i32(isum[p][t], mullo_i32(v, sc));
+          }
+        }
+      }
+      for (int p = 0; p < P; ++p) {
+        const VF d = load_f16(reinterpret_cast<const uint16_t*>(w.panel(p0 + p)) + sb * 16);
+#pragma GCC unroll 16
+        for (int t = 0; t < T; ++t) acc[p][t] = fma_f(cvt_i2f(isum[p][t]), mul_f(d, set1_f(x[t].d[sb])), acc[p][t]);
+      }
+    }
+    for (int p = 0; p < P; ++p)
+      for (int t = 0; t < T; ++t) store_rows(c.y + (t0 + t) * w.rows, p0 + p, w.rows, acc[p][t]);
+  }
+};
+
+void matmul_q6_k(const MatmulCall& c) { run_tiles<Q6_KKind>(c); }

@@ -1,0 +1,59 @@
+// Q8_0 weights against Q8 activations (blocks of 32). Per lane (row r, token t) and
+// block b, in order:
+//   isum = sum_i q_w[i] * q_x[i]                      (exact int32)
+//   acc  = fma(float(isum), d_w * d_x, acc)
+// The packed weights hold q + 128; targets whose dot takes unsigned bytes start isum
+// at corr = -128 * sum(q_x) (KernelTable::q8_0_bias), the others at 0.
+// Spliced into a target namespace after matmul_tiles-inl.h.
+
+struct Q8_0Kind {
+  static constexpr int kPanels = kQ8GemmPanels;
+  static constexpr int kTokens = kQ8GemmTokens;
+  static constexpr int kGemv = kGemvPanels;
+
+  template <int P, int T>
+  static void tile(const MatmulCall& c, int64_t p0, int64_t t0) {
+    const PackedWeights& w = *c.w;
+    const auto& a = *static_cast<const QuantizedActivations*>(c.x);
+    const int64_t nb = w.cols / 32;
+    const uint16_t* dw[P];
+    const uint8_t* qw[P];
+    for (int p = 0; p < P; ++p) {
+      dw[p] = reinterpret_cast<const uint16_t*>(w.panel(p0 + p));
+      qw[p] = w.panel(p0 + p) + w.head_bytes;
+    }
+    TokenQ x[T];
+    for (int t = 0; t < T; ++t) x[t] = token_q(a, t0 + t, 32, 32);
+    VF acc[P][T];
+#pragma GCC unroll 16
+    for (int p = 0; p < P; ++p)
+#pragma GCC unroll 16
+      for (int t = 0; t < T; ++t) acc[p][t] = zero_f();
+    for (int64_t b = 0; b < nb; ++b) {
+      VI isum[P][T];
+#pragma GCC unroll 16
+      for (int p = 0; p < P; ++p)
+#pragma GCC unroll 16
+        for (int t = 0; t < T; ++t) isum[p][t] = set1_i32(x[t].corr[b]);
+#pragma GCC unroll 8
+      for (int s = 0; s < 8; ++s) {
+#pragma GCC unroll 16
+        for (int p = 0; p < P; ++p) {
+          const VI wv = load_i(qw[p] + (b * 8 + s) * 64);
+#pragma GCC unroll 16
+          for (int t = 0; t < T; ++t) isum[p][t] = dot_q8(isum[p][t], wv, bcast_i32(x[t].q + b * 32 + 4 * s));
+        }
+      }
+#pragma GCC unroll 16
+      for (int p = 0; p < P; ++p) {
+        const VF d = load_f16(dw[p] + b * 16);
+#pragma GCC unroll 16
+        for (int t = 0; t < T; ++t) acc[p][t] = fma_f(cvt_i2f(isum[p][t]), mul_f(d, set1_f(x[t].d[b])), acc[p][t]);
+      }
+    }
+    for (int p = 0; p < P; ++p)
+      for (int t = 0; t < T; ++t) store_rows(c.y + (t0 + t) * w.rows, p0 + p, w.rows, acc[p][t]);
+  }
+};
+
+void matmul_q8_0(const MatmulCall& c) { run_tiles<Q8_0Kind>(c); }

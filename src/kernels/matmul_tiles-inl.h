@@ -1,0 +1,63 @@
+// The loop over tiles shared by every weight kind: a tile is P panels (16 rows each)
+// by T tokens, computed by Kind::tile<P, T>. GEMV (n = 1) walks Kind::kGemv panels at a
+// time to keep several weight streams in flight; GEMM walks Kind::kPanels panels and,
+// for each, every token in groups of Kind::kTokens, so the panels stay in cache while
+// the activations stream past. Every lane of every tile shape performs the same
+// operations in the same order, which is why the result for a token does not depend
+// on n, on its position in the batch or on how panels are split between threads.
+// Spliced into a target namespace after the simd_*-inl.h header.
+
+// Writes lanes of v as rows [16p, 16p + 16) of one token's output row, dropping the
+// padding rows of a last, partial panel.
+LLMS_SIMD void store_rows(float* y_token, int64_t p, int64_t rows, VF v) {
+  const int64_t r0 = p * kPanelRows;
+  if (r0 + kPanelRows <= rows) {
+    store_f(y_token + r0, v);
+  } else {
+    store_part_f(y_token + r0, v, static_cast<int>(rows - r0));
+  }
+}
+
+// Calls Kind::tile<P, R>(c, p, t) for the r (< R) remaining tokens.
+template <class Kind, int P, int R>
+inline void token_tail(const MatmulCall& c, int64_t p, int64_t t, int64_t r) {
+  if constexpr (R >= 1) {
+    if (r == R) {
+      Kind::template tile<P, R>(c, p, t);
+    } else {
+      token_tail<Kind, P, R - 1>(c, p, t, r);
+    }
+  }
+}
+
+template <class Kind, int P>
+inline void panel_tokens(const MatmulCall& c, int64_t p) {
+  constexpr int T = Kind::kTokens;
+  int64_t t = 0;
+  for (; t + T <= c.n; t += T) Kind::template tile<P, T>(c, p, t);
+  if (t < c.n) token_tail<Kind, P, T - 1>(c, p, t, c.n - t);
+}
+
+template <class Kind>
+void run_tiles(const MatmulCall& c) {
+  int64_t p = c.panel_begin;
+  if (c.n == 1) {
+    for (; p + Kind::kGemv <= c.panel_end; p += Kind::kGemv) Kind::template tile<Kind::kGemv, 1>(c, p, 0);
+    for (; p < c.panel_end; ++p) Kind::template tile<1, 1>(c, p, 0);
+    return;
+  }
+  for (; p + Kind::kPanels <= c.panel_end; p += Kind::kPanels) panel_tokens<Kind, Kind::kPanels>(c, p);
+  for (; p < c.panel_end; ++p) panel_tokens<Kind, 1>(c, p);
+}
+
+// Per-token views of QuantizedActivations for blocks of `block` values.
+struct TokenQ {
+  const int8_t* q;
+  const float* d;
+  const int32_t* corr;
+  const int32_t* pairs;
+};
+LLMS_SIMD TokenQ token_q(const QuantizedActivations& a, int64_t t, int64_t block, int64_t corr_block) {
+  return {a.q + t * a.cols, a.d + t * (a.cols / block), a.corr + t * (a.cols / corr_block),
+          a.pairs ? a.pairs + t * (a.cols / 64) : nullptr};
+}

@@ -1,0 +1,62 @@
+// PackedWeights: a weight matrix rearranged at load into the layout the matmul
+// kernels stream. Rows are grouped in panels of 16 (the last one padded with zero
+// rows) and a panel interleaves its rows so that one 64-byte load holds the same
+// columns of all 16 rows: a product then accumulates each row in its own SIMD lane
+// and never reduces horizontally, which is what makes GEMV and GEMM share one
+// reduction order (see matmul.h). The quantized types keep their GGUF bits (only
+// Q8_0's values are stored offset by 128), so a panel has the same size as its 16
+// GGUF rows.
+//
+// Panel layouts (r = row in panel, "step" = 4 consecutive columns of all 16 rows,
+// 64 bytes, byte 4r + i holding column 4s + i of row r):
+//   F32, F16, BF16: [cols][16] values.
+//   Q8_0: d [nb][16] f16, padded to 64 bytes; then per block 8 steps of q + 128.
+//   Q4_0: d as Q8_0; then per block 4 units of 64 bytes: unit u holds step u in its
+//         low nibbles and step u + 4 in its high nibbles (GGUF nibble order).
+//   Q4_K: per super-block: d [16] f16, dmin [16] f16, then the 12 scale bytes of each
+//         row as three 64-byte vectors (bytes 0-3, 4-7, 8-11 of row r at 4r), then
+//         per chunk c < 4 eight units: unit u low nibbles = step u of sub-block 2c,
+//         high nibbles = step u of sub-block 2c + 1.
+//   Q6_K: d [nb][16] f16, padded to 64 bytes; then per super-block the int8 scales as
+//         [8 pairs][16 rows][2] and per sub-block j < 16 three vectors A, B, C: steps
+//         0 and 1 in A's low/high nibbles, steps 2 and 3 in B's, and the top two bits
+//         of step s in bits 2s, 2s + 1 of C.
+//
+// Thread-safety: immutable after pack_weights(); shared by all threads.
+#pragma once
+
+#include <cstdint>
+
+#include "base/aligned_buffer.h"
+#include "tensor/tensor.h"
+
+namespace llms {
+
+inline constexpr int kPanelRows = 16;
+
+// The weight types with matmul kernels, indexing the kernel tables.
+enum class PackedKind { kF32 = 0, kF16, kBF16, kQ8_0, kQ4_0, kQ4_K, kQ6_K };
+inline constexpr int kNumPackedKinds = 7;
+
+struct PackedWeights {
+  PackedKind kind = PackedKind::kF32;
+  int64_t rows = 0;
+  int64_t cols = 0;
+  int64_t num_panels = 0;
+  int64_t panel_bytes = 0;  // a multiple of 64
+  int64_t head_bytes = 0;   // bytes of the per-panel d section (Q8_0, Q4_0, Q6_K)
+  AlignedBuffer data;
+
+  const uint8_t* panel(int64_t p) const { return data.as<uint8_t>() + p * panel_bytes; }
+  int64_t num_bytes() const { return num_panels * panel_bytes; }
+};
+
+// The kind for a GGUF type, or false when there is no kernel for it.
+bool packed_kind_for(DType type, PackedKind* kind);
+DType packed_kind_dtype(PackedKind kind);
+
+// Rearranges the rows of `t` (a [rows, cols] matrix of a type packed_kind_for()
+// accepts) into `out`.
+void pack_weights(const Tensor& t, PackedWeights* out);
+
+}  // namespace llms
