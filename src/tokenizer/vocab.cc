@@ -15,7 +15,17 @@ constexpr std::string_view kTokensKey = "tokenizer.ggml.tokens";
 // the end) for "none"; that is not an error, the id is just absent.
 Status read_special_id(const GgufFile& file, std::string_view key, int32_t num_tokens, int32_t* id) {
   if (!file.has(key)) return ok_status();
-  LLMS_ASSIGN_OR_RETURN(const uint64_t v, file.get_uint(key));
+  auto u = file.get_uint(key);
+  if (!u.ok()) {
+    // A few writers store "none" as a signed -1.
+    auto i = file.get_int(key);
+    if (i.ok() && *i < 0) {
+      *id = -1;
+      return ok_status();
+    }
+    return u.status();
+  }
+  const uint64_t v = *u;
   if (v >= static_cast<uint64_t>(num_tokens)) {
     if (v != 0xFFFFFFFFull) log_debug("{} = {} is outside the vocabulary; treated as absent", key, v);
     *id = -1;

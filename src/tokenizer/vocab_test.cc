@@ -51,9 +51,11 @@ TEST(VocabTest, SpecialIdsPastTheEndMeanNone) {
   auto v = testing::make_vocab("llama", {"<unk>", "<s>", "</s>", "a"}, {2, 3, 3, 1}, [](GgufWriter& w) {
     w.set("tokenizer.ggml.padding_token_id", Value::u32(0xFFFFFFFFu));
     w.set("tokenizer.ggml.eos_token_id", Value::u32(99));
+    w.set("tokenizer.ggml.eot_token_id", Value::i32(-1));
   });
   ASSERT_TRUE(v.tok.ok()) << v.tok.status().to_string();
   EXPECT_EQ((*v.tok)->eos_id(), -1);
+  EXPECT_EQ((*v.tok)->eot_id(), -1);
   EXPECT_EQ((*v.tok)->bos_id(), 1);  // the SentencePiece default
   EXPECT_FALSE((*v.tok)->is_end_of_generation(2));
 }
