@@ -36,6 +36,8 @@ struct Options {
   int max_batch_tokens = 512;
   int kv_block_size = 16;
   std::string kv_type = "f32";
+  std::string kv_type_k, kv_type_v;
+  bool no_prefix_cache = false;
   bool json = false;
 };
 
@@ -52,12 +54,12 @@ std::vector<std::string> read_prompts(const std::string& path) {
 
 void run(const Options& o) {
   if (o.prompt.empty() == o.prompts_file.empty()) fail(invalid_argument("give exactly one of --prompt and --prompts-file"));
-  const auto kv_type = dtype_from_name(o.kv_type);
-  if (!kv_type) fail(invalid_argument("unknown --kv-type '" + o.kv_type + "'"));
+  const auto k_type = dtype_from_name(o.kv_type_k.empty() ? o.kv_type : o.kv_type_k);
+  const auto v_type = dtype_from_name(o.kv_type_v.empty() ? o.kv_type : o.kv_type_v);
+  if (!k_type || !v_type) fail(invalid_argument("unknown --kv-type '" + o.kv_type + "'"));
   auto model = value_or_fail(Model::load(o.model));
   if (model->config().synthetic) log_warn("{}: synthetic model with RANDOM weights; its text is noise", o.model);
   auto tokenizer = value_or_fail(Tokenizer::from_gguf(model->file()));
-  ThreadPool pool(o.threads);
 
   const std::vector<std::string> prompts = o.prompts_file.empty() ? std::vector<std::string>{o.prompt} : read_prompts(o.prompts_file);
   std::vector<GenerationSpec> specs(prompts.size());
@@ -78,37 +80,54 @@ void run(const Options& o) {
     sp.frequency_penalty = o.frequency_penalty;
     if (o.seed >= 0) sp.seed = static_cast<uint64_t>(o.seed) + i;
   }
-  GeneratorConfig gc;
-  gc.parallel = o.parallel;
-  gc.max_batch_tokens = o.max_batch_tokens;
-  gc.block_size = o.kv_block_size;
-  gc.k_type = gc.v_type = *kv_type;
-  gc.context_length = o.ctx;
-  BatchGenerator gen(*model, *tokenizer, pool, gc);
+  EngineConfig ec;
+  ec.max_running = o.parallel;
+  ec.max_batch_tokens = o.max_batch_tokens;
+  ec.block_size = o.kv_block_size;
+  ec.k_type = *k_type;
+  ec.v_type = *v_type;
+  ec.context_length = o.ctx;
+  ec.threads = o.threads;
+  ec.prefix_cache = !o.no_prefix_cache;
+  BatchGenerator gen(*model, *tokenizer, ec);
 
   const bool stream = specs.size() == 1 && !o.json;
-  if (stream) {
-    std::fputs(prompts[0].c_str(), stdout);
-    std::fflush(stdout);
-  }
   GeneratorStats st;
+  bool echoed = false;
   auto outputs = value_or_fail(gen.run(specs, [&](size_t, std::string_view text) {
     if (!stream) return;
+    if (!echoed) {
+      std::fputs(prompts[0].c_str(), stdout);
+      echoed = true;
+    }
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
   }, &st));
-  if (stream) std::fputs("\n", stdout);
+  if (stream) {
+    if (!echoed) std::fputs(prompts[0].c_str(), stdout);
+    std::fputs("\n", stdout);
+    std::fflush(stdout);
+  }
   const double tok_s = st.total_s > 0 ? static_cast<double>(st.generated_tokens) / st.total_s : 0.0;
   if (o.json) {
     for (size_t i = 0; i < outputs.size(); ++i) {
       nlohmann::json j = {{"index", i}, {"text", outputs[i].text}, {"prompt_tokens", outputs[i].prompt_tokens},
-                          {"completion_tokens", outputs[i].tokens.size()},
+                          {"completion_tokens", outputs[i].completion_tokens},
+                          {"cached_prompt_tokens", outputs[i].cached_prompt_tokens},
                           {"finish_reason", finish_reason_name(outputs[i].finish)}};
       std::printf("%s\n", j.dump().c_str());
     }
-    nlohmann::json summary = {{"tokens_per_s", tok_s}, {"prompt_tokens", st.prompt_tokens},
-                              {"completion_tokens", st.generated_tokens}, {"seconds", st.total_s},
-                              {"kv_blocks_total", st.kv_blocks_total}};
+    nlohmann::json summary = {{"tokens_per_s", tok_s},
+                              {"prompt_tokens", st.prompt_tokens},
+                              {"completion_tokens", st.generated_tokens},
+                              {"prefill_tokens_computed", st.prefill_tokens_computed},
+                              {"prefix_cache_hit_tokens", st.prefix_cache_hit_tokens},
+                              {"kv_blocks_total", st.kv_blocks_total},
+                              {"kv_waste_pct", st.kv_waste_pct},
+                              {"kv_shared_pct", st.kv_shared_pct},
+                              {"preemptions", st.preemptions},
+                              {"steps", st.steps},
+                              {"seconds", st.total_s}};
     std::printf("%s\n", summary.dump().c_str());
     return;
   }
@@ -117,9 +136,9 @@ void run(const Options& o) {
       std::printf("--- [%zu] %s%s\n", i, prompts[i].c_str(), outputs[i].text.c_str());
     }
   }
-  const double decode_s = st.total_s - st.first_step_s;
+  const double decode_s = st.total_s - st.first_token_s;
   std::fprintf(stderr, "prompt: %lld tokens in %.3f s (%.1f tok/s)\n", static_cast<long long>(st.prompt_tokens),
-               st.first_step_s, st.first_step_s > 0 ? st.prompt_tokens / st.first_step_s : 0.0);
+               st.first_token_s, st.first_token_s > 0 ? st.prompt_tokens / st.first_token_s : 0.0);
   std::fprintf(stderr, "generation: %lld tokens in %.3f s (%.1f tok/s decode, %.1f tok/s overall)\n",
                static_cast<long long>(st.generated_tokens), st.total_s,
                decode_s > 0 && st.generated_tokens > 1 ? (st.generated_tokens - static_cast<double>(specs.size())) / decode_s : 0.0,
@@ -151,7 +170,11 @@ void add_generate_command(CLI::App& app) {
   cmd->add_option("-c,--ctx", o->ctx, "Context length (0 = the model's)")->capture_default_str();
   cmd->add_option("--max-batch-tokens", o->max_batch_tokens, "Tokens per forward pass")->capture_default_str();
   cmd->add_option("--kv-block-size", o->kv_block_size, "KV cache block size in tokens")->capture_default_str();
-  cmd->add_option("--kv-type", o->kv_type, "KV cache type")->capture_default_str();
+  cmd->add_option("--kv-type", o->kv_type, "KV cache type for K and V (f32, f16, bf16, q8_0, q4_0)")
+      ->capture_default_str();
+  cmd->add_option("--kv-type-k", o->kv_type_k, "KV cache type for K (overrides --kv-type)");
+  cmd->add_option("--kv-type-v", o->kv_type_v, "KV cache type for V (overrides --kv-type)");
+  cmd->add_flag("--no-prefix-cache", o->no_prefix_cache, "Do not share KV blocks between prompts");
   cmd->add_flag("--json", o->json, "One JSON object per prompt, then a summary");
   cmd->callback([o] { run(*o); });
 }

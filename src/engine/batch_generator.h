@@ -1,8 +1,7 @@
-// BatchGenerator: runs a list of prompts to completion through the batched forward
-// pass, at most `parallel` at a time, round-robin: every step carries one decode token
-// of each running sequence plus prefill chunks within a token budget. It is the
-// driver of `llmserve generate`; the server's engine (scheduler.h) adds priorities,
-// deadlines, cancellation and admission on top of the same pieces.
+// BatchGenerator: runs a list of prompts to completion on the calling thread through
+// an Engine in manual mode (continuous batching, at most `parallel` running at once).
+// It is the driver of `llmserve generate`; the server drives the same Engine from its
+// own thread.
 //
 // Thread-safety: one run() at a time; callbacks are called on the calling thread.
 #pragma once
@@ -15,7 +14,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "base/thread_pool.h"
+#include "engine/engine_config.h"
 #include "engine/finish_reason.h"
 #include "engine/sampler.h"
 #include "model/model.h"
@@ -33,47 +32,42 @@ struct GenerationSpec {
 
 struct GenerationOutput {
   std::string text;
-  std::vector<int32_t> tokens;  // generated ids
+  std::vector<int32_t> tokens;  // generated ids (text-bearing ones; an end-of-generation token is not included)
   FinishReason finish = FinishReason::kLength;
   int64_t prompt_tokens = 0;
-};
-
-struct GeneratorConfig {
-  int parallel = 1;             // sequences running at once
-  int max_batch_tokens = 512;   // tokens per forward pass (decode tokens + prefill chunks)
-  int block_size = 16;
-  DType k_type = DType::kF32;
-  DType v_type = DType::kF32;
-  int context_length = 0;       // 0 = the model's training context
-
-  Status validate() const;
+  int64_t completion_tokens = 0;
+  int64_t cached_prompt_tokens = 0;
 };
 
 struct GeneratorStats {
   int64_t prompt_tokens = 0;
   int64_t generated_tokens = 0;
+  int64_t prefill_tokens_computed = 0;  // prompt tokens run through the model
+  int64_t prefix_cache_hit_tokens = 0;
   int64_t steps = 0;
-  double first_step_s = 0;  // the first forward pass (prefill, for a single prompt)
+  int64_t preemptions = 0;
+  double first_token_s = 0;  // until the first token of the first prompt
   double total_s = 0;
   int32_t kv_blocks_total = 0;
+  double kv_waste_pct = 0;
+  double kv_shared_pct = 0;
 };
 
 class BatchGenerator {
  public:
   using TextCallback = std::function<void(size_t index, std::string_view text)>;
 
-  BatchGenerator(const Model& model, const Tokenizer& tokenizer, ThreadPool& pool, GeneratorConfig config);
+  // `config.max_running` is the parallelism; a zero kv_cache_bytes sizes the cache for
+  // `max_running` sequences of the longest prompt plus its max_tokens.
+  BatchGenerator(const Model& model, const Tokenizer& tokenizer, EngineConfig config);
 
-  // Runs every spec; on_text receives each piece of text as it is produced (stop
-  // strings excluded). Errors: a prompt longer than the context, a KV cache too small.
   Result<std::vector<GenerationOutput>> run(std::span<const GenerationSpec> specs, const TextCallback& on_text,
                                             GeneratorStats* stats);
 
  private:
   const Model& model_;
   const Tokenizer& tokenizer_;
-  ThreadPool& pool_;
-  GeneratorConfig config_;
+  EngineConfig config_;
 };
 
 }  // namespace llms

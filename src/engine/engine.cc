@@ -218,6 +218,7 @@ bool Engine::step() {
   const Stopwatch watch;
   const Status st = run_plan(plan, now);
   const double step_s = watch.elapsed_s();
+  account_kv_slots();
   if (!st.ok()) {
     log_error("engine step failed: {}", st.to_string());
     for (const auto& c : plan.chunks) {
@@ -338,6 +339,16 @@ void Engine::finish(Sequence& s, FinishReason reason, const std::string& message
   sequences_.erase(s.id);
 }
 
+void Engine::account_kv_slots() {
+  const int64_t B = kv_.block_size();
+  for (const Sequence* s : running_) {
+    const int64_t capacity = s->blocks.table.capacity(static_cast<int>(B));
+    waste_slots_ += static_cast<double>(capacity - s->blocks.table.num_tokens);
+    logical_slots_ += static_cast<double>(capacity);
+  }
+  reserved_slots_ += static_cast<double>(kv_.num_used()) * static_cast<double>(B);
+}
+
 void Engine::publish(int64_t now, bool force_rss) {
   const int32_t total = kv_.num_blocks();
   const double kv_usage = static_cast<double>(kv_.num_used()) / total;
@@ -366,7 +377,10 @@ void Engine::publish(int64_t now, bool force_rss) {
   snapshot_.admission = adm;
   snapshot_.steps = static_cast<int64_t>(metrics_.steps.value());
   snapshot_.preemptions = static_cast<int64_t>(metrics_.preemptions.value());
+  snapshot_.prefill_tokens_computed = static_cast<int64_t>(metrics_.prefill_tokens_computed.value());
   snapshot_.last_step_ns = now;
+  snapshot_.kv_waste_pct = reserved_slots_ > 0 ? 100.0 * waste_slots_ / reserved_slots_ : 0.0;
+  snapshot_.kv_shared_pct = logical_slots_ > 0 ? 100.0 * (1.0 - reserved_slots_ / logical_slots_) : 0.0;
 }
 
 EngineSnapshot Engine::snapshot() const {

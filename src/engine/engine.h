@@ -47,7 +47,11 @@ struct EngineSnapshot {
   AdmissionState admission;
   int64_t steps = 0;
   int64_t preemptions = 0;
+  int64_t prefill_tokens_computed = 0;  // prompt tokens run through the model
   int64_t last_step_ns = 0;      // when the last step ended (0: none yet)
+  // Averaged over every step so far (after the step's tokens were written):
+  double kv_waste_pct = 0;       // reserved token slots not holding a token
+  double kv_shared_pct = 0;      // slots saved by prefix sharing, of what unshared tables would hold
   bool thread_running = false;
 };
 
@@ -105,6 +109,7 @@ class Engine {
   void finish(Sequence& s, FinishReason reason, const std::string& message = "");
   void publish(int64_t now, bool force_rss);
   void cancel_remaining(const std::string& why);
+  void account_kv_slots();
   Status validate_request(const RequestParams& p) const;
 
   std::unique_ptr<ModelRunner> runner_;
@@ -131,6 +136,7 @@ class Engine {
   ForwardOutput fwd_;
   int64_t last_rss_check_ns_ = 0;
   double completions_per_s_ = 1.0;
+  double waste_slots_ = 0, reserved_slots_ = 0, logical_slots_ = 0;  // summed over steps
   int64_t last_finish_ns_ = 0;
 
   // Shared with submitting threads.
