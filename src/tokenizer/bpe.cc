@@ -171,8 +171,7 @@ void BpeModel::merge_by_heap(size_t n, BpeScratch& s) const {
   }
 }
 
-void BpeModel::encode_piece(std::string_view piece, std::vector<int32_t>* out, BpeScratch& s,
-                            MergeLoop loop) const {
+void BpeModel::encode_piece(std::string_view piece, std::vector<int32_t>* out, BpeScratch& s, MergeLoop loop) const {
   if (piece.empty()) return;
   if (ignore_merges_) {
     const auto it = raw_to_id_.find(piece);

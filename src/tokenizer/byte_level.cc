@@ -14,9 +14,7 @@ struct ByteTables {
   std::array<int16_t, 0x144> to_byte{};
 };
 
-bool stands_for_itself(int b) {
-  return (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
-}
+bool stands_for_itself(int b) { return (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF); }
 
 ByteTables make_tables() {
   ByteTables t;

@@ -91,10 +91,11 @@ Result<ChatTemplateKind> detect_chat_template(std::string_view name_or_source) {
   if (name_or_source == "mistral") return ChatTemplateKind::kMistralV1;
   ChatTemplateKind kind;
   if (detect_from_source(name_or_source, &kind)) return kind;
-  const bool looks_like_name = name_or_source.size() < 40 && name_or_source.find_first_of("{}%<") == std::string_view::npos;
+  const bool looks_like_name =
+      name_or_source.size() < 40 && name_or_source.find_first_of("{}%<") == std::string_view::npos;
   if (looks_like_name) {
-    return invalid_argument(fmt::format("unknown chat template name '{}'; --chat-template accepts: {}",
-                                        name_or_source, names_list()));
+    return invalid_argument(
+        fmt::format("unknown chat template name '{}'; --chat-template accepts: {}", name_or_source, names_list()));
   }
   return invalid_argument(fmt::format(
       "the model's chat template is not one of the supported families; choose one with --chat-template NAME ({})",
@@ -136,9 +137,9 @@ Result<std::string> apply_model_chat_template(const Tokenizer& tok, const std::v
                                               bool add_generation_prompt, const std::string& override_name) {
   const std::string& source = override_name.empty() ? tok.chat_template() : override_name;
   if (source.empty()) {
-    return invalid_argument(fmt::format(
-        "the model file has no tokenizer.chat_template; choose a template with --chat-template NAME ({})",
-        names_list()));
+    return invalid_argument(
+        fmt::format("the model file has no tokenizer.chat_template; choose a template with --chat-template NAME ({})",
+                    names_list()));
   }
   ChatTemplateTokens tokens;
   tokens.bos = tok.token_text(tok.bos_id());

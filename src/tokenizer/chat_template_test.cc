@@ -60,8 +60,9 @@ TEST(ChatTemplateTest, Llama3) {
 }
 
 TEST(ChatTemplateTest, MistralFamiliesMatchMistralsTokenizationGuide) {
-  EXPECT_EQ(render("mistral-v1", kMistralGuide),
-            "<s> [INST] Hello, how are you? [/INST] Fine, and you?</s> [INST] I'm doing great! [/INST] Glad to hear!</s>");
+  EXPECT_EQ(
+      render("mistral-v1", kMistralGuide),
+      "<s> [INST] Hello, how are you? [/INST] Fine, and you?</s> [INST] I'm doing great! [/INST] Glad to hear!</s>");
   EXPECT_EQ(render("mistral-v3", kMistralGuide),
             "<s>[INST] Hello, how are you?[/INST] Fine, and you?</s>[INST] I'm doing great![/INST] Glad to hear!</s>");
   EXPECT_EQ(render("mistral-v3-tekken", kMistralGuide),

@@ -13,8 +13,7 @@ namespace {
 
 // Appends the matches of `re` in `piece` and the text between them. An empty match
 // (a pure lookahead) marks a cut point.
-void split_one(const Regex& re, std::string_view piece, std::vector<std::string_view>* out,
-               RegexScratch& scratch) {
+void split_one(const Regex& re, std::string_view piece, std::vector<std::string_view>* out, RegexScratch& scratch) {
   size_t last = 0;    // end of what has been emitted
   size_t search = 0;  // where the next search starts
   while (search < piece.size()) {

@@ -16,8 +16,8 @@ namespace llms {
 struct PreTokenizerSpec {
   std::vector<std::string_view> names;     // values of tokenizer.ggml.pre; the first is canonical
   std::vector<std::string_view> patterns;  // PCRE2 syntax
-  bool ignore_merges = false;  // a piece that is already a token is emitted without merging
-  bool add_bos = false;        // default of add_bos when the file does not say
+  bool ignore_merges = false;              // a piece that is already a token is emitted without merging
+  bool add_bos = false;                    // default of add_bos when the file does not say
 };
 
 std::span<const PreTokenizerSpec> pre_tokenizer_specs();

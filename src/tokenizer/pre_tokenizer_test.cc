@@ -20,8 +20,7 @@ Pieces split(std::string_view name, std::string_view text) {
 }
 
 TEST(PreTokenizerTest, Gpt2SplitsWordsContractionsNumbersAndKeepsTheLastSpaceForTheNextWord) {
-  EXPECT_EQ(split("gpt-2", "Hello world's 123  foo\n"),
-            (Pieces{"Hello", " world", "'s", " 123", " ", " foo", "\n"}));
+  EXPECT_EQ(split("gpt-2", "Hello world's 123  foo\n"), (Pieces{"Hello", " world", "'s", " 123", " ", " foo", "\n"}));
   EXPECT_EQ(split("gpt-2", "a!?b"), (Pieces{"a", "!?", "b"}));
 }
 
@@ -35,8 +34,7 @@ TEST(PreTokenizerTest, Qwen2SplitsEveryDigit) {
 }
 
 TEST(PreTokenizerTest, DeepseekCoderAppliesItsSplitsInSequence) {
-  EXPECT_EQ(split("deepseek-coder", "Hello, 世界123\n"),
-            (Pieces{"Hello", ",", " ", "世界", "1", "2", "3", "\n"}));
+  EXPECT_EQ(split("deepseek-coder", "Hello, 世界123\n"), (Pieces{"Hello", ",", " ", "世界", "1", "2", "3", "\n"}));
 }
 
 TEST(PreTokenizerTest, StarcoderIsolatesDigitsBeforeTheGpt2Pattern) {
@@ -56,7 +54,10 @@ TEST(PreTokenizerTest, TekkenSplitsCamelCase) {
 }
 
 TEST(PreTokenizerTest, InvalidUtf8BytesBecomePiecesOfTheirOwn) {
-  EXPECT_EQ(split("gpt-2", "ab\xFF" "cd"), (Pieces{"ab", "\xFF", "cd"}));
+  EXPECT_EQ(split("gpt-2",
+                  "ab\xFF"
+                  "cd"),
+            (Pieces{"ab", "\xFF", "cd"}));
   EXPECT_EQ(split("llama3", "\xE2\x82"), (Pieces{"\xE2", "\x82"}));  // a truncated euro sign
 }
 
@@ -69,7 +70,8 @@ TEST(PreTokenizerTest, VeryLongRunsOfOneClassSplitWithoutLosingBytes) {
 
 TEST(PreTokenizerTest, EveryKnownNameCompilesAndCoversItsInputExactly) {
   const std::string text =
-      "Hello WORLD, it's 2024! 日本語 テスト 한국어 Привет мир 🦙🚀 a\tb\r\n\n  x_y=1+2 <sentinel:7> \xF0\x9F";
+      "Hello WORLD, it's 2024! 日本語 テスト 한국어 Привет мир 🦙🚀 a\tb\r\n\n  x_y=1+2 <sentinel:7> "
+      "\xF0\x9F";
   const auto names = PreTokenizer::known_names();
   EXPECT_GE(names.size(), 50u);
   for (const std::string& name : names) {

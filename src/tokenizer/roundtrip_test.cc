@@ -114,7 +114,10 @@ TEST(RoundTripSpmTest, TheSpaceMarkerCharacterDecodesAsASpace) {
   LLMS_LOAD_TOKENIZER_OR_SKIP(lt, "tokenizer/ggml-vocab-llama-spm.gguf");
   EncodeOptions opts;
   opts.add_bos = false;
-  EXPECT_EQ(lt.tok->decode(lt.tok->encode("a\xE2\x96\x81" "b", opts)), "a b");
+  EXPECT_EQ(lt.tok->decode(lt.tok->encode("a\xE2\x96\x81"
+                                          "b",
+                                          opts)),
+            "a b");
 }
 
 }  // namespace

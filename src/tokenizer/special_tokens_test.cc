@@ -15,7 +15,9 @@ namespace {
 
 using gguf::Value;
 
-bool contains(const std::vector<int32_t>& ids, int32_t id) { return std::find(ids.begin(), ids.end(), id) != ids.end(); }
+bool contains(const std::vector<int32_t>& ids, int32_t id) {
+  return std::find(ids.begin(), ids.end(), id) != ids.end();
+}
 
 std::string show(const std::vector<TextFragment>& f) {
   std::string s;

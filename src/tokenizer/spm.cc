@@ -3,9 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <unordered_map>
 
 #include "base/utf8.h"
+#include "tokenizer/piece_memo.h"
 
 namespace llms {
 
@@ -99,21 +99,9 @@ void SpmModel::encode(std::string_view escaped, std::vector<int32_t>* out, bool 
     encode_run(escaped, out);
     return;
   }
-  // word → [begin, end) of its ids in `out`, for words repeated within this call.
-  std::unordered_map<std::string_view, std::pair<size_t, size_t>> seen;
+  PieceMemo memo;
   const auto encode_word = [&](std::string_view word) {
-    const auto it = seen.find(word);
-    if (it != seen.end()) {
-      const auto [begin, end] = it->second;
-      for (size_t i = begin; i < end; ++i) {
-        const int32_t id = (*out)[i];  // copied first: push_back may reallocate
-        out->push_back(id);
-      }
-      return;
-    }
-    const size_t begin = out->size();
-    encode_run(word, out);
-    seen.emplace(word, std::make_pair(begin, out->size()));
+    memo.append(word, out, [&](std::string_view w, std::vector<int32_t>* o) { encode_run(w, o); });
   };
   size_t start = 0;
   for (size_t pos = escaped.find(kSpace, 1); pos != std::string_view::npos; pos = escaped.find(kSpace, pos + 3)) {

@@ -51,8 +51,7 @@ class SpmModel {
   void encode_run(std::string_view text, std::vector<int32_t>* out) const;
   // Appends the ids of `node`: its piece, or for an unused piece (which SentencePiece
   // never emits) the ids of its two halves, or for a leaf that is no piece its bytes.
-  void emit(std::string_view escaped, const std::vector<Node>& nodes, int32_t node,
-            std::vector<int32_t>* out) const;
+  void emit(std::string_view escaped, const std::vector<Node>& nodes, int32_t node, std::vector<int32_t>* out) const;
 
   const Vocab& vocab_;
   std::array<int32_t, 256> byte_token_{};

@@ -1,6 +1,8 @@
 // SentencePiece-style encoding on the 512-piece vocabulary of stories260K, checked
 // against llama2.c's tokenizer (its greedy best-score merge loop, reimplemented below
 // from tok512.bin) and against hand-checked cases.
+#include "tokenizer/spm.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -9,7 +11,6 @@
 #include <vector>
 
 #include "base/random.h"
-#include "tokenizer/spm.h"
 #include "tokenizer/test_util.h"
 
 namespace llms {
@@ -102,8 +103,9 @@ TEST(SpmStories260KTest, AgreesWithLlama2cOnRandomText) {
   if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " is absent";
   ASSERT_TRUE(ref.load(path));
   const std::string alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 .,!?'\"\n-:;()";
-  const std::vector<std::string> words = {"Once", "upon", "a", "time", "there", "was", "little", "girl", "named",
-                                          "Lily", "She", "loved", "to", "play", "outside", "park", "é", "日本"};
+  const std::vector<std::string> words = {"Once",   "upon", "a",       "time", "there", "was",
+                                          "little", "girl", "named",   "Lily", "She",   "loved",
+                                          "to",     "play", "outside", "park", "é",     "日本"};
   Rng rng(42);
   for (int trial = 0; trial < 300; ++trial) {
     std::string text;
@@ -168,8 +170,19 @@ TEST(SpmWordSplitTest, EncodingWordByWordEqualsOneMergeLoopOverTheText) {
     ASSERT_TRUE(vocab.ok());
     const SpmModel model(*vocab);
     ASSERT_TRUE(model.splits_at_words()) << name;
-    const std::vector<std::string> parts = {"\xE2\x96\x81", "\xE2\x96\x81\xE2\x96\x81", "the", "Hello", "ing", "日本",
-                                            "a", "\xE2\x96\x81of", ",", "\n", "🦙", "x", "\xFF"};
+    const std::vector<std::string> parts = {"\xE2\x96\x81",
+                                            "\xE2\x96\x81\xE2\x96\x81",
+                                            "the",
+                                            "Hello",
+                                            "ing",
+                                            "日本",
+                                            "a",
+                                            "\xE2\x96\x81of",
+                                            ",",
+                                            "\n",
+                                            "🦙",
+                                            "x",
+                                            "\xFF"};
     Rng rng(11);
     for (int trial = 0; trial < 300; ++trial) {
       std::string text;
@@ -185,7 +198,10 @@ TEST(SpmWordSplitTest, EncodingWordByWordEqualsOneMergeLoopOverTheText) {
 
 TEST(SpmWordSplitTest, APieceSpanningAWordStartTurnsTheSplitOff) {
   // "a▁b" would let a merge cross the start of the word "▁b".
-  auto v = testing::make_vocab("llama", {"<unk>", "<s>", "</s>", "a", "\xE2\x96\x81", "b", "a\xE2\x96\x81" "b"},
+  auto v = testing::make_vocab("llama",
+                               {"<unk>", "<s>", "</s>", "a", "\xE2\x96\x81", "b",
+                                "a\xE2\x96\x81"
+                                "b"},
                                {2, 3, 3, 1, 1, 1, 1});
   ASSERT_TRUE(v.tok.ok()) << v.tok.status().to_string();
   auto vocab = Vocab::from_gguf(*v.file);

@@ -12,9 +12,26 @@
 namespace llms {
 namespace {
 
-const std::vector<std::string> kSnippets = {
-    "Hello", " world", ", ", "日本語", "🦙", "👩‍👩‍👧", "é", "e\xCC\x81", "Ünïcödé", " ", "\n", "🇫🇷",
-    "\xF0\x9F\x98\x80", "ὕ", "한국어", "𝔘𝔫𝔦", "\t", "12345", "<s>", "Ω"};
+const std::vector<std::string> kSnippets = {"Hello",
+                                            " world",
+                                            ", ",
+                                            "日本語",
+                                            "🦙",
+                                            "👩‍👩‍👧",
+                                            "é",
+                                            "e\xCC\x81",
+                                            "Ünïcödé",
+                                            " ",
+                                            "\n",
+                                            "🇫🇷",
+                                            "\xF0\x9F\x98\x80",
+                                            "ὕ",
+                                            "한국어",
+                                            "𝔘𝔫𝔦",
+                                            "\t",
+                                            "12345",
+                                            "<s>",
+                                            "Ω"};
 
 class StreamingDecoderTest : public ::testing::TestWithParam<const char*> {};
 
@@ -64,11 +81,13 @@ TEST(StreamingDecoderBytesTest, IncompleteAndInvalidBytesBecomeReplacementCharac
   LLMS_LOAD_TOKENIZER_OR_SKIP(lt, "models/stories260K.gguf");
   StreamingDecoder dec(*lt.tok);
   EXPECT_EQ(dec.push(0xE6 + 3), "");
-  EXPECT_EQ(dec.flush(), "\xEF\xBF\xBD");  // cut off at the end of the stream
+  EXPECT_EQ(dec.flush(), "\xEF\xBF\xBD");         // cut off at the end of the stream
   EXPECT_EQ(dec.push(0xFF + 3), "\xEF\xBF\xBD");  // can never start a character: at once
   EXPECT_EQ(dec.push(0xE6 + 3), "");
   // A character cut short by a byte that cannot continue it.
-  EXPECT_EQ(dec.push('A' + 3), "\xEF\xBF\xBD" "A");
+  EXPECT_EQ(dec.push('A' + 3),
+            "\xEF\xBF\xBD"
+            "A");
 }
 
 TEST(StreamingDecoderBytesTest, ContinuationKeepsTheFirstSpace) {

@@ -5,8 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -94,10 +94,10 @@ inline MemoryVocab make_vocab(const std::string& model, const std::vector<std::s
 
 // Declares `lt` (a LoadedTokenizer for ../shared/<relative>) or skips the test when
 // the data file is absent; a file that exists but does not load fails the test.
-#define LLMS_LOAD_TOKENIZER_OR_SKIP(lt, relative)                                          \
-  std::string lt##_why;                                                                    \
-  auto lt = ::llms::testing::load_shared_tokenizer(relative, &lt##_why);                   \
-  if (lt.tok == nullptr) {                                                                 \
+#define LLMS_LOAD_TOKENIZER_OR_SKIP(lt, relative)                                                   \
+  std::string lt##_why;                                                                             \
+  auto lt = ::llms::testing::load_shared_tokenizer(relative, &lt##_why);                            \
+  if (lt.tok == nullptr) {                                                                          \
     if (!std::filesystem::exists(::llms::testing::shared_path(relative))) GTEST_SKIP() << lt##_why; \
-    FAIL() << lt##_why;                                                                    \
+    FAIL() << lt##_why;                                                                             \
   }

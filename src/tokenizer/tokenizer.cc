@@ -3,11 +3,11 @@
 #include <fmt/format.h>
 
 #include <array>
-#include <unordered_map>
 
 #include "base/log.h"
 #include "tokenizer/bpe.h"
 #include "tokenizer/byte_level.h"
+#include "tokenizer/piece_memo.h"
 #include "tokenizer/pre_tokenizer.h"
 #include "tokenizer/spm.h"
 
@@ -19,9 +19,9 @@ constexpr std::string_view kSpmSpace = "\xE2\x96\x81";  // U+2581 '▁'
 
 // End-of-turn texts of the common chat formats. Files often do not name these as
 // EOS/EOT, yet generation must stop on them.
-constexpr std::array<std::string_view, 9> kEndOfTurnTexts = {
-    "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>",
-    "<|eom_id|>", "<EOT>",      "<|end_of_text|>", "<end_of_utterance>"};
+constexpr std::array<std::string_view, 9> kEndOfTurnTexts = {"<|eot_id|>",    "<|im_end|>",      "<|end|>",
+                                                             "<end_of_turn>", "<|endoftext|>",   "<|eom_id|>",
+                                                             "<EOT>",         "<|end_of_text|>", "<end_of_utterance>"};
 
 std::string escape_spaces(std::string_view text, bool prefix_space) {
   std::string out;
@@ -165,21 +165,9 @@ void Tokenizer::encode_text(std::string_view text, bool after_special, std::vect
   std::vector<std::string_view> pieces;
   pre_->split(text, &pieces);
   BpeScratch scratch;
-  // Words repeat a lot in real text; a piece seen before in this call copies its ids.
-  std::unordered_map<std::string_view, std::pair<size_t, size_t>> seen;
-  seen.reserve(pieces.size() / 2);
+  PieceMemo memo;
   for (const std::string_view piece : pieces) {
-    const auto it = seen.find(piece);
-    if (it != seen.end()) {
-      for (size_t i = it->second.first; i < it->second.second; ++i) {
-        const int32_t id = (*out)[i];  // copied first: push_back may reallocate
-        out->push_back(id);
-      }
-      continue;
-    }
-    const size_t begin = out->size();
-    bpe_->encode_piece(piece, out, scratch);
-    seen.emplace(piece, std::make_pair(begin, out->size()));
+    memo.append(piece, out, [&](std::string_view p, std::vector<int32_t>* o) { bpe_->encode_piece(p, o, scratch); });
   }
 }
 
@@ -238,13 +226,9 @@ TokenType Tokenizer::token_type(int32_t id) const {
   return vocab_.valid_id(id) ? vocab_.tokens[id].type : TokenType::kUndefined;
 }
 
-bool Tokenizer::is_control(int32_t id) const {
-  return vocab_.valid_id(id) && renders_empty(vocab_.tokens[id].type);
-}
+bool Tokenizer::is_control(int32_t id) const { return vocab_.valid_id(id) && renders_empty(vocab_.tokens[id].type); }
 
-bool Tokenizer::is_end_of_generation(int32_t id) const {
-  return vocab_.valid_id(id) && end_of_generation_[id] != 0;
-}
+bool Tokenizer::is_end_of_generation(int32_t id) const { return vocab_.valid_id(id) && end_of_generation_[id] != 0; }
 
 const std::string& Tokenizer::pre_tokenizer_name() const {
   static const std::string kNone;

@@ -103,17 +103,16 @@ Result<Vocab> Vocab::from_gguf(const GgufFile& file) {
   Vocab vocab;
   auto model = file.get_string(kModelKey);
   if (!model.ok()) {
-    return Status(model.status().code(),
-                  fmt::format("the file has no usable tokenizer: {}", model.status().message()));
+    return Status(model.status().code(), fmt::format("the file has no usable tokenizer: {}", model.status().message()));
   }
   if (*model == "llama") {
     vocab.model = VocabModel::kSpm;
   } else if (*model == "gpt2") {
     vocab.model = VocabModel::kBpe;
   } else {
-    return unimplemented(fmt::format(
-        "{} = '{}' is not supported (supported: 'llama' for SentencePiece, 'gpt2' for byte-level BPE)",
-        kModelKey, *model));
+    return unimplemented(
+        fmt::format("{} = '{}' is not supported (supported: 'llama' for SentencePiece, 'gpt2' for byte-level BPE)",
+                    kModelKey, *model));
   }
   LLMS_ASSIGN_OR_RETURN(vocab.pre, file.get_string_or("tokenizer.ggml.pre", ""));
   LLMS_RETURN_IF_ERROR(read_token_arrays(file, &vocab));

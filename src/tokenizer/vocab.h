@@ -25,7 +25,7 @@ enum class TokenType : uint8_t {
   kControl = 3,      // <s>, </s>, <|im_start|>: never produced from user text by default
   kUserDefined = 4,  // added tokens matched literally in any input
   kUnused = 5,
-  kByte = 6,         // <0xNN> byte fallback pieces of SentencePiece vocabularies
+  kByte = 6,  // <0xNN> byte fallback pieces of SentencePiece vocabularies
 };
 
 enum class VocabModel {

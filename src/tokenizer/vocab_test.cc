@@ -89,9 +89,8 @@ TEST(VocabTest, BrokenOrUnsupportedFilesGiveErrorsNamingTheKey) {
   EXPECT_EQ(types.tok.status().code(), StatusCode::kDataLoss);
   EXPECT_NE(types.tok.status().message().find("tokenizer.ggml.token_type"), std::string::npos);
 
-  auto merges = testing::make_vocab("gpt2", {"a"}, {}, [](GgufWriter& w) {
-    w.set("tokenizer.ggml.pre", Value::string("gpt-2"));
-  });
+  auto merges = testing::make_vocab("gpt2", {"a"}, {},
+                                    [](GgufWriter& w) { w.set("tokenizer.ggml.pre", Value::string("gpt-2")); });
   ASSERT_FALSE(merges.tok.ok());
   EXPECT_NE(merges.tok.status().message().find("tokenizer.ggml.merges"), std::string::npos);
 
