@@ -1,8 +1,12 @@
 #include "kernels/attention.h"
 
+#include <immintrin.h>
+
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
+#include "kernels/simd_target.h"
 #include "quant/row_convert.h"
 
 namespace llms {
@@ -16,8 +20,168 @@ void kv_store(const KvLayerView& kv, const int32_t* block_table, int64_t pos, co
 
 namespace {
 
-// Attention of query token i, head h. `scores` has room for first_pos + n_q floats,
-// `row` for one cache row.
+// ---------------------------------------------------------------------------------
+// The two vector primitives of the tile loop, per SIMD target.
+
+float dot_scalar(const float* a, const float* b, int n) {
+  float s = 0.0f;
+  for (int i = 0; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+void scale_add_scalar(float* acc, float c, const float* v, float w, int n) {
+  for (int i = 0; i < n; ++i) acc[i] = acc[i] * c + w * v[i];
+}
+
+__attribute__((target("avx2,fma"))) float dot_avx2(const float* a, const float* b, int n) {
+  __m256 s = _mm256_setzero_ps();
+  int i = 0;
+  for (; i + 8 <= n; i += 8) s = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s);
+  __m128 h = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+  h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+  h = _mm_add_ss(h, _mm_movehdup_ps(h));
+  float r = _mm_cvtss_f32(h);
+  for (; i < n; ++i) r += a[i] * b[i];
+  return r;
+}
+__attribute__((target("avx2,fma"))) void scale_add_avx2(float* acc, float c, const float* v, float w, int n) {
+  const __m256 vc = _mm256_set1_ps(c), vw = _mm256_set1_ps(w);
+  int i = 0;
+  for (; i + 8 <= n; i += 8) {
+    _mm256_storeu_ps(acc + i, _mm256_fmadd_ps(vw, _mm256_loadu_ps(v + i), _mm256_mul_ps(_mm256_loadu_ps(acc + i), vc)));
+  }
+  for (; i < n; ++i) acc[i] = acc[i] * c + w * v[i];
+}
+
+__attribute__((target("avx512f"))) float dot_avx512(const float* a, const float* b, int n) {
+  __m512 s = _mm512_setzero_ps();
+  int i = 0;
+  for (; i + 16 <= n; i += 16) s = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), s);
+  if (i < n) {
+    const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1);
+    s = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i), s);
+  }
+  return _mm512_reduce_add_ps(s);
+}
+__attribute__((target("avx512f"))) void scale_add_avx512(float* acc, float c, const float* v, float w, int n) {
+  const __m512 vc = _mm512_set1_ps(c), vw = _mm512_set1_ps(w);
+  int i = 0;
+  for (; i + 16 <= n; i += 16) {
+    _mm512_storeu_ps(acc + i, _mm512_fmadd_ps(vw, _mm512_loadu_ps(v + i), _mm512_mul_ps(_mm512_loadu_ps(acc + i), vc)));
+  }
+  if (i < n) {
+    const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1);
+    const __m512 r = _mm512_fmadd_ps(vw, _mm512_maskz_loadu_ps(m, v + i), _mm512_mul_ps(_mm512_maskz_loadu_ps(m, acc + i), vc));
+    _mm512_mask_storeu_ps(acc + i, m, r);
+  }
+}
+
+struct VectorOps {
+  float (*dot)(const float*, const float*, int);
+  void (*scale_add)(float* acc, float c, const float* v, float w, int n);  // acc = acc*c + w*v
+};
+
+VectorOps ops_for(SimdTarget t) {
+  switch (t) {
+    case SimdTarget::kAvx512: return {dot_avx512, scale_add_avx512};
+    case SimdTarget::kAvx2: return {dot_avx2, scale_add_avx2};
+    default: return {dot_scalar, scale_add_scalar};
+  }
+}
+
+// ---------------------------------------------------------------------------------
+
+// Rows of one KV block as floats, for one KV head: points into the cache for F32,
+// else decodes the rows (whole rows when the type's blocks straddle heads).
+class BlockRows {
+ public:
+  BlockRows(const KvLayerView& kv, bool is_k) : kv_(kv), is_k_(is_k), type_(is_k ? kv.k_type : kv.v_type) {
+    if (type_ != DType::kF32) buf_.resize(static_cast<size_t>(kv.block_size * kv.row_elems()));
+  }
+  // Makes rows [0, n) of `block` available; row(r) then points at head `kvh`.
+  void load(int32_t block, int n, int kvh) {
+    block_ = block;
+    kvh_ = kvh;
+    if (type_ == DType::kF32) return;
+    const int64_t row = kv_.row_elems();
+    for (int r = 0; r < n; ++r) {
+      const uint8_t* src = is_k_ ? kv_.k_row(block, r) : kv_.v_row(block, r);
+      dequantize_row(type_, src, buf_.data() + r * row, row);
+    }
+  }
+  const float* row(int r) const {
+    const int64_t off = static_cast<int64_t>(kvh_) * kv_.head_dim;
+    if (type_ == DType::kF32) {
+      return reinterpret_cast<const float*>(is_k_ ? kv_.k_row(block_, r) : kv_.v_row(block_, r)) + off;
+    }
+    return buf_.data() + r * kv_.row_elems() + off;
+  }
+
+ private:
+  const KvLayerView& kv_;
+  bool is_k_;
+  DType type_;
+  std::vector<float> buf_;
+  int32_t block_ = 0;
+  int kvh_ = 0;
+};
+
+// One task: KV head `kvh`, query tokens [i0, i1) of the chunk, all heads of the group.
+void attend_tile(const AttentionQuery& q, const KvLayerView& kv, int n_heads, float scale, int kvh, int i0, int i1,
+                 const VectorOps& ops) {
+  const int hd = kv.head_dim, B = kv.block_size;
+  const int group = n_heads / kv.n_kv_heads;
+  const int n_rows = (i1 - i0) * group;  // (token, head) pairs of this tile
+  std::vector<float> m(static_cast<size_t>(n_rows), -INFINITY), l(static_cast<size_t>(n_rows), 0.0f);
+  std::vector<float> acc(static_cast<size_t>(n_rows) * hd, 0.0f), s(static_cast<size_t>(B));
+  BlockRows keys(kv, true), vals(kv, false);
+  const int64_t last_pos = q.first_pos + i1 - 1;
+  for (int64_t b = 0; b * B <= last_pos; ++b) {
+    const int64_t base = b * B;
+    const int rows = static_cast<int>(std::min<int64_t>(B, last_pos - base + 1));
+    keys.load(q.block_table[b], rows, kvh);
+    vals.load(q.block_table[b], rows, kvh);
+    for (int i = i0; i < i1; ++i) {
+      const int64_t pos = q.first_pos + i;
+      if (pos < base) continue;
+      const int valid = static_cast<int>(std::min<int64_t>(rows, pos - base + 1));  // causal
+      for (int g = 0; g < group; ++g) {
+        const int h = kvh * group + g;
+        const float* qv = q.q + (static_cast<int64_t>(i) * n_heads + h) * hd;
+        const int r = (i - i0) * group + g;
+        float block_max = -INFINITY;
+        for (int j = 0; j < valid; ++j) {
+          s[j] = ops.dot(qv, keys.row(j), hd) * scale;
+          block_max = std::max(block_max, s[j]);
+        }
+        const float m_new = std::max(m[r], block_max);
+        const float c = std::exp(m[r] - m_new);  // 0 on the first block (m = -inf)
+        float* a = acc.data() + static_cast<int64_t>(r) * hd;
+        float sum = 0.0f;
+        for (int j = 0; j < valid; ++j) {
+          const float p = std::exp(s[j] - m_new);
+          sum += p;
+          ops.scale_add(a, j == 0 ? c : 1.0f, vals.row(j), p, hd);
+        }
+        l[r] = l[r] * c + sum;
+        m[r] = m_new;
+      }
+    }
+  }
+  for (int i = i0; i < i1; ++i) {
+    for (int g = 0; g < group; ++g) {
+      const int h = kvh * group + g;
+      const int r = (i - i0) * group + g;
+      float* out = q.out + (static_cast<int64_t>(i) * n_heads + h) * hd;
+      const float inv = 1.0f / l[r];
+      const float* a = acc.data() + static_cast<int64_t>(r) * hd;
+      for (int d = 0; d < hd; ++d) out[d] = a[d] * inv;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------
+// Scalar reference: plain two-pass softmax, one (token, head) at a time.
+
 void attend_one(const AttentionQuery& query, const KvLayerView& kv, int n_heads, float scale, int i, int h,
                 std::vector<float>& scores, std::vector<float>& row) {
   const int hd = kv.head_dim;
@@ -63,12 +227,18 @@ void paged_attention(const AttentionQuery& query, const KvLayerView& kv, int n_h
 }  // namespace ref
 
 void paged_attention(const AttentionQuery& query, const KvLayerView& kv, int n_heads, float scale, ThreadPool& pool) {
-  const int64_t work = static_cast<int64_t>(query.n_q) * n_heads;
-  pool.parallel_for(work, 1, 4, [&](int64_t b, int64_t e) {
-    std::vector<float> scores(static_cast<size_t>(query.first_pos + query.n_q));
-    std::vector<float> row(static_cast<size_t>(kv.row_elems()));
-    for (int64_t w = b; w < e; ++w) {
-      attend_one(query, kv, n_heads, scale, static_cast<int>(w / n_heads), static_cast<int>(w % n_heads), scores, row);
+  const VectorOps ops = ops_for(active_simd_target());
+  // Query tiles of up to 32 tokens keep the tile's accumulators small; with few KV
+  // heads, more tiles give every thread work.
+  const int tile = std::max(1, std::min(32, (query.n_q + pool.num_threads() - 1) / pool.num_threads()));
+  const int tiles = (query.n_q + tile - 1) / tile;
+  const int64_t tasks = static_cast<int64_t>(kv.n_kv_heads) * tiles;
+  const int64_t work = static_cast<int64_t>(query.n_q) * (query.first_pos + query.n_q) * n_heads;
+  pool.parallel_for(tasks, 1, work < 4096 ? tasks + 1 : 1, [&](int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t) {
+      const int kvh = static_cast<int>(t / tiles);
+      const int i0 = static_cast<int>(t % tiles) * tile;
+      attend_tile(query, kv, n_heads, scale, kvh, i0, std::min(query.n_q, i0 + tile), ops);
     }
   });
 }

@@ -3,7 +3,15 @@
 // cache's storage type; a sequence reaches its tokens through a block table
 // (position p lives in block table[p / block_size], row p % block_size).
 //
-// Threading: paged_attention() splits (query token, head) pairs across the pool.
+// paged_attention() is FlashAttention-style: it walks the sequence's blocks in order,
+// keeping a running max, sum and weighted value per (query token, head) (online
+// softmax), so memory never grows with the square of the length and nothing is padded.
+// It is GQA-aware (each KV head's block is decoded once for its whole group of query
+// heads) and causal within a chunk. Every (token, head) sees the same blocks in the
+// same order whatever the chunking and the thread split, so its result is the same
+// bit for bit; SIMD targets differ from the scalar reference only by rounding.
+//
+// Threading: paged_attention() splits (KV head, query tile) pairs across the pool.
 #pragma once
 
 #include <cstdint>

@@ -1,0 +1,110 @@
+#include "kernels/attention.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "base/aligned_buffer.h"
+#include "base/random.h"
+#include "kernels/simd_target.h"
+
+namespace llms {
+namespace {
+
+struct Case {
+  int n_heads, n_kv, hd, block, first_pos, n_q;
+  DType k_type, v_type;
+};
+
+// A KV cache of random keys and values for `total` positions, in blocks scattered in
+// reverse order, and random queries for the last n_q positions.
+class Fixture {
+ public:
+  explicit Fixture(const Case& c) : c_(c) {
+    const int total = c.first_pos + c.n_q;
+    const int blocks = (total + c.block - 1) / c.block + 1;
+    view_.k_type = c.k_type, view_.v_type = c.v_type;
+    view_.block_size = c.block, view_.n_kv_heads = c.n_kv, view_.head_dim = c.hd;
+    k_.resize(static_cast<size_t>(blocks * c.block * view_.k_row_bytes()));
+    v_.resize(static_cast<size_t>(blocks * c.block * view_.v_row_bytes()));
+    view_.k = reinterpret_cast<uint8_t*>(k_.data());
+    view_.v = reinterpret_cast<uint8_t*>(v_.data());
+    for (int b = blocks - 1; b >= 0; --b) table_.push_back(b);
+    Rng rng(static_cast<uint64_t>(c.hd * 1000 + c.n_q));
+    std::vector<float> kr(static_cast<size_t>(view_.row_elems())), vr(kr.size());
+    for (int p = 0; p < total; ++p) {
+      for (auto& x : kr) x = static_cast<float>(rng.normal());
+      for (auto& x : vr) x = static_cast<float>(rng.normal());
+      kv_store(view_, table_.data(), p, kr.data(), vr.data());
+    }
+    q_.resize(static_cast<size_t>(c.n_q * c.n_heads * c.hd));
+    for (auto& x : q_) x = static_cast<float>(rng.normal());
+  }
+  AttentionQuery query(float* out, int first = 0, int n = -1) const {
+    AttentionQuery q;
+    q.q = q_.data() + static_cast<int64_t>(first) * c_.n_heads * c_.hd;
+    q.n_q = n < 0 ? c_.n_q : n;
+    q.first_pos = c_.first_pos + first;
+    q.block_table = table_.data();
+    q.out = out + static_cast<int64_t>(first) * c_.n_heads * c_.hd;
+    return q;
+  }
+  const KvLayerView& view() const { return view_; }
+  size_t out_size() const { return q_.size(); }
+
+ private:
+  Case c_;
+  KvLayerView view_;
+  std::vector<std::byte> k_, v_;
+  std::vector<int32_t> table_;
+  std::vector<float> q_;
+};
+
+TEST(AttentionTest, EveryTargetMatchesReferenceForEveryKvType) {
+  const Case cases[] = {
+      {8, 4, 8, 16, 0, 14, DType::kF32, DType::kF32},     // stories260K shape, prefill
+      {8, 2, 64, 16, 37, 1, DType::kF32, DType::kF32},    // GQA decode
+      {4, 1, 128, 8, 20, 9, DType::kF16, DType::kF16},    // MQA chunk straddling blocks
+      {8, 8, 64, 32, 100, 3, DType::kBF16, DType::kBF16},
+      {6, 2, 64, 16, 45, 17, DType::kQ8_0, DType::kQ8_0},
+      {4, 2, 64, 16, 30, 5, DType::kQ4_0, DType::kF16},
+      {2, 2, 96, 16, 70, 2, DType::kF32, DType::kQ8_0},
+  };
+  ThreadPool pool(2);
+  for (const auto& c : cases) {
+    Fixture f(c);
+    std::vector<float> want(f.out_size()), got(f.out_size());
+    const float scale = 1.0f / std::sqrt(static_cast<float>(c.hd));
+    ref::paged_attention(f.query(want.data()), f.view(), c.n_heads, scale);
+    for (SimdTarget t : supported_simd_targets()) {
+      ScopedSimdTarget use(t);
+      std::fill(got.begin(), got.end(), 0.0f);
+      paged_attention(f.query(got.data()), f.view(), c.n_heads, scale, pool);
+      for (size_t i = 0; i < got.size(); ++i) {
+        // Online vs two-pass softmax and SIMD sums differ only by float rounding.
+        ASSERT_NEAR(got[i], want[i], 2e-5f * (1.0f + std::abs(want[i])))
+            << simd_target_name(t) << " hd " << c.hd << " kv " << dtype_name(c.k_type) << " i " << i;
+      }
+    }
+  }
+}
+
+TEST(AttentionTest, ChunkingAndThreadsDoNotChangeAnyBit) {
+  const Case c{8, 2, 64, 16, 10, 40, DType::kF16, DType::kF16};
+  Fixture f(c);
+  const float scale = 0.125f;
+  std::vector<float> whole(f.out_size()), pieces(f.out_size()), single(f.out_size());
+  ThreadPool two(2), one(1);
+  paged_attention(f.query(whole.data()), f.view(), c.n_heads, scale, two);
+  // The same queries in chunks of 7 and one by one on one thread.
+  for (int at = 0; at < c.n_q; at += 7) {
+    paged_attention(f.query(pieces.data(), at, std::min(7, c.n_q - at)), f.view(), c.n_heads, scale, two);
+  }
+  for (int at = 0; at < c.n_q; ++at) paged_attention(f.query(single.data(), at, 1), f.view(), c.n_heads, scale, one);
+  EXPECT_EQ(whole, pieces);
+  EXPECT_EQ(whole, single);
+}
+
+}  // namespace
+}  // namespace llms
