@@ -17,6 +17,7 @@
 // GCC 12's AVX-512 intrinsics start from _mm512_undefined_*(), which it then reports.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 
 namespace llms {
 namespace avx512 {

@@ -59,6 +59,7 @@ struct Q4_KKind {
       VI isum[P][T], msum[P][T];
       for (int p = 0; p < P; ++p) {
         base[p] = w.panel(p0 + p) + sb * 2304;
+        if constexpr (T == 1) prefetch_ahead(base[p], 2304);
         unpack_q4k_scales(base[p] + 64, sc[p], mins[p]);
 #pragma GCC unroll 16
         for (int t = 0; t < T; ++t) {

@@ -4,6 +4,7 @@
 // No includes here: this file is spliced into a namespace.
 
 #define LLMS_SIMD inline __attribute__((always_inline))
+#define LLMS_LAMBDA_INLINE __attribute__((always_inline))
 
 struct VF {
   __m256 lo, hi;

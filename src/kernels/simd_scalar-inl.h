@@ -5,6 +5,7 @@
 // No includes here: this file is spliced into a namespace.
 
 #define LLMS_SIMD inline __attribute__((always_inline))
+#define LLMS_LAMBDA_INLINE __attribute__((always_inline))
 
 struct VF {
   float v[16];

@@ -1,0 +1,300 @@
+// Matrix kernels at TinyLlama-1.1B shapes, reported as shares of the machine's limits
+// measured in the same run:
+//   MemoryReadBandwidth   sustained read bandwidth of all pool threads (GB/s)
+//   PeakFma, PeakInt8Dot  peak rate of the float FMA and int8 dot instructions
+//   Gemv/<type>/<rows>/<cols>     decode (n = 1): weight GB/s and pct_bw
+//   Gemm/<type>/<rows>/<cols>     prefill (n = 512): GFLOP/s or GMAC/s and pct_peak
+//   DecodeTinyLlama/<type>        every matrix of the 22 layers and the output head
+//   PrefillTinyLlamaLayer/<type>  one layer's seven matrices for 512 tokens
+// GEMV benchmarks rotate over copies of the matrix that together exceed the last-level
+// cache, so they read from memory as decode does.
+//
+// Threads: LLMSERVE_BENCH_THREADS (default 2). The SIMD target is the best the CPU
+// has (LLMSERVE_SIMD caps it).
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/aligned_buffer.h"
+#include "base/random.h"
+#include "base/thread_pool.h"
+#include "kernels/matmul.h"
+#include "kernels/simd_target.h"
+#include "kernels/throughput_probe.h"
+#include "quant/row_convert.h"
+
+namespace llms {
+namespace {
+
+int bench_threads() {
+  const char* env = std::getenv("LLMSERVE_BENCH_THREADS");
+  return env ? std::max(1, std::atoi(env)) : 2;
+}
+
+ThreadPool& pool() {
+  static ThreadPool p(bench_threads());
+  return p;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// --- Machine limits -------------------------------------------------------------
+
+constexpr int64_t kReadBytes = int64_t{1} << 30;  // far beyond any last-level cache
+
+AlignedBuffer& read_buffer() {
+  static AlignedBuffer b = [] {
+    AlignedBuffer buf(kReadBytes, false);
+    for (int64_t i = 0; i < kReadBytes; i += 4096) buf.data()[i] = std::byte{1};  // fault pages in
+    return buf;
+  }();
+  return b;
+}
+
+// One pass over the buffer split across the pool; returns seconds.
+double read_pass() {
+  const int n = pool().num_threads();
+  const int64_t slice = kReadBytes / n / 256 * 256;
+  const auto t0 = std::chrono::steady_clock::now();
+  pool().run(n, [&](int task) { benchmark::DoNotOptimize(read_probe(read_buffer().data() + task * slice, slice)); });
+  return seconds_since(t0);
+}
+
+// Best of several passes: the bandwidth the machine can sustain.
+double read_gb_s() {
+  static const double v = [] {
+    double best = 1e30;
+    for (int i = 0; i < 8; ++i) best = std::min(best, read_pass());
+    return static_cast<double>(kReadBytes / pool().num_threads() / 256 * 256 * pool().num_threads()) / best / 1e9;
+  }();
+  return v;
+}
+
+// Rate (operations per second) of `probe` on every pool thread.
+template <typename Probe>
+double peak_rate(Probe probe, int64_t rounds) {
+  double best = 0;
+  for (int rep = 0; rep < 3; ++rep) {
+    std::vector<double> ops(static_cast<size_t>(pool().num_threads()));
+    const auto t0 = std::chrono::steady_clock::now();
+    pool().run(pool().num_threads(), [&](int task) { ops[task] = probe(rounds); });
+    const double s = seconds_since(t0);
+    double total = 0;
+    for (double o : ops) total += o;
+    best = std::max(best, total / s);
+  }
+  return best;
+}
+
+double fma_gflops() {
+  static const double v = peak_rate(fma_probe, 20'000'000) / 1e9;
+  return v;
+}
+
+double int8_gmacs() {
+  static const double v = peak_rate(int8_dot_probe, 20'000'000) / 1e9;
+  return v;
+}
+
+void BM_MemoryReadBandwidth(benchmark::State& state) {
+  for (auto _ : state) state.SetIterationTime(read_pass());
+  state.SetBytesProcessed(state.iterations() * kReadBytes);
+  state.counters["best_GB/s"] = read_gb_s();
+  state.SetLabel(simd_target_name());
+}
+
+void BM_PeakFma(benchmark::State& state) {
+  for (auto _ : state) benchmark::DoNotOptimize(fma_gflops());
+  state.counters["GFLOP/s"] = fma_gflops();
+}
+
+void BM_PeakInt8Dot(benchmark::State& state) {
+  for (auto _ : state) benchmark::DoNotOptimize(int8_gmacs());
+  state.counters["GMAC/s"] = int8_gmacs();
+}
+
+// --- Weights ----------------------------------------------------------------------
+
+constexpr DType kTypes[] = {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0,
+                            DType::kQ4_0, DType::kQ4_K, DType::kQ6_K};
+
+bool is_float(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16; }
+
+// GGUF bytes of a [rows, cols] matrix: 64 distinct quantized Gaussian rows repeated
+// (speed does not depend on the values, and the k-quant search is slow).
+struct Source {
+  std::vector<uint8_t> bytes;
+  Tensor tensor;
+};
+
+std::unique_ptr<Source> make_source(DType type, int64_t rows, int64_t cols) {
+  auto s = std::make_unique<Source>();
+  const int64_t rb = dtype_row_bytes(type, cols);
+  constexpr int64_t kDistinct = 64;
+  std::vector<uint8_t> distinct(static_cast<size_t>(rb * kDistinct));
+  std::vector<float> row(static_cast<size_t>(cols));
+  Rng rng(static_cast<uint64_t>(rows * 31 + cols));
+  for (int64_t r = 0; r < kDistinct; ++r) {
+    for (auto& v : row) v = static_cast<float>(rng.normal() * 0.02);
+    quantize_row(type, row.data(), distinct.data() + r * rb, cols);
+  }
+  s->bytes.resize(static_cast<size_t>(rb * rows));
+  for (int64_t r = 0; r < rows; ++r)
+    std::copy_n(distinct.data() + (r % kDistinct) * rb, rb, s->bytes.data() + r * rb);
+  s->tensor.dtype = type;
+  s->tensor.n_dims = 2;
+  s->tensor.ne = {cols, rows, 1, 1};
+  s->tensor.data = s->bytes.data();
+  return s;
+}
+
+WeightMatrix pack(const Source& s) { return WeightMatrix::from_tensor(s.tensor, "bench").value(); }
+
+std::vector<float> random_activations(int64_t n, int64_t cols) {
+  Rng rng(7);
+  std::vector<float> x(static_cast<size_t>(n * cols));
+  for (auto& v : x) v = static_cast<float>(rng.normal());
+  return x;
+}
+
+// --- Single matrices ----------------------------------------------------------------
+
+constexpr int64_t kRotateBytes = int64_t{256} << 20;  // 8x the 32 MiB L3 of the reference machine
+
+void BM_Gemv(benchmark::State& state) {
+  const DType type = kTypes[state.range(0)];
+  const int64_t rows = state.range(1), cols = state.range(2);
+  const auto src = make_source(type, rows, cols);
+  std::vector<WeightMatrix> copies;
+  do {
+    copies.push_back(pack(*src));
+  } while (static_cast<int64_t>(copies.size()) * copies[0].packed_bytes() < kRotateBytes);
+  const auto x = random_activations(1, cols);
+  std::vector<float> y(static_cast<size_t>(rows));
+  size_t i = 0;
+  for (auto _ : state) {
+    matmul(copies[i], x.data(), 1, y.data(), pool());
+    i = (i + 1) % copies.size();
+    benchmark::ClobberMemory();
+  }
+  const double bytes = static_cast<double>(copies[0].packed_bytes());
+  state.SetBytesProcessed(static_cast<int64_t>(bytes) * state.iterations());
+  state.counters["GB/s"] = benchmark::Counter(bytes * 1e-9 * state.iterations(), benchmark::Counter::kIsRate);
+  state.counters["pct_bw"] = benchmark::Counter(bytes * 1e-9 * state.iterations() * 100.0 / read_gb_s(),
+                                                benchmark::Counter::kIsRate);
+  state.SetLabel(std::string(dtype_name(type)));
+}
+
+void set_gemm_counters(benchmark::State& state, DType type, double macs_per_iter) {
+  const double total = macs_per_iter * static_cast<double>(state.iterations());
+  if (is_float(type)) {
+    state.counters["GFLOP/s"] = benchmark::Counter(2 * total * 1e-9, benchmark::Counter::kIsRate);
+    state.counters["pct_peak"] = benchmark::Counter(2 * total * 1e-9 * 100.0 / fma_gflops(), benchmark::Counter::kIsRate);
+  } else {
+    state.counters["GMAC/s"] = benchmark::Counter(total * 1e-9, benchmark::Counter::kIsRate);
+    state.counters["pct_peak"] = benchmark::Counter(total * 1e-9 * 100.0 / int8_gmacs(), benchmark::Counter::kIsRate);
+  }
+  state.SetLabel(std::string(dtype_name(type)));
+}
+
+constexpr int64_t kPrefill = 512;
+
+void BM_Gemm(benchmark::State& state) {
+  const DType type = kTypes[state.range(0)];
+  const int64_t rows = state.range(1), cols = state.range(2);
+  const auto src = make_source(type, rows, cols);
+  const WeightMatrix w = pack(*src);
+  const auto x = random_activations(kPrefill, cols);
+  std::vector<float> y(static_cast<size_t>(rows * kPrefill));
+  for (auto _ : state) {
+    matmul(w, x.data(), kPrefill, y.data(), pool());
+    benchmark::ClobberMemory();
+  }
+  set_gemm_counters(state, type, static_cast<double>(rows * cols * kPrefill));
+}
+
+// --- TinyLlama-1.1B: 22 layers of q, k, v, o, gate, up, down, then the output head ----
+
+struct Shape {
+  int64_t rows, cols;
+};
+constexpr Shape kLayerShapes[] = {{2048, 2048}, {256, 2048}, {256, 2048}, {2048, 2048},
+                                  {5632, 2048}, {5632, 2048}, {2048, 5632}};
+constexpr Shape kOutput = {32000, 2048};
+constexpr int kLayers = 22;
+
+void BM_DecodeTinyLlama(benchmark::State& state) {
+  const DType type = kTypes[state.range(0)];
+  std::vector<std::unique_ptr<Source>> sources;
+  std::vector<WeightMatrix> mats;
+  for (const Shape& s : kLayerShapes) sources.push_back(make_source(type, s.rows, s.cols));
+  for (int l = 0; l < kLayers; ++l)
+    for (const auto& s : sources) mats.push_back(pack(*s));
+  sources.push_back(make_source(type, kOutput.rows, kOutput.cols));
+  mats.push_back(pack(*sources.back()));
+  int64_t bytes = 0;
+  for (const auto& m : mats) bytes += m.packed_bytes();
+  const auto x = random_activations(1, 5632);
+  std::vector<float> y(static_cast<size_t>(kOutput.rows));
+  for (auto _ : state) {
+    for (const auto& m : mats) matmul(m, x.data(), 1, y.data(), pool());
+    benchmark::ClobberMemory();
+  }
+  state.counters["model_GB"] = static_cast<double>(bytes) * 1e-9;
+  state.counters["tok/s"] = benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+  state.counters["GB/s"] = benchmark::Counter(static_cast<double>(bytes) * 1e-9 * state.iterations(),
+                                              benchmark::Counter::kIsRate);
+  state.counters["pct_bw"] = benchmark::Counter(static_cast<double>(bytes) * 1e-9 * state.iterations() * 100.0 / read_gb_s(),
+                                                benchmark::Counter::kIsRate);
+  state.SetLabel(std::string(dtype_name(type)));
+}
+
+void BM_PrefillTinyLlamaLayer(benchmark::State& state) {
+  const DType type = kTypes[state.range(0)];
+  std::vector<std::unique_ptr<Source>> sources;
+  std::vector<WeightMatrix> mats;
+  double macs = 0;
+  for (const Shape& s : kLayerShapes) {
+    sources.push_back(make_source(type, s.rows, s.cols));
+    mats.push_back(pack(*sources.back()));
+    macs += static_cast<double>(s.rows * s.cols * kPrefill);
+  }
+  const auto x = random_activations(kPrefill, 5632);
+  std::vector<float> y(static_cast<size_t>(5632 * kPrefill));
+  for (auto _ : state) {
+    for (const auto& m : mats) matmul(m, x.data(), kPrefill, y.data(), pool());
+    benchmark::ClobberMemory();
+  }
+  state.counters["tok/s"] = benchmark::Counter(static_cast<double>(kPrefill * state.iterations()) / kLayers,
+                                               benchmark::Counter::kIsRate);
+  set_gemm_counters(state, type, macs);
+}
+
+void matrix_args(benchmark::internal::Benchmark* b) {
+  for (int t = 0; t < static_cast<int>(std::size(kTypes)); ++t)
+    for (Shape s : {Shape{2048, 2048}, Shape{5632, 2048}, Shape{2048, 5632}, Shape{32000, 2048}}) b->Args({t, s.rows, s.cols});
+}
+
+void type_args(benchmark::internal::Benchmark* b) {
+  for (int t = 0; t < static_cast<int>(std::size(kTypes)); ++t) b->Args({t});
+}
+
+BENCHMARK(BM_MemoryReadBandwidth)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(10);
+BENCHMARK(BM_PeakFma)->Iterations(1);
+BENCHMARK(BM_PeakInt8Dot)->Iterations(1);
+BENCHMARK(BM_Gemv)->Apply(matrix_args)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Gemm)->Apply(matrix_args)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_DecodeTinyLlama)->Apply(type_args)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_PrefillTinyLlamaLayer)->Apply(type_args)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace llms
+
+BENCHMARK_MAIN();

@@ -1,0 +1,172 @@
+#include "kernels/throughput_probe.h"
+
+#include <cstring>
+
+#include "kernels/simd_target.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace llms {
+namespace {
+
+uint64_t read_scalar(const void* p, int64_t bytes) {
+  const auto* u = static_cast<const uint64_t*>(p);
+  uint64_t a = 0, b = 0, c = 0, d = 0;
+  for (int64_t i = 0; i < bytes / 8; i += 4) a ^= u[i], b ^= u[i + 1], c ^= u[i + 2], d ^= u[i + 3];
+  return a ^ b ^ c ^ d;
+}
+
+double fma_scalar(int64_t rounds) {
+  float acc[12];
+  for (int i = 0; i < 12; ++i) acc[i] = static_cast<float>(i);
+  for (int64_t r = 0; r < rounds; ++r)
+    for (float& a : acc) a = a * 0.999f + 0.001f;
+  volatile float sink = acc[0] + acc[11];
+  (void)sink;
+  return 2.0 * 12 * static_cast<double>(rounds);
+}
+
+double int8_scalar(int64_t rounds) {
+  int32_t acc[12] = {};
+  for (int64_t r = 0; r < rounds; ++r)
+    for (int i = 0; i < 12; ++i) acc[i] += static_cast<int8_t>(r + i) * 3;
+  volatile int32_t sink = acc[0] + acc[11];
+  (void)sink;
+  return 12.0 * static_cast<double>(rounds);
+}
+
+#if defined(__x86_64__)
+// GCC 12's AVX-512 intrinsics start from _mm512_undefined_*(), which it then reports.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+__attribute__((target("avx2"))) uint64_t read_avx2(const void* p, int64_t bytes) {
+  const auto* v = static_cast<const __m256i*>(p);
+  __m256i a = _mm256_setzero_si256(), b = a, c = a, d = a;
+  for (int64_t i = 0; i < bytes / 32; i += 8) {
+    a = _mm256_xor_si256(a, _mm256_load_si256(v + i));
+    b = _mm256_xor_si256(b, _mm256_load_si256(v + i + 2));
+    c = _mm256_xor_si256(c, _mm256_load_si256(v + i + 4));
+    d = _mm256_xor_si256(d, _mm256_load_si256(v + i + 6));
+    a = _mm256_xor_si256(a, _mm256_load_si256(v + i + 1));
+    b = _mm256_xor_si256(b, _mm256_load_si256(v + i + 3));
+    c = _mm256_xor_si256(c, _mm256_load_si256(v + i + 5));
+    d = _mm256_xor_si256(d, _mm256_load_si256(v + i + 7));
+  }
+  const __m256i x = _mm256_xor_si256(_mm256_xor_si256(a, b), _mm256_xor_si256(c, d));
+  return static_cast<uint64_t>(_mm256_extract_epi64(x, 0) ^ _mm256_extract_epi64(x, 3));
+}
+
+__attribute__((target("avx512f"))) uint64_t read_avx512(const void* p, int64_t bytes) {
+  const auto* v = static_cast<const __m512i*>(p);
+  __m512i a = _mm512_setzero_si512(), b = a, c = a, d = a;
+  for (int64_t i = 0; i < bytes / 64; i += 4) {
+    a = _mm512_xor_si512(a, _mm512_load_si512(v + i));
+    b = _mm512_xor_si512(b, _mm512_load_si512(v + i + 1));
+    c = _mm512_xor_si512(c, _mm512_load_si512(v + i + 2));
+    d = _mm512_xor_si512(d, _mm512_load_si512(v + i + 3));
+  }
+  return static_cast<uint64_t>(_mm512_reduce_add_epi64(_mm512_xor_si512(_mm512_xor_si512(a, b), _mm512_xor_si512(c, d))));
+}
+
+__attribute__((target("avx2,fma"))) double fma_avx2(int64_t rounds) {
+  __m256 acc[12];
+  for (auto& a : acc) a = _mm256_set1_ps(1.0f);
+  for (int64_t r = 0; r < rounds; ++r) {
+#pragma GCC unroll 12
+    for (int i = 0; i < 12; ++i) acc[i] = _mm256_fmadd_ps(acc[i], _mm256_set1_ps(0.999f), _mm256_set1_ps(0.001f));
+  }
+  __m256 s = acc[0];
+  for (int i = 1; i < 12; ++i) s = _mm256_add_ps(s, acc[i]);
+  volatile float sink = _mm256_cvtss_f32(s);
+  (void)sink;
+  return 2.0 * 8 * 12 * static_cast<double>(rounds);
+}
+
+__attribute__((target("avx512f"))) double fma_avx512(int64_t rounds) {
+  __m512 acc[12];
+  for (auto& a : acc) a = _mm512_set1_ps(1.0f);
+  for (int64_t r = 0; r < rounds; ++r) {
+#pragma GCC unroll 12
+    for (int i = 0; i < 12; ++i) acc[i] = _mm512_fmadd_ps(acc[i], _mm512_set1_ps(0.999f), _mm512_set1_ps(0.001f));
+  }
+  __m512 s = acc[0];
+  for (int i = 1; i < 12; ++i) s = _mm512_add_ps(s, acc[i]);
+  volatile float sink = _mm512_reduce_add_ps(s);
+  (void)sink;
+  return 2.0 * 16 * 12 * static_cast<double>(rounds);
+}
+
+__attribute__((target("avx2"))) double int8_avx2(int64_t rounds) {
+  // Distinct weight vectors, hidden from the optimizer every round, so each chain
+  // really runs maddubs + madd + add as the kernels do (6 chains: 16 ymm registers).
+  __m256i acc[6], w[6];
+  for (int i = 0; i < 6; ++i) acc[i] = _mm256_setzero_si256(), w[i] = _mm256_set1_epi8(static_cast<char>(i + 1));
+  const __m256i s = _mm256_set1_epi8(-5), ones = _mm256_set1_epi16(1);
+  for (int64_t r = 0; r < rounds; ++r) {
+    __asm__ volatile("" : "+x"(w[0]), "+x"(w[1]), "+x"(w[2]), "+x"(w[3]), "+x"(w[4]), "+x"(w[5]));
+#pragma GCC unroll 6
+    for (int i = 0; i < 6; ++i) acc[i] = _mm256_add_epi32(acc[i], _mm256_madd_epi16(_mm256_maddubs_epi16(w[i], s), ones));
+  }
+  __m256i x = acc[0];
+  for (int i = 1; i < 6; ++i) x = _mm256_add_epi32(x, acc[i]);
+  volatile int sink = _mm256_extract_epi32(x, 0);
+  (void)sink;
+  return 32.0 * 6 * static_cast<double>(rounds);
+}
+
+__attribute__((target("avx512f,avx512vnni"))) double int8_avx512(int64_t rounds) {
+  __m512i acc[12];
+  for (auto& a : acc) a = _mm512_setzero_si512();
+  const __m512i u = _mm512_set1_epi8(3), s = _mm512_set1_epi8(-5);
+  for (int64_t r = 0; r < rounds; ++r) {
+#pragma GCC unroll 12
+    for (int i = 0; i < 12; ++i) acc[i] = _mm512_dpbusd_epi32(acc[i], u, s);
+  }
+  __m512i x = acc[0];
+  for (int i = 1; i < 12; ++i) x = _mm512_add_epi32(x, acc[i]);
+  volatile int sink = _mm512_reduce_add_epi32(x);
+  (void)sink;
+  return 64.0 * 12 * static_cast<double>(rounds);
+}
+#pragma GCC diagnostic pop
+#endif
+
+}  // namespace
+
+uint64_t read_probe(const void* p, int64_t bytes) {
+#if defined(__x86_64__)
+  switch (active_simd_target()) {
+    case SimdTarget::kAvx512: return read_avx512(p, bytes);
+    case SimdTarget::kAvx2: return read_avx2(p, bytes);
+    case SimdTarget::kScalar: break;
+  }
+#endif
+  return read_scalar(p, bytes);
+}
+
+double fma_probe(int64_t rounds) {
+#if defined(__x86_64__)
+  switch (active_simd_target()) {
+    case SimdTarget::kAvx512: return fma_avx512(rounds);
+    case SimdTarget::kAvx2: return fma_avx2(rounds);
+    case SimdTarget::kScalar: break;
+  }
+#endif
+  return fma_scalar(rounds);
+}
+
+double int8_dot_probe(int64_t rounds) {
+#if defined(__x86_64__)
+  switch (active_simd_target()) {
+    case SimdTarget::kAvx512: return int8_avx512(rounds);
+    case SimdTarget::kAvx2: return int8_avx2(rounds);
+    case SimdTarget::kScalar: break;
+  }
+#endif
+  return int8_scalar(rounds);
+}
+
+}  // namespace llms
