@@ -1,0 +1,85 @@
+// llmserve serve -m MODEL.gguf [--host H] [--port P] [--config FILE.toml] [--print-config] [flags]
+// Every key of the config file is also a flag (src/server/config_file.h); flags win.
+#include <pthread.h>
+#include <signal.h>
+
+#include <cstdio>
+#include <map>
+
+#include "base/log.h"
+#include "cli/commands.h"
+#include "server/config_file.h"
+#include "server/llm_server.h"
+
+namespace llms::cli {
+namespace {
+
+struct Options {
+  std::string config_file;
+  bool print_config = false;
+  std::map<std::string, std::string> values;  // key → text, for the flags given
+  std::map<std::string, CLI::Option*> flags;
+};
+
+ServeConfig effective_config(const Options& o) {
+  ServeConfig c;
+  if (!o.config_file.empty()) ok_or_fail(load_config_file(o.config_file, c));
+  for (const auto& k : config_keys()) {
+    const CLI::Option* opt = o.flags.at(k.name);
+    if (opt->count() == 0) continue;
+    if (Status s = set_config_value(c, k.name, o.values.at(k.name)); !s.ok()) fail(s.with_context("--" + config_flag_name(k.name)));
+  }
+  return c;
+}
+
+// Blocks SIGTERM/SIGINT in this thread and every thread it starts, so that sigwait()
+// below is the one place they arrive.
+sigset_t block_shutdown_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  return set;
+}
+
+void run(const Options& o) {
+  const ServeConfig config = effective_config(o);
+  if (o.print_config) {
+    ok_or_fail(config.validate());
+    std::fputs(config_to_toml(config).c_str(), stdout);
+    return;
+  }
+  const sigset_t signals = block_shutdown_signals();
+  auto server = value_or_fail(LlmServer::start(config));
+  std::printf("llmserve: serving '%s' on http://%s:%d\n", server->context().model_name.c_str(),
+              config.server.host.c_str(), server->port());
+  std::fflush(stdout);
+  int sig = 0;
+  sigwait(&signals, &sig);
+  log_info("{}: shutting down (up to {} s for requests in flight)", sig == SIGTERM ? "SIGTERM" : "SIGINT",
+           config.server.shutdown_timeout_s);
+  server->shutdown();
+  server.reset();
+  std::printf("llmserve: stopped\n");
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+void add_serve_command(CLI::App& app) {
+  auto o = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand("serve", "Serve a model over an OpenAI-compatible HTTP API");
+  cmd->add_option("--config", o->config_file, "TOML file of configuration keys (flags win over it)");
+  cmd->add_flag("--print-config", o->print_config, "Print the effective configuration (TOML) and exit");
+  for (const auto& k : config_keys()) {
+    const std::string flag = "--" + config_flag_name(k.name);
+    const std::string names = k.name == "model" ? "-m," + flag : flag;
+    CLI::Option* opt = cmd->add_option(names, o->values[k.name], k.help);
+    opt->option_text(k.type == ConfigType::kBool ? "true|false" : "VALUE");
+    o->flags[k.name] = opt;
+  }
+  cmd->callback([o] { run(*o); });
+}
+
+}  // namespace llms::cli

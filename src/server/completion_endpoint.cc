@@ -1,0 +1,40 @@
+#include <fmt/format.h>
+
+#include "server/completion_job.h"
+#include "server/endpoints.h"
+#include "server/prompt_builder.h"
+
+namespace llms {
+
+std::optional<ApiError> check_model(const ServerContext& ctx, const std::string& asked) {
+  if (asked.empty() || asked == ctx.model_name) return std::nullopt;
+  ApiError e = not_found_error(fmt::format("The model '{}' does not exist; this server serves '{}'", asked,
+                                           ctx.model_name),
+                               "model_not_found");
+  e.param = "model";
+  return e;
+}
+
+HttpResponse json_response(int status, const Json& body) { return HttpResponse{status, "application/json", dump_json(body), {}}; }
+
+void handle_completions(ServerContext& ctx, const HttpRequest& req, std::shared_ptr<HttpExchange> ex, ApiKind kind) {
+  auto fail = [&](const ApiError& e) { ex->respond(api_error_response(e)); };
+  Json body;
+  if (auto e = parse_json_object(req.body, &body)) return fail(*e);
+  CompletionRequest r;
+  if (auto e = parse_completion_request(body, kind, &r)) return fail(*e);
+  if (auto e = check_model(ctx, r.model)) return fail(*e);
+  if (ctx.draining()) return fail(api_error_from_status(unavailable("the server is shutting down"), true));
+  std::vector<PromptInput> prompts;
+  if (kind == ApiKind::kChat) {
+    PromptInput p;
+    if (auto e = chat_prompt(body, ctx.tokenizer, ctx.chat_template, r.add_generation_prompt, &p)) return fail(*e);
+    prompts.push_back(std::move(p));
+  } else if (auto e = completion_prompts(body, ctx.tokenizer, &prompts)) {
+    return fail(*e);
+  }
+  auto job = std::make_shared<CompletionJob>(ctx, std::move(ex), std::move(r), std::move(prompts));
+  job->start();
+}
+
+}  // namespace llms

@@ -1,0 +1,250 @@
+#include "server/completion_job.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include "base/clock.h"
+#include "server/sse.h"
+
+namespace llms {
+
+CompletionJob::CompletionJob(ServerContext& ctx, std::shared_ptr<HttpExchange> exchange, CompletionRequest request,
+                             std::vector<PromptInput> prompts)
+    : ctx_(ctx), exchange_(std::move(exchange)), request_(std::move(request)), prompts_(std::move(prompts)) {
+  meta_.kind = request_.kind;
+  meta_.id = ctx_.next_id(request_.kind == ApiKind::kChat ? "chatcmpl-" : "cmpl-");
+  meta_.created = unix_seconds();
+  meta_.model = ctx_.model_name;
+}
+
+CompletionJob::~CompletionJob() {
+  cancel_all();
+  if (counted_) ctx_.request_finished();
+}
+
+std::optional<ApiError> CompletionJob::validate_prompts() const {
+  const int64_t total = static_cast<int64_t>(prompts_.size()) * request_.n;
+  if (total > kMaxChoices) {
+    return bad_request(fmt::format("{} prompts x n={} is {} completions; at most {} per request", prompts_.size(),
+                                   request_.n, total, kMaxChoices),
+                       "n");
+  }
+  const int64_t ctx_len = ctx_.engine.context_length();
+  for (const auto& p : prompts_) {
+    if (static_cast<int64_t>(p.tokens.size()) >= ctx_len) {
+      return bad_request(fmt::format("This model's maximum context length is {} tokens; the prompt has {} tokens and "
+                                     "at least one must remain for the completion",
+                                     ctx_len, p.tokens.size()),
+                         request_.kind == ApiKind::kChat ? "messages" : "prompt", "context_length_exceeded");
+    }
+  }
+  return std::nullopt;
+}
+
+RequestParams CompletionJob::choice_params(int prompt_index, int n_index) const {
+  RequestParams p = request_.params;
+  p.prompt = prompts_[static_cast<size_t>(prompt_index)].tokens;
+  const int64_t room = ctx_.engine.context_length() - static_cast<int64_t>(p.prompt.size());
+  const int64_t wanted = request_.max_tokens ? *request_.max_tokens : (request_.kind == ApiKind::kChat ? room : 16);
+  p.max_tokens = static_cast<int>(std::clamp<int64_t>(wanted, 1, room));
+  // n samples of one seeded request must differ, and still be reproducible.
+  if (p.sampling.seed && n_index > 0) p.sampling.seed = *p.sampling.seed + static_cast<uint64_t>(n_index);
+  return p;
+}
+
+std::optional<ApiError> CompletionJob::submit_all() {
+  for (int pi = 0; pi < static_cast<int>(prompts_.size()); ++pi) {
+    for (int ni = 0; ni < request_.n; ++ni) {
+      Choice c;
+      c.index = pi * request_.n + ni;
+      c.prompt_index = pi;
+      c.params = choice_params(pi, ni);
+      if (request_.echo) {
+        c.text = prompts_[static_cast<size_t>(pi)].text;
+        c.chars = static_cast<int64_t>(c.text.size());
+      }
+      if (c.params.sampling.deterministic()) {
+        if (auto hit = ctx_.engine.cached(c.params)) {
+          for (auto& t : hit->tokens) c.replay.emplace_back(std::move(t));
+          c.replay.emplace_back(std::move(hit->finish));
+          choices_.push_back(std::move(c));
+          continue;
+        }
+      }
+      double retry = 0;
+      auto handle = ctx_.engine.submit(c.params, &retry);
+      if (!handle.ok()) {
+        cancel_all();
+        return api_error_from_status(handle.status(), ctx_.engine.snapshot().admission.draining, retry);
+      }
+      c.handle = std::move(handle).value();
+      choices_.push_back(std::move(c));
+    }
+  }
+  return std::nullopt;
+}
+
+void CompletionJob::start() {
+  ctx_.request_started();
+  counted_ = true;
+  std::optional<ApiError> err = validate_prompts();
+  if (!err) err = submit_all();
+  if (err) {
+    exchange_->respond(api_error_response(*err));
+    return;  // the destructor cancels what was queued and uncounts the request
+  }
+  self_ = shared_from_this();
+  if (request_.stream) exchange_->begin_stream("text/event-stream");
+  std::weak_ptr<CompletionJob> weak = self_;
+  exchange_->set_on_close([weak] {
+    if (auto s = weak.lock(); s && !s->done_) {
+      s->client_gone_ = true;
+      s->ctx_.metrics.client_disconnects.inc();
+      s->cancel_all();
+    }
+  });
+  for (auto& c : choices_) {
+    if (c.handle) {
+      c.handle->set_notify([weak] {
+        if (auto s = weak.lock()) s->schedule_pump();
+      });
+    }
+  }
+  schedule_pump();  // events pushed before the notify was set, and cache replays
+}
+
+void CompletionJob::schedule_pump() {
+  if (pump_posted_.exchange(true)) return;
+  exchange_->post([s = shared_from_this()] { s->pump(); });
+}
+
+void CompletionJob::pump() {
+  pump_posted_.store(false);
+  if (done_) return;
+  std::string out;
+  for (auto& c : choices_) take_events(c, &out);
+  if (request_.stream && !out.empty() && !client_gone_) exchange_->write(std::move(out));
+  if (std::all_of(choices_.begin(), choices_.end(), [](const Choice& c) { return c.finish.has_value(); })) complete();
+}
+
+void CompletionJob::take_events(Choice& c, std::string* out) {
+  if (c.finish) return;
+  std::vector<RequestEvent> events;
+  if (c.handle) {
+    events = c.handle->drain();
+  } else {
+    events.assign(std::make_move_iterator(c.replay.begin()), std::make_move_iterator(c.replay.end()));
+    c.replay.clear();
+  }
+  if (request_.stream && !c.opened) open_choice(c, out);
+  for (auto& ev : events) {
+    if (auto* t = std::get_if<TokenEvent>(&ev)) {
+      on_token(c, *t, out);
+    } else {
+      on_finish(c, std::get<FinishEvent>(ev), out);
+    }
+  }
+}
+
+void CompletionJob::open_choice(Choice& c, std::string* out) {
+  c.opened = true;
+  const bool chat = request_.kind == ApiKind::kChat;
+  if (!chat && !request_.echo) return;
+  const std::string empty;
+  const std::string& text = chat ? empty : c.text;
+  *out += sse_event(stream_chunk(meta_, c.index, &text, nullptr, nullptr, chat, request_.include_usage));
+  ctx_.metrics.streamed_chunks.inc();
+  if (!chat) c.text.clear();
+}
+
+void CompletionJob::on_token(Choice& c, TokenEvent& t, std::string* out) {
+  TokenLogprobs lp{t.token, t.logprob, std::move(t.top), c.chars};
+  c.chars += static_cast<int64_t>(t.text.size());
+  if (!request_.stream) {
+    c.text += t.text;
+    if (request_.logprobs) c.logprobs.push_back(std::move(lp));
+    return;
+  }
+  if (t.text.empty() && !request_.logprobs) return;
+  Json lpj = request_.logprobs ? logprobs_json(request_.kind, ctx_.tokenizer, {lp}) : Json(nullptr);
+  *out += sse_event(stream_chunk(meta_, c.index, &t.text, std::move(lpj), nullptr, false, request_.include_usage));
+  ctx_.metrics.streamed_chunks.inc();
+}
+
+void CompletionJob::on_finish(Choice& c, FinishEvent& f, std::string* out) {
+  const bool failed = f.reason == FinishReason::kError || f.reason == FinishReason::kRejected;
+  if (!f.text.empty()) {
+    c.chars += static_cast<int64_t>(f.text.size());
+    if (!request_.stream) {
+      c.text += f.text;
+    } else {
+      *out += sse_event(stream_chunk(meta_, c.index, &f.text, nullptr, nullptr, false, request_.include_usage));
+    }
+  }
+  if (request_.stream) {
+    if (failed) {
+      *out += "data: " + api_error_json(internal_api_error("generation failed: " + f.message)) + "\n\n";
+    } else {
+      *out += sse_event(stream_chunk(meta_, c.index, nullptr, nullptr, api_finish_reason(f.reason), false,
+                                     request_.include_usage));
+    }
+    ctx_.metrics.streamed_chunks.inc();
+  }
+  c.finish = std::move(f);
+}
+
+UsageTotals CompletionJob::usage() const {
+  UsageTotals u;
+  std::map<int, std::pair<int64_t, int64_t>> per_prompt;  // prompt index → (prompt tokens, cached)
+  for (const auto& c : choices_) {
+    if (!c.finish) continue;
+    u.completion_tokens += c.finish->completion_tokens;
+    auto& [prompt, cached] = per_prompt[c.prompt_index];
+    prompt = std::max(prompt, c.finish->prompt_tokens);
+    cached = std::max(cached, c.finish->cached_prompt_tokens);
+  }
+  for (const auto& [i, pc] : per_prompt) {
+    u.prompt_tokens += pc.first;
+    u.cached_tokens += pc.second;
+  }
+  return u;
+}
+
+void CompletionJob::complete() {
+  done_ = true;
+  for (auto& c : choices_) {
+    if (c.handle) c.handle->set_notify(nullptr);
+  }
+  if (!client_gone_ && request_.stream) {
+    std::string out;
+    if (request_.include_usage) out += sse_event(usage_chunk(meta_, usage()));
+    out += sse_done();
+    exchange_->write(std::move(out));
+    exchange_->end_stream();
+  } else if (!client_gone_) {
+    std::vector<ChoiceResult> results;
+    for (auto& c : choices_) {
+      if (c.finish->reason == FinishReason::kError || c.finish->reason == FinishReason::kRejected) {
+        exchange_->respond(api_error_response(internal_api_error("generation failed: " + c.finish->message)));
+        results.clear();
+        break;
+      }
+      results.push_back(ChoiceResult{c.index, std::move(c.text), request_.logprobs, std::move(c.logprobs), c.finish->reason});
+    }
+    if (!results.empty()) exchange_->respond(HttpResponse{200, "application/json",
+                                                          dump_json(whole_response(meta_, ctx_.tokenizer, results, usage())), {}});
+  }
+  ctx_.request_finished();
+  counted_ = false;
+  self_.reset();  // may release this job; nothing runs after it
+}
+
+void CompletionJob::cancel_all() {
+  for (auto& c : choices_) {
+    if (c.handle && !c.finish) c.handle->cancel();
+  }
+}
+
+}  // namespace llms

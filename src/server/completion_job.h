@@ -1,0 +1,78 @@
+// CompletionJob: one completions or chat request in flight — its choices (prompts x n),
+// each an engine request or a replay from the result cache, and the HttpExchange that
+// answers it, whole or as a stream of SSE chunks.
+//
+// Flow: start() submits every choice (a refusal cancels the ones already queued and
+// answers the error), then the engine's notify callbacks post pump() onto the
+// connection's strand; pump() drains every choice's events and writes them. When the
+// client goes away the exchange's on_close cancels every choice; the engine ends them
+// "cancelled" and frees their KV blocks at its next step.
+//
+// Thread-safety: all members run on the exchange's strand (start() is called there by
+// the router, the rest is posted); the only cross-thread entry is the notify callback,
+// which posts.
+#pragma once
+
+#include <atomic>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "server/http_types.h"
+#include "server/openai_request.h"
+#include "server/openai_response.h"
+#include "server/prompt_builder.h"
+#include "server/server_context.h"
+
+namespace llms {
+
+class CompletionJob : public std::enable_shared_from_this<CompletionJob> {
+ public:
+  CompletionJob(ServerContext& ctx, std::shared_ptr<HttpExchange> exchange, CompletionRequest request,
+                std::vector<PromptInput> prompts);
+  ~CompletionJob();
+  void start();
+
+ private:
+  struct Choice {
+    int index = 0;
+    int prompt_index = 0;
+    RequestParams params;
+    std::shared_ptr<RequestHandle> handle;  // null when replayed from the result cache
+    std::deque<RequestEvent> replay;
+    std::string text;
+    std::vector<TokenLogprobs> logprobs;
+    int64_t chars = 0;  // text length so far (legacy text_offset)
+    std::optional<FinishEvent> finish;
+    bool opened = false;  // first stream chunk (role / echo) sent
+  };
+
+  std::optional<ApiError> validate_prompts() const;
+  std::optional<ApiError> submit_all();
+  RequestParams choice_params(int prompt_index, int n_index) const;
+  void schedule_pump();
+  void pump();
+  void take_events(Choice& c, std::string* out);
+  void on_token(Choice& c, TokenEvent& t, std::string* out);
+  void on_finish(Choice& c, FinishEvent& f, std::string* out);
+  void open_choice(Choice& c, std::string* out);
+  void complete();
+  void cancel_all();
+  UsageTotals usage() const;
+
+  ServerContext& ctx_;
+  std::shared_ptr<HttpExchange> exchange_;
+  CompletionRequest request_;
+  std::vector<PromptInput> prompts_;
+  ResponseMeta meta_;
+  std::vector<Choice> choices_;
+  std::shared_ptr<CompletionJob> self_;  // keeps the job alive until complete()
+  std::atomic<bool> pump_posted_{false};
+  bool counted_ = false;
+  bool done_ = false;
+  bool client_gone_ = false;
+};
+
+}  // namespace llms

@@ -1,0 +1,297 @@
+#include "server/config_file.h"
+
+#include <fmt/format.h>
+#include <toml++/toml.h>
+
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+namespace llms {
+namespace {
+
+Status bad_value(const std::string& key, const std::string& value, const char* want) {
+  return invalid_argument(fmt::format("{}: '{}' is not {}", key, value, want));
+}
+
+template <typename T>
+using Field = std::function<T&(ServeConfig&)>;
+
+std::string toml_string(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char ch : s) {
+    if (ch == '"' || ch == '\\') {
+      out += '\\';
+      out += static_cast<char>(ch);
+    } else if (ch < 0x20 || ch == 0x7f) {
+      out += fmt::format("\\u{:04X}", ch);
+    } else {
+      out += static_cast<char>(ch);
+    }
+  }
+  return out + "\"";
+}
+
+std::string toml_number(double v) {
+  std::string s = fmt::format("{}", v);
+  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";  // stays a TOML float
+  return s;
+}
+
+bool parse_int(const std::string& s, int64_t* out) {
+  const char* end = s.data() + s.size();
+  auto [p, ec] = std::from_chars(s.data(), end, *out);
+  return ec == std::errc() && p == end && !s.empty();
+}
+
+bool parse_number(const std::string& s, double* out) {
+  if (s.empty()) return false;
+  char* end = nullptr;
+  *out = std::strtod(s.c_str(), &end);
+  return end == s.c_str() + s.size() && std::isfinite(*out);
+}
+
+bool parse_bytes(const std::string& s, int64_t* out) {
+  size_t i = 0;
+  while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) ++i;
+  int64_t n = 0;
+  if (i == 0 || !parse_int(s.substr(0, i), &n)) return false;
+  std::string unit = s.substr(i);
+  for (auto& ch : unit) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  int shift = 0;
+  if (unit.empty() || unit == "b") shift = 0;
+  else if (unit == "k" || unit == "kib" || unit == "kb") shift = 10;
+  else if (unit == "m" || unit == "mib" || unit == "mb") shift = 20;
+  else if (unit == "g" || unit == "gib" || unit == "gb") shift = 30;
+  else return false;
+  if (n > (INT64_MAX >> shift)) return false;
+  *out = n << shift;
+  return true;
+}
+
+ConfigKey int_key(std::string name, std::string help, Field<int> f, int lo, int hi) {
+  auto set = [name, f, lo, hi](ServeConfig& c, const std::string& v) -> Status {
+    int64_t x = 0;
+    if (!parse_int(v, &x)) return bad_value(name, v, "an integer");
+    if (x < lo || x > hi) return invalid_argument(fmt::format("{}: {} is not in {}..{}", name, x, lo, hi));
+    f(c) = static_cast<int>(x);
+    return ok_status();
+  };
+  return {name, ConfigType::kInt, std::move(help), set, [f](const ServeConfig& c) {
+            return std::to_string(f(const_cast<ServeConfig&>(c)));
+          }};
+}
+
+ConfigKey i64_key(std::string name, std::string help, Field<int64_t> f, ConfigType type) {
+  auto set = [name, f, type](ServeConfig& c, const std::string& v) -> Status {
+    int64_t x = 0;
+    const bool ok = type == ConfigType::kBytes ? parse_bytes(v, &x) : parse_int(v, &x);
+    if (!ok) return bad_value(name, v, type == ConfigType::kBytes ? "a byte size (e.g. 1048576 or 64MiB)" : "an integer");
+    if (x < 0) return invalid_argument(fmt::format("{}: must be >= 0", name));
+    f(c) = x;
+    return ok_status();
+  };
+  return {name, type, std::move(help), set, [f](const ServeConfig& c) {
+            return std::to_string(f(const_cast<ServeConfig&>(c)));
+          }};
+}
+
+ConfigKey num_key(std::string name, std::string help, Field<double> f) {
+  auto set = [name, f](ServeConfig& c, const std::string& v) -> Status {
+    double x = 0;
+    if (!parse_number(v, &x)) return bad_value(name, v, "a number");
+    f(c) = x;
+    return ok_status();
+  };
+  return {name, ConfigType::kNumber, std::move(help), set, [f](const ServeConfig& c) {
+            return toml_number(f(const_cast<ServeConfig&>(c)));
+          }};
+}
+
+ConfigKey bool_key(std::string name, std::string help, Field<bool> f) {
+  auto set = [name, f](ServeConfig& c, const std::string& v) -> Status {
+    if (v == "true" || v == "1" || v == "on" || v == "yes") {
+      f(c) = true;
+    } else if (v == "false" || v == "0" || v == "off" || v == "no") {
+      f(c) = false;
+    } else {
+      return bad_value(name, v, "a boolean (true or false)");
+    }
+    return ok_status();
+  };
+  return {name, ConfigType::kBool, std::move(help), set, [f](const ServeConfig& c) {
+            return std::string(f(const_cast<ServeConfig&>(c)) ? "true" : "false");
+          }};
+}
+
+ConfigKey str_key(std::string name, std::string help, Field<std::string> f) {
+  auto set = [f](ServeConfig& c, const std::string& v) -> Status {
+    f(c) = v;
+    return ok_status();
+  };
+  return {name, ConfigType::kString, std::move(help), set, [f](const ServeConfig& c) {
+            return toml_string(f(const_cast<ServeConfig&>(c)));
+          }};
+}
+
+ConfigKey dtype_key(std::string name, std::string help, Field<DType> f) {
+  auto set = [name, f](ServeConfig& c, const std::string& v) -> Status {
+    const auto t = dtype_from_name(v);
+    if (!t || (*t != DType::kF32 && *t != DType::kF16 && *t != DType::kBF16 && *t != DType::kQ8_0 && *t != DType::kQ4_0)) {
+      return bad_value(name, v, "a KV cache type (f32, f16, bf16, q8_0, q4_0)");
+    }
+    f(c) = *t;
+    return ok_status();
+  };
+  return {name, ConfigType::kString, std::move(help), set, [f](const ServeConfig& c) {
+            return toml_string(std::string(dtype_name(f(const_cast<ServeConfig&>(c)))));
+          }};
+}
+
+ConfigKey batching_key() {
+  auto set = [](ServeConfig& c, const std::string& v) -> Status {
+    auto p = parse_batching_policy(v);
+    if (!p.ok()) return invalid_argument("batching: " + p.status().message());
+    c.engine.batching = p.value();
+    return ok_status();
+  };
+  return {"batching", ConfigType::kString, "Scheduling policy: continuous, dynamic or none", set,
+          [](const ServeConfig& c) { return toml_string(batching_policy_name(c.engine.batching)); }};
+}
+
+#define SRV(field) [](ServeConfig& c) -> auto& { return c.server.field; }
+#define ENG(field) [](ServeConfig& c) -> auto& { return c.engine.field; }
+
+std::vector<ConfigKey> make_keys() {
+  constexpr int kBig = 1 << 30;
+  return {
+      str_key("model", "GGUF model file to serve", SRV(model_path)),
+      str_key("model_name", "Model id clients use (default: the file name without .gguf)", SRV(model_name)),
+      str_key("host", "Address to listen on", SRV(host)),
+      int_key("port", "TCP port (0: any free port)", SRV(port), 0, 65535),
+      int_key("io_threads", "HTTP I/O threads", SRV(io_threads), 1, 256),
+      i64_key("max_body_bytes", "Largest request body (larger: 413)", SRV(max_body_bytes), ConfigType::kBytes),
+      num_key("idle_timeout", "Seconds a keep-alive connection may wait for a request", SRV(idle_timeout_s)),
+      num_key("shutdown_timeout", "Seconds in-flight requests get to finish on SIGTERM", SRV(shutdown_timeout_s)),
+      str_key("chat_template", "Chat template name, Jinja source or \"plain\" (default: the model's)", SRV(chat_template)),
+      batching_key(),
+      int_key("max_batch_tokens", "Tokens per forward pass (decodes + prefill chunks)", ENG(max_batch_tokens), 1, kBig),
+      int_key("max_running", "Sequences in the running set", ENG(max_running), 1, kBig),
+      int_key("max_batch_size", "Dynamic batching: requests per batch", ENG(max_batch_size), 1, kBig),
+      num_key("max_delay_ms", "Dynamic batching: longest wait for a full batch (ms)", ENG(max_delay_ms)),
+      int_key("kv_block_size", "KV cache block size in tokens (8..128)", ENG(block_size), 1, 4096),
+      i64_key("kv_cache_bytes", "KV cache size (0: 10% of the memory limit, capped by max_running contexts)",
+              ENG(kv_cache_bytes), ConfigType::kBytes),
+      dtype_key("kv_k_type", "KV cache type of keys", ENG(k_type)),
+      dtype_key("kv_v_type", "KV cache type of values", ENG(v_type)),
+      bool_key("prefix_cache", "Share KV blocks of identical prompt prefixes", ENG(prefix_cache)),
+      i64_key("result_cache_bytes", "Result cache for deterministic requests (0: off)", ENG(result_cache_bytes),
+              ConfigType::kBytes),
+      int_key("context_length", "Context length (0: the model's)", ENG(context_length), 0, kBig),
+      int_key("max_waiting_requests", "Queue bound in requests (beyond: 429)", ENG(max_waiting_requests), 0, kBig),
+      i64_key("max_waiting_tokens", "Queue bound in prompt tokens (beyond: 429)", ENG(max_waiting_tokens), ConfigType::kInt),
+      num_key("kv_high_watermark", "Refuse new requests (503) above this KV use", ENG(kv_high_watermark)),
+      num_key("kv_low_watermark", "...until KV use falls below this", ENG(kv_low_watermark)),
+      num_key("rss_high_watermark", "Refuse new requests above this share of the memory limit", ENG(rss_high_watermark)),
+      num_key("rss_low_watermark", "...until memory use falls below this", ENG(rss_low_watermark)),
+      i64_key("memory_limit_bytes", "Memory limit (0: the machine's or cgroup's)", ENG(memory_limit_bytes),
+              ConfigType::kBytes),
+      num_key("request_timeout", "Default per-request timeout in seconds (queueing + generation)", ENG(default_timeout_s)),
+      num_key("long_job_factor", "Cost above this x the recent median puts a request in the long-job lane",
+              ENG(long_job_factor)),
+      num_key("long_job_share", "Largest share of a step's budget the long-job lane may take", ENG(long_job_share)),
+      num_key("aging", "Seconds of waiting that raise a request's priority by one", ENG(aging_s)),
+      int_key("interactive_boost", "Priority advantage of the interactive lane", ENG(interactive_boost), -kBig, kBig),
+      int_key("threads", "Kernel threads (0: one per core)", ENG(threads), 0, 4096),
+  };
+}
+
+#undef SRV
+#undef ENG
+
+std::string node_text(const toml::node& n, ConfigType type, bool* ok) {
+  *ok = true;
+  if (type == ConfigType::kBool && n.is_boolean()) return *n.value<bool>() ? "true" : "false";
+  if ((type == ConfigType::kInt || type == ConfigType::kBytes || type == ConfigType::kNumber) && n.is_integer()) {
+    return std::to_string(*n.value<int64_t>());
+  }
+  if (type == ConfigType::kNumber && n.is_floating_point()) return fmt::format("{}", *n.value<double>());
+  if ((type == ConfigType::kString || type == ConfigType::kBytes) && n.is_string()) return *n.value<std::string>();
+  *ok = false;
+  return "";
+}
+
+const char* type_name(ConfigType t) {
+  switch (t) {
+    case ConfigType::kInt: return "an integer";
+    case ConfigType::kNumber: return "a number";
+    case ConfigType::kBool: return "a boolean";
+    case ConfigType::kString: return "a string";
+    case ConfigType::kBytes: return "a byte size (integer or string like \"64MiB\")";
+  }
+  return "?";
+}
+
+}  // namespace
+
+const std::vector<ConfigKey>& config_keys() {
+  static const std::vector<ConfigKey> keys = make_keys();
+  return keys;
+}
+
+std::string config_flag_name(const std::string& key) {
+  std::string f = key;
+  for (auto& ch : f) {
+    if (ch == '_') ch = '-';
+  }
+  return f;
+}
+
+Status set_config_value(ServeConfig& c, std::string_view key, const std::string& value) {
+  for (const auto& k : config_keys()) {
+    if (k.name == key) return k.set(c, value);
+  }
+  return invalid_argument(fmt::format("unknown configuration key '{}'", key));
+}
+
+Status load_config_text(std::string_view text, const std::string& origin, ServeConfig& c) {
+  toml::table table;
+  try {
+    table = toml::parse(text, origin);
+  } catch (const toml::parse_error& e) {
+    const auto& src = e.source();
+    return invalid_argument(fmt::format("{}:{}:{}: {}", origin, src.begin.line, src.begin.column, e.description()));
+  }
+  for (const auto& [k, node] : table) {
+    const std::string key(k.str());
+    const ConfigKey* found = nullptr;
+    for (const auto& ck : config_keys()) {
+      if (ck.name == key) found = &ck;
+    }
+    if (found == nullptr) return invalid_argument(fmt::format("{}: unknown configuration key '{}'", origin, key));
+    bool ok = false;
+    const std::string v = node_text(node, found->type, &ok);
+    if (!ok) return invalid_argument(fmt::format("{}: {}: expected {}", origin, key, type_name(found->type)));
+    if (Status s = found->set(c, v); !s.ok()) return s.with_context(origin);
+  }
+  return ok_status();
+}
+
+Status load_config_file(const std::string& path, ServeConfig& c) {
+  std::ifstream in(path);
+  if (!in) return not_found(fmt::format("cannot open config file '{}'", path));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return load_config_text(ss.str(), path, c);
+}
+
+std::string config_to_toml(const ServeConfig& c) {
+  std::string out = "# llmserve serve: effective configuration\n";
+  for (const auto& k : config_keys()) out += fmt::format("{} = {}  # {}\n", k.name, k.get(c), k.help);
+  return out;
+}
+
+}  // namespace llms

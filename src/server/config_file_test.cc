@@ -1,0 +1,63 @@
+#include "server/config_file.h"
+
+#include <gtest/gtest.h>
+
+namespace llms {
+namespace {
+
+TEST(ConfigFileTest, FileSetsKeysOfEveryType) {
+  ServeConfig c;
+  const Status s = load_config_text(
+      "model = \"m.gguf\"\nport = 9000\nmax_delay_ms = 5\nkv_high_watermark = 0.9\nprefix_cache = false\n"
+      "result_cache_bytes = \"2MiB\"\nkv_k_type = \"f16\"\nbatching = \"dynamic\"\n",
+      "test.toml", c);
+  ASSERT_TRUE(s.ok()) << s.to_string();
+  EXPECT_EQ(c.server.model_path, "m.gguf");
+  EXPECT_EQ(c.server.port, 9000);
+  EXPECT_DOUBLE_EQ(c.engine.max_delay_ms, 5.0);
+  EXPECT_DOUBLE_EQ(c.engine.kv_high_watermark, 0.9);
+  EXPECT_FALSE(c.engine.prefix_cache);
+  EXPECT_EQ(c.engine.result_cache_bytes, 2 << 20);
+  EXPECT_EQ(c.engine.k_type, DType::kF16);
+  EXPECT_EQ(c.engine.batching, BatchingPolicy::kDynamic);
+}
+
+TEST(ConfigFileTest, ErrorsNameTheKey) {
+  ServeConfig c;
+  Status s = load_config_text("no_such_key = 1\n", "f.toml", c);
+  EXPECT_NE(s.message().find("unknown configuration key 'no_such_key'"), std::string::npos) << s.message();
+  s = load_config_text("port = \"eighty\"\n", "f.toml", c);
+  EXPECT_NE(s.message().find("port: expected an integer"), std::string::npos) << s.message();
+  s = load_config_text("port = 70000\n", "f.toml", c);
+  EXPECT_NE(s.message().find("port: 70000 is not in 0..65535"), std::string::npos) << s.message();
+  s = set_config_value(c, "kv_v_type", "q9_9");
+  EXPECT_NE(s.message().find("kv_v_type"), std::string::npos);
+  s = set_config_value(c, "max_body_bytes", "12XB");
+  EXPECT_FALSE(s.ok());
+  s = load_config_text("port = [1\n", "broken.toml", c);
+  EXPECT_NE(s.message().find("broken.toml:1"), std::string::npos) << s.message();
+}
+
+TEST(ConfigFileTest, PrintedConfigReadsBackIdentically) {
+  ServeConfig a;
+  ASSERT_TRUE(set_config_value(a, "chat_template", "say \"hi\"\\n").ok());
+  ASSERT_TRUE(set_config_value(a, "aging", "2.5").ok());
+  ASSERT_TRUE(set_config_value(a, "max_delay_ms", "20").ok());
+  const std::string text = config_to_toml(a);
+  ServeConfig b;
+  ASSERT_TRUE(load_config_text(text, "printed", b).ok()) << text;
+  EXPECT_EQ(config_to_toml(b), text);
+  EXPECT_EQ(b.server.chat_template, "say \"hi\"\\n");
+  EXPECT_DOUBLE_EQ(b.engine.aging_s, 2.5);
+}
+
+TEST(ConfigFileTest, EveryKeyHasAFlagName) {
+  for (const auto& k : config_keys()) {
+    EXPECT_EQ(config_flag_name(k.name).find('_'), std::string::npos);
+    EXPECT_FALSE(k.help.empty()) << k.name;
+  }
+  EXPECT_EQ(config_flag_name("kv_block_size"), "kv-block-size");
+}
+
+}  // namespace
+}  // namespace llms

@@ -1,0 +1,32 @@
+// The HTTP endpoints, one function each; the Router picks one by method and path.
+// Each answers through the exchange (now, or later for completions) and never throws
+// for anything a client sends.
+//
+// Thread-safety: called on the exchange's strand; they touch only ServerContext.
+#pragma once
+
+#include <memory>
+
+#include "server/http_types.h"
+#include "server/openai_request.h"
+#include "server/server_context.h"
+
+namespace llms {
+
+// POST /v1/completions, POST /v1/chat/completions
+void handle_completions(ServerContext& ctx, const HttpRequest& req, std::shared_ptr<HttpExchange> ex, ApiKind kind);
+// GET /v1/models, GET /v1/models/{id}
+void handle_models(ServerContext& ctx, const HttpRequest& req, std::shared_ptr<HttpExchange> ex);
+// POST /tokenize, POST /detokenize (vLLM's bodies)
+void handle_tokenize(ServerContext& ctx, const HttpRequest& req, std::shared_ptr<HttpExchange> ex);
+void handle_detokenize(ServerContext& ctx, const HttpRequest& req, std::shared_ptr<HttpExchange> ex);
+// GET /health (the process answers), GET /ready (able to take requests), GET /metrics
+void handle_health(ServerContext& ctx, const HttpRequest& req, std::shared_ptr<HttpExchange> ex);
+void handle_ready(ServerContext& ctx, const HttpRequest& req, std::shared_ptr<HttpExchange> ex);
+void handle_metrics(ServerContext& ctx, const HttpRequest& req, std::shared_ptr<HttpExchange> ex);
+
+// A 404 naming the model the server does have, when `asked` is set and differs.
+std::optional<ApiError> check_model(const ServerContext& ctx, const std::string& asked);
+HttpResponse json_response(int status, const Json& body);
+
+}  // namespace llms

@@ -1,0 +1,54 @@
+#include <fmt/format.h>
+
+#include "base/clock.h"
+#include "server/endpoints.h"
+
+namespace llms {
+namespace {
+
+constexpr double kStallSeconds = 30.0;
+
+Json model_card(const ServerContext& ctx) {
+  return Json{{"id", ctx.model_name}, {"object", "model"}, {"created", ctx.created}, {"owned_by", "llmserve"}};
+}
+
+}  // namespace
+
+void handle_models(ServerContext& ctx, const HttpRequest& req, std::shared_ptr<HttpExchange> ex) {
+  const std::string prefix = "/v1/models/";
+  if (req.path.size() > prefix.size() && req.path.compare(0, prefix.size(), prefix) == 0) {
+    const std::string id = req.path.substr(prefix.size());
+    if (auto e = check_model(ctx, id)) return ex->respond(api_error_response(*e));
+    return ex->respond(json_response(200, model_card(ctx)));
+  }
+  ex->respond(json_response(200, Json{{"object", "list"}, {"data", Json::array({model_card(ctx)})}}));
+}
+
+void handle_health(ServerContext&, const HttpRequest&, std::shared_ptr<HttpExchange> ex) {
+  ex->respond(json_response(200, Json{{"status", "ok"}}));
+}
+
+void handle_ready(ServerContext& ctx, const HttpRequest&, std::shared_ptr<HttpExchange> ex) {
+  const EngineSnapshot s = ctx.engine.snapshot();
+  std::string reason;
+  const double since_step = s.last_step_ns > 0 ? static_cast<double>(now_ns() - s.last_step_ns) * 1e-9 : 0;
+  if (ctx.draining() || s.admission.draining) {
+    reason = "draining: the server is shutting down";
+  } else if (!s.thread_running) {
+    reason = "the engine is not running";
+  } else if (since_step > kStallSeconds) {
+    reason = fmt::format("the engine has not stepped for {:.0f} s", since_step);
+  } else if (s.admission.overloaded) {
+    reason = "above a memory watermark: " + s.admission.reason;
+  }
+  if (reason.empty()) {
+    return ex->respond(json_response(200, Json{{"status", "ready"}, {"model", ctx.model_name}}));
+  }
+  ex->respond(json_response(503, Json{{"status", "not_ready"}, {"reason", reason}}));
+}
+
+void handle_metrics(ServerContext& ctx, const HttpRequest&, std::shared_ptr<HttpExchange> ex) {
+  ex->respond(HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8", ctx.engine.registry().render(), {}});
+}
+
+}  // namespace llms

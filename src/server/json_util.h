@@ -1,0 +1,35 @@
+// JSON helpers shared by the server: the Json type, dumping that never throws on
+// invalid UTF-8 (model output may split a character; user text may carry anything),
+// and typed field readers for request bodies that name the offending parameter.
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "server/api_error.h"
+
+namespace llms {
+
+using Json = nlohmann::json;
+
+// Compact JSON text; invalid UTF-8 becomes U+FFFD instead of an exception.
+std::string dump_json(const Json& j);
+
+// Parses a request body that must be a JSON object.
+std::optional<ApiError> parse_json_object(const std::string& body, Json* out);
+
+// Typed readers of an optional field of `obj`. Absent or null leaves *out unchanged
+// and returns nullopt; a wrong type or a value outside [lo, hi] is a 400 naming `key`.
+std::optional<ApiError> read_bool(const Json& obj, const char* key, bool* out);
+std::optional<ApiError> read_int(const Json& obj, const char* key, int64_t lo, int64_t hi, int64_t* out);
+std::optional<ApiError> read_number(const Json& obj, const char* key, double lo, double hi, double* out);
+std::optional<ApiError> read_string(const Json& obj, const char* key, std::string* out);
+// True when `key` is present and not null.
+bool has_field(const Json& obj, const char* key);
+
+}  // namespace llms

@@ -1,0 +1,59 @@
+// LlmServer: the whole serving process minus signal handling — loads the model and
+// tokenizer, starts the engine, then opens the HTTP port (so the port answers only
+// once the model is loaded), and shuts down gracefully on request.
+//
+// Shutdown: stop accepting; /ready says draining; new completion requests get 503;
+// requests in flight get up to shutdown_timeout seconds to finish; the rest are
+// cancelled (clients get finish_reason "cancelled"); then connections close.
+//
+// Thread-safety: start() once; shutdown() from one thread (idempotent); port(),
+// context() from any thread.
+#pragma once
+
+#include <memory>
+
+#include "base/status.h"
+#include "engine/engine.h"
+#include "metrics/metrics.h"
+#include "model/model.h"
+#include "server/http_server.h"
+#include "server/router.h"
+#include "server/server_config.h"
+#include "server/server_context.h"
+#include "server/server_metrics.h"
+#include "tokenizer/tokenizer.h"
+
+namespace llms {
+
+class LlmServer {
+ public:
+  static Result<std::unique_ptr<LlmServer>> start(const ServeConfig& config);
+  ~LlmServer();
+  LlmServer(const LlmServer&) = delete;
+  LlmServer& operator=(const LlmServer&) = delete;
+
+  int port() const { return http_->port(); }
+  ServerContext& context() { return *ctx_; }
+  void shutdown();
+
+ private:
+  explicit LlmServer(const ServeConfig& config) : config_(config) {}
+  Status init();
+
+  ServeConfig config_;
+  std::unique_ptr<Model> model_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  std::unique_ptr<Registry> registry_;
+  std::unique_ptr<ServerMetrics> metrics_;
+  std::unique_ptr<Engine> engine_;
+  std::unique_ptr<ServerContext> ctx_;
+  std::unique_ptr<Router> router_;
+  std::unique_ptr<HttpServer> http_;
+  bool shut_down_ = false;
+};
+
+// The chat template the server uses: the configured one (validated), else the
+// model's, else "plain" for a model without one.
+Result<std::string> resolve_chat_template(const std::string& configured, const Tokenizer& tok);
+
+}  // namespace llms

@@ -1,0 +1,186 @@
+#include "server/openai_request.h"
+
+#include <fmt/format.h>
+
+namespace llms {
+namespace {
+
+#define LLMS_API_TRY(expr)             \
+  do {                                 \
+    if (auto _e = (expr)) return _e;   \
+  } while (0)
+
+// Parameters of the OpenAI API this server does not implement: refused when set, so
+// a client never silently gets something other than what it asked for.
+std::optional<ApiError> refuse_unsupported(const Json& b, ApiKind kind) {
+  for (const char* key : {"tools", "tool_choice", "functions", "function_call", "suffix", "prediction", "audio",
+                          "modalities", "web_search_options"}) {
+    if (has_field(b, key) && !(b.at(key).is_array() && b.at(key).empty()) && !(b.at(key).is_string() &&
+                                                                              b.at(key).get<std::string>().empty())) {
+      return bad_request(fmt::format("'{}' is not supported by this server", key), key);
+    }
+  }
+  if (has_field(b, "logit_bias") && !(b.at("logit_bias").is_object() && b.at("logit_bias").empty())) {
+    return bad_request("'logit_bias' is not supported by this server", "logit_bias");
+  }
+  if (has_field(b, "response_format")) {
+    const Json& rf = b.at("response_format");
+    if (!rf.is_object() || rf.value("type", "") != "text") {
+      return bad_request("only response_format {\"type\": \"text\"} is supported", "response_format");
+    }
+  }
+  int64_t best_of = 1;
+  LLMS_API_TRY(read_int(b, "best_of", 1, kMaxChoices, &best_of));
+  if (best_of != 1 && (!b.contains("n") || b.at("n") != best_of)) {
+    return bad_request("'best_of' other than n is not supported", "best_of");
+  }
+  (void)kind;
+  return std::nullopt;
+}
+
+std::optional<ApiError> read_stop(const Json& b, std::vector<std::string>* out) {
+  if (!has_field(b, "stop")) return std::nullopt;
+  const Json& v = b.at("stop");
+  std::vector<std::string> stops;
+  if (v.is_string()) {
+    stops.push_back(v.get<std::string>());
+  } else if (v.is_array()) {
+    for (const Json& s : v) {
+      if (!s.is_string()) return bad_request("'stop' must be a string or a list of strings", "stop");
+      stops.push_back(s.get<std::string>());
+    }
+  } else {
+    return bad_request("'stop' must be a string or a list of strings", "stop");
+  }
+  if (stops.size() > static_cast<size_t>(kMaxStopStrings)) {
+    return bad_request(fmt::format("'stop' has {} strings; at most {} are allowed", stops.size(), kMaxStopStrings), "stop");
+  }
+  for (const auto& s : stops) {
+    if (s.empty()) return bad_request("'stop' strings must not be empty", "stop");
+  }
+  *out = std::move(stops);
+  return std::nullopt;
+}
+
+std::optional<ApiError> read_sampling(const Json& b, SamplingParams* sp) {
+  double x = sp->temperature;
+  LLMS_API_TRY(read_number(b, "temperature", 0.0, 2.0, &x));
+  sp->temperature = static_cast<float>(x);
+  x = sp->top_p;
+  LLMS_API_TRY(read_number(b, "top_p", 0.0, 1.0, &x));
+  if (has_field(b, "top_p") && x <= 0.0) return bad_request("'top_p' must be in (0, 1]", "top_p");
+  sp->top_p = static_cast<float>(x);
+  int64_t k = 0;
+  LLMS_API_TRY(read_int(b, "top_k", -1, 1 << 20, &k));
+  sp->top_k = static_cast<int>(std::max<int64_t>(k, 0));  // -1 and 0 both mean off (vLLM, llama.cpp)
+  x = sp->min_p;
+  LLMS_API_TRY(read_number(b, "min_p", 0.0, 1.0, &x));
+  sp->min_p = static_cast<float>(x);
+  x = sp->presence_penalty;
+  LLMS_API_TRY(read_number(b, "presence_penalty", -2.0, 2.0, &x));
+  sp->presence_penalty = static_cast<float>(x);
+  x = sp->frequency_penalty;
+  LLMS_API_TRY(read_number(b, "frequency_penalty", -2.0, 2.0, &x));
+  sp->frequency_penalty = static_cast<float>(x);
+  x = sp->repetition_penalty;
+  LLMS_API_TRY(read_number(b, "repetition_penalty", 0.01, 10.0, &x));
+  sp->repetition_penalty = static_cast<float>(x);
+  if (has_field(b, "seed")) {
+    int64_t seed = 0;
+    LLMS_API_TRY(read_int(b, "seed", INT64_MIN, INT64_MAX, &seed));
+    sp->seed = static_cast<uint64_t>(seed);
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> read_logprobs(const Json& b, ApiKind kind, CompletionRequest* r) {
+  if (kind == ApiKind::kCompletion) {
+    int64_t lp = -1;
+    LLMS_API_TRY(read_int(b, "logprobs", 0, kMaxLogprobs, &lp));
+    if (lp >= 0) {
+      r->logprobs = true;
+      r->top_logprobs = static_cast<int>(lp);
+    }
+    if (has_field(b, "top_logprobs")) return bad_request("'top_logprobs' is a chat parameter; use 'logprobs'", "top_logprobs");
+    return std::nullopt;
+  }
+  LLMS_API_TRY(read_bool(b, "logprobs", &r->logprobs));
+  int64_t top = 0;
+  LLMS_API_TRY(read_int(b, "top_logprobs", 0, kMaxLogprobs, &top));
+  if (has_field(b, "top_logprobs") && !r->logprobs) {
+    return bad_request("'top_logprobs' needs 'logprobs': true", "top_logprobs");
+  }
+  r->top_logprobs = static_cast<int>(top);
+  return std::nullopt;
+}
+
+std::optional<ApiError> read_stream(const Json& b, CompletionRequest* r) {
+  LLMS_API_TRY(read_bool(b, "stream", &r->stream));
+  if (!has_field(b, "stream_options")) return std::nullopt;
+  const Json& so = b.at("stream_options");
+  if (!so.is_object()) return bad_request("'stream_options' must be an object", "stream_options");
+  if (!r->stream) return bad_request("'stream_options' is only allowed with 'stream': true", "stream_options");
+  if (auto e = read_bool(so, "include_usage", &r->include_usage)) {
+    e->param = "stream_options.include_usage";
+    return e;
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> read_extensions(const Json& b, CompletionRequest* r) {
+  RequestParams& p = r->params;
+  LLMS_API_TRY(read_bool(b, "ignore_eos", &p.ignore_eos));
+  int64_t prio = 0;
+  LLMS_API_TRY(read_int(b, "priority", -1000000, 1000000, &prio));
+  p.priority = static_cast<int>(prio);
+  double timeout = 0;
+  LLMS_API_TRY(read_number(b, "timeout", 0.0, 1e7, &timeout));
+  if (has_field(b, "timeout") && timeout <= 0) return bad_request("'timeout' must be > 0 seconds", "timeout");
+  p.timeout_s = timeout;
+  std::string lane;
+  LLMS_API_TRY(read_string(b, "lane", &lane));
+  if (lane == "batch") {
+    p.lane = Lane::kBatch;
+  } else if (!lane.empty() && lane != "interactive") {
+    return bad_request("'lane' must be \"interactive\" or \"batch\"", "lane");
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<ApiError> parse_completion_request(const Json& b, ApiKind kind, CompletionRequest* out) {
+  CompletionRequest r;
+  r.kind = kind;
+  LLMS_API_TRY(read_string(b, "model", &r.model));
+  LLMS_API_TRY(refuse_unsupported(b, kind));
+  int64_t n = 1;
+  LLMS_API_TRY(read_int(b, "n", 1, kMaxChoices, &n));
+  r.n = static_cast<int>(n);
+  LLMS_API_TRY(read_stream(b, &r));
+  if (kind == ApiKind::kCompletion) {
+    LLMS_API_TRY(read_bool(b, "echo", &r.echo));
+  } else if (has_field(b, "echo")) {
+    return bad_request("'echo' is a completions parameter", "echo");
+  }
+  LLMS_API_TRY(read_logprobs(b, kind, &r));
+  r.params.top_logprobs = r.logprobs ? r.top_logprobs : -1;
+  int64_t max_tokens = 0;
+  const char* mt_key = kind == ApiKind::kChat && has_field(b, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
+  LLMS_API_TRY(read_int(b, mt_key, 1, 1 << 30, &max_tokens));
+  if (has_field(b, mt_key)) r.max_tokens = max_tokens;
+  r.params.sampling.temperature = 1.0f;
+  LLMS_API_TRY(read_sampling(b, &r.params.sampling));
+  LLMS_API_TRY(read_stop(b, &r.params.stop));
+  std::string user;
+  LLMS_API_TRY(read_string(b, "user", &user));  // accepted; carries no meaning here
+  LLMS_API_TRY(read_extensions(b, &r));
+  if (kind == ApiKind::kChat) LLMS_API_TRY(read_bool(b, "add_generation_prompt", &r.add_generation_prompt));
+  if (r.echo && r.logprobs) {
+    return bad_request("'echo' together with 'logprobs' (prompt logprobs) is not supported", "echo");
+  }
+  *out = std::move(r);
+  return std::nullopt;
+}
+
+}  // namespace llms

@@ -1,0 +1,80 @@
+#include "server/openai_request.h"
+
+#include <gtest/gtest.h>
+
+namespace llms {
+namespace {
+
+std::optional<ApiError> parse(const char* text, ApiKind kind, CompletionRequest* r) {
+  return parse_completion_request(Json::parse(text), kind, r);
+}
+
+TEST(OpenAiRequestTest, ReadsEveryParameter) {
+  CompletionRequest r;
+  auto e = parse(R"({"model":"m","n":2,"stream":true,"stream_options":{"include_usage":true},"echo":true,
+      "max_tokens":7,"temperature":0.5,"top_p":0.9,"top_k":40,"min_p":0.1,"stop":["a","b"],"seed":-3,
+      "presence_penalty":1,"frequency_penalty":-1,"user":"u","priority":5,"timeout":2.5,"ignore_eos":true,
+      "lane":"batch"})",
+                 ApiKind::kCompletion, &r);
+  ASSERT_FALSE(e) << e->message;
+  EXPECT_EQ(r.n, 2);
+  EXPECT_TRUE(r.stream && r.include_usage && r.echo);
+  EXPECT_EQ(*r.max_tokens, 7);
+  EXPECT_FLOAT_EQ(r.params.sampling.temperature, 0.5f);
+  EXPECT_EQ(r.params.sampling.top_k, 40);
+  EXPECT_EQ(r.params.stop, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(*r.params.sampling.seed, static_cast<uint64_t>(-3));
+  EXPECT_EQ(r.params.priority, 5);
+  EXPECT_DOUBLE_EQ(r.params.timeout_s, 2.5);
+  EXPECT_TRUE(r.params.ignore_eos);
+  EXPECT_EQ(r.params.lane, Lane::kBatch);
+  EXPECT_EQ(r.params.top_logprobs, -1);
+}
+
+TEST(OpenAiRequestTest, ChatLogprobsAndMaxCompletionTokens) {
+  CompletionRequest r;
+  ASSERT_FALSE(parse(R"({"logprobs":true,"top_logprobs":3,"max_completion_tokens":9})", ApiKind::kChat, &r));
+  EXPECT_EQ(r.params.top_logprobs, 3);
+  EXPECT_EQ(*r.max_tokens, 9);
+  ASSERT_FALSE(parse(R"({"logprobs":2})", ApiKind::kCompletion, &r));
+  EXPECT_EQ(r.params.top_logprobs, 2);
+}
+
+TEST(OpenAiRequestTest, BadValuesNameTheParameter) {
+  struct Case {
+    const char* body;
+    ApiKind kind;
+    const char* param;
+  } cases[] = {
+      {R"({"temperature":"hot"})", ApiKind::kCompletion, "temperature"},
+      {R"({"temperature":3})", ApiKind::kCompletion, "temperature"},
+      {R"({"top_p":0})", ApiKind::kCompletion, "top_p"},
+      {R"({"n":0})", ApiKind::kCompletion, "n"},
+      {R"({"max_tokens":0})", ApiKind::kCompletion, "max_tokens"},
+      {R"({"max_tokens":1.5})", ApiKind::kCompletion, "max_tokens"},
+      {R"({"stop":[1]})", ApiKind::kCompletion, "stop"},
+      {R"({"stop":""})", ApiKind::kCompletion, "stop"},
+      {R"({"logprobs":21})", ApiKind::kCompletion, "logprobs"},
+      {R"({"top_logprobs":2})", ApiKind::kChat, "top_logprobs"},
+      {R"({"stream_options":{"include_usage":true}})", ApiKind::kChat, "stream_options"},
+      {R"({"echo":true})", ApiKind::kChat, "echo"},
+      {R"({"tools":[{"type":"function"}]})", ApiKind::kChat, "tools"},
+      {R"({"logit_bias":{"1":5}})", ApiKind::kChat, "logit_bias"},
+      {R"({"timeout":0})", ApiKind::kChat, "timeout"},
+      {R"({"lane":"fast"})", ApiKind::kChat, "lane"},
+      {R"({"presence_penalty":-2.5})", ApiKind::kChat, "presence_penalty"},
+      {R"({"seed":"1"})", ApiKind::kChat, "seed"},
+      {R"({"model":7})", ApiKind::kChat, "model"},
+  };
+  for (const auto& c : cases) {
+    CompletionRequest r;
+    auto e = parse(c.body, c.kind, &r);
+    ASSERT_TRUE(e.has_value()) << c.body;
+    EXPECT_EQ(e->status, 400) << c.body;
+    EXPECT_EQ(e->type, "invalid_request_error");
+    EXPECT_EQ(e->param, c.param) << c.body << ": " << e->message;
+  }
+}
+
+}  // namespace
+}  // namespace llms

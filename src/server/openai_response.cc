@@ -1,0 +1,120 @@
+#include "server/openai_response.h"
+
+namespace llms {
+namespace {
+
+const char* object_name(ApiKind kind, bool chunk) {
+  if (kind == ApiKind::kChat) return chunk ? "chat.completion.chunk" : "chat.completion";
+  return "text_completion";
+}
+
+Json meta_json(const ResponseMeta& m, bool chunk) {
+  return Json{{"id", m.id}, {"object", object_name(m.kind, chunk)}, {"created", m.created}, {"model", m.model},
+              {"system_fingerprint", nullptr}};
+}
+
+Json byte_list(const std::string& s) {
+  Json b = Json::array();
+  for (unsigned char c : s) b.push_back(static_cast<int>(c));
+  return b;
+}
+
+Json chat_token(const Tokenizer& tok, int32_t id, float logprob) {
+  const std::string piece = tok.token_to_piece(id);
+  return Json{{"token", piece}, {"logprob", logprob}, {"bytes", byte_list(piece)}};
+}
+
+}  // namespace
+
+const char* api_finish_reason(FinishReason r) {
+  switch (r) {
+    case FinishReason::kStop: return "stop";
+    case FinishReason::kLength: return "length";
+    case FinishReason::kTimeout: return "timeout";
+    case FinishReason::kCancelled: return "cancelled";
+    default: return "error";
+  }
+}
+
+Json usage_json(const UsageTotals& u) {
+  return Json{{"prompt_tokens", u.prompt_tokens},
+              {"completion_tokens", u.completion_tokens},
+              {"total_tokens", u.prompt_tokens + u.completion_tokens},
+              {"prompt_tokens_details", {{"cached_tokens", u.cached_tokens}}}};
+}
+
+Json logprobs_json(ApiKind kind, const Tokenizer& tok, const std::vector<TokenLogprobs>& entries) {
+  if (kind == ApiKind::kChat) {
+    Json content = Json::array();
+    for (const auto& e : entries) {
+      Json item = chat_token(tok, e.token, e.logprob);
+      Json top = Json::array();
+      for (const auto& t : e.top) top.push_back(chat_token(tok, t.token, t.logprob));
+      item["top_logprobs"] = std::move(top);
+      content.push_back(std::move(item));
+    }
+    return Json{{"content", std::move(content)}, {"refusal", nullptr}};
+  }
+  Json tokens = Json::array(), lps = Json::array(), tops = Json::array(), offsets = Json::array();
+  for (const auto& e : entries) {
+    tokens.push_back(tok.token_to_piece(e.token));
+    lps.push_back(e.logprob);
+    Json top = Json::object();
+    for (const auto& t : e.top) {
+      const std::string piece = tok.token_to_piece(t.token);
+      if (!top.contains(piece)) top[piece] = t.logprob;  // two ids may share a piece: keep the likelier
+    }
+    tops.push_back(std::move(top));
+    offsets.push_back(e.text_offset);
+  }
+  return Json{{"tokens", std::move(tokens)}, {"token_logprobs", std::move(lps)}, {"top_logprobs", std::move(tops)},
+              {"text_offset", std::move(offsets)}};
+}
+
+Json whole_response(const ResponseMeta& meta, const Tokenizer& tok, const std::vector<ChoiceResult>& choices,
+                    const UsageTotals& usage) {
+  Json out = meta_json(meta, false);
+  Json list = Json::array();
+  for (const auto& c : choices) {
+    Json lp = c.with_logprobs ? logprobs_json(meta.kind, tok, c.logprobs) : Json(nullptr);
+    if (meta.kind == ApiKind::kChat) {
+      Json msg = {{"role", "assistant"}, {"content", c.text}, {"refusal", nullptr}};
+      list.push_back({{"index", c.index}, {"message", std::move(msg)}, {"logprobs", std::move(lp)},
+                      {"finish_reason", api_finish_reason(c.finish)}});
+    } else {
+      list.push_back({{"index", c.index}, {"text", c.text}, {"logprobs", std::move(lp)},
+                      {"finish_reason", api_finish_reason(c.finish)}});
+    }
+  }
+  out["choices"] = std::move(list);
+  out["usage"] = usage_json(usage);
+  return out;
+}
+
+Json stream_chunk(const ResponseMeta& meta, int index, const std::string* text, Json logprobs, Json finish, bool role,
+                  bool usage_null) {
+  Json out = meta_json(meta, true);
+  Json choice = {{"index", index}};
+  if (meta.kind == ApiKind::kChat) {
+    Json delta = Json::object();
+    if (role) delta["role"] = "assistant";
+    if (text) delta["content"] = *text;
+    choice["delta"] = std::move(delta);
+  } else {
+    choice["text"] = text ? *text : std::string();
+  }
+  choice["logprobs"] = std::move(logprobs);
+  choice["finish_reason"] = std::move(finish);
+  out["choices"] = Json::array({std::move(choice)});
+  if (usage_null) out["usage"] = nullptr;
+  return out;
+}
+
+Json usage_chunk(const ResponseMeta& meta, const UsageTotals& usage) {
+  Json out = meta_json(meta, true);
+  out["choices"] = Json::array();
+  out["usage"] = usage_json(usage);
+  return out;
+}
+
+}  // namespace llms

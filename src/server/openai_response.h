@@ -1,0 +1,67 @@
+// Engine results → OpenAI response objects: whole responses (text_completion,
+// chat.completion), streaming chunks (text_completion chunks, chat.completion.chunk),
+// usage, and both logprobs shapes (legacy completions and chat).
+//
+// Thread-safety: pure functions over an immutable Tokenizer.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/finish_reason.h"
+#include "engine/request.h"
+#include "server/json_util.h"
+#include "server/openai_request.h"
+#include "tokenizer/tokenizer.h"
+
+namespace llms {
+
+struct ResponseMeta {
+  ApiKind kind = ApiKind::kCompletion;
+  std::string id;       // "cmpl-..." / "chatcmpl-..."
+  int64_t created = 0;  // unix seconds
+  std::string model;
+};
+
+struct TokenLogprobs {
+  int32_t token = 0;
+  float logprob = 0;
+  std::vector<TokenLogprob> top;
+  int64_t text_offset = 0;  // characters of the choice's text before this token
+};
+
+struct ChoiceResult {
+  int index = 0;
+  std::string text;
+  bool with_logprobs = false;
+  std::vector<TokenLogprobs> logprobs;
+  FinishReason finish = FinishReason::kStop;
+};
+
+struct UsageTotals {
+  int64_t prompt_tokens = 0;
+  int64_t completion_tokens = 0;
+  int64_t cached_tokens = 0;
+};
+
+// "stop", "length", "timeout", "cancelled" (and "error" for kError/kRejected).
+const char* api_finish_reason(FinishReason r);
+Json usage_json(const UsageTotals& u);
+
+// Logprobs of a run of tokens in the shape of the request's API.
+Json logprobs_json(ApiKind kind, const Tokenizer& tok, const std::vector<TokenLogprobs>& entries);
+
+// The whole (non-streaming) response.
+Json whole_response(const ResponseMeta& meta, const Tokenizer& tok, const std::vector<ChoiceResult>& choices,
+                    const UsageTotals& usage);
+
+// One streaming chunk for choice `index`. `text` is the new text; `logprobs` null or
+// from logprobs_json(); `finish` null or a reason string; `role` adds the chat role.
+// With `usage_null` the chunk carries "usage": null (stream_options.include_usage).
+Json stream_chunk(const ResponseMeta& meta, int index, const std::string* text, Json logprobs, Json finish,
+                  bool role, bool usage_null);
+// The last chunk of a stream with include_usage: no choices, the usage.
+Json usage_chunk(const ResponseMeta& meta, const UsageTotals& usage);
+
+}  // namespace llms

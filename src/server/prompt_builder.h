@@ -1,0 +1,38 @@
+// Turns the `prompt` of a completions request (a string, a list of strings, a list of
+// token ids, or a list of such lists) and the `messages` of a chat request into token
+// ids, with the text kept for `echo`.
+//
+// Chat prompts use the model's chat template, the one named by --chat-template, or
+// "plain" — the message contents joined by blank lines — which is what the server
+// picks for a base model whose file has no template (a chat then continues the text).
+//
+// Thread-safety: pure functions over an immutable Tokenizer.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "server/json_util.h"
+#include "tokenizer/chat_template.h"
+#include "tokenizer/tokenizer.h"
+
+namespace llms {
+
+inline constexpr const char* kPlainChatTemplate = "plain";
+
+struct PromptInput {
+  std::vector<int32_t> tokens;
+  std::string text;  // what `echo` repeats
+};
+
+std::optional<ApiError> completion_prompts(const Json& body, const Tokenizer& tok, std::vector<PromptInput>* out);
+
+// `chat_template`: "" for the model's own, kPlainChatTemplate, or a name/Jinja source.
+std::optional<ApiError> chat_prompt(const Json& body, const Tokenizer& tok, const std::string& chat_template,
+                                    bool add_generation_prompt, PromptInput* out);
+
+std::optional<ApiError> parse_messages(const Json& messages, std::vector<ChatMessage>* out);
+
+}  // namespace llms

@@ -1,0 +1,33 @@
+#include "server/server_config.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+
+namespace llms {
+
+Status ServerConfig::validate() const {
+  auto bad = [](const char* key, const std::string& why) { return invalid_argument(fmt::format("{}: {}", key, why)); };
+  if (model_path.empty()) return bad("model", "a GGUF model file is required (-m MODEL.gguf)");
+  if (host.empty()) return bad("host", "must not be empty");
+  if (port < 0 || port > 65535) return bad("port", fmt::format("{} is not in 0..65535", port));
+  if (io_threads < 1 || io_threads > 256) return bad("io_threads", fmt::format("{} is not in 1..256", io_threads));
+  if (max_body_bytes < 1024) return bad("max_body_bytes", "must be >= 1024");
+  if (!(idle_timeout_s > 0)) return bad("idle_timeout", "must be > 0");
+  if (!(shutdown_timeout_s >= 0)) return bad("shutdown_timeout", "must be >= 0");
+  return ok_status();
+}
+
+Status ServeConfig::validate() const {
+  LLMS_RETURN_IF_ERROR(server.validate());
+  return engine.validate();
+}
+
+std::string served_model_name(const ServerConfig& c) {
+  if (!c.model_name.empty()) return c.model_name;
+  std::filesystem::path p(c.model_path);
+  if (p.extension() == ".gguf") return p.stem().string();
+  return p.filename().string();
+}
+
+}  // namespace llms

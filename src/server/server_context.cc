@@ -1,0 +1,56 @@
+#include "server/server_context.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <random>
+
+#include "base/clock.h"
+
+namespace llms {
+
+ServerContext::ServerContext(Engine& e, const Tokenizer& tok, const ServeConfig& c, ServerMetrics& m,
+                             std::string tmpl)
+    : engine(e),
+      tokenizer(tok),
+      config(c),
+      metrics(m),
+      model_name(served_model_name(c.server)),
+      chat_template(std::move(tmpl)),
+      created(unix_seconds()) {
+  std::random_device rd;
+  id_salt_ = (static_cast<uint64_t>(rd()) << 32) | rd();
+}
+
+std::string ServerContext::next_id(const char* prefix) {
+  const uint64_t n = next_id_.fetch_add(1);
+  return fmt::format("{}{:016x}{:08x}", prefix, id_salt_ ^ (n * 0x9E3779B97F4A7C15ull), static_cast<uint32_t>(n));
+}
+
+void ServerContext::request_started() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++active_;
+  metrics.active_requests.set(active_);
+}
+
+void ServerContext::request_finished() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    --active_;
+    metrics.active_requests.set(active_);
+  }
+  cv_.notify_all();
+}
+
+int ServerContext::active_requests() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return active_;
+}
+
+bool ServerContext::wait_idle(int64_t deadline_ns) {
+  std::unique_lock<std::mutex> lock(mu_);
+  const auto left = std::chrono::nanoseconds(std::max<int64_t>(0, deadline_ns - now_ns()));
+  return cv_.wait_for(lock, left, [&] { return active_ == 0; });
+}
+
+}  // namespace llms

@@ -1,0 +1,26 @@
+#include "server/server_metrics.h"
+
+namespace llms {
+
+ServerMetrics::ServerMetrics(Registry& r)
+    : http_requests(r.counter_family("llmserve_http_requests_total", "HTTP requests answered, by endpoint and status.",
+                                     {"endpoint", "method", "status"})),
+      http_duration(r.histogram_family("llmserve_http_request_duration_seconds",
+                                       "Time from a request's arrival to the last byte of its response queued.",
+                                       {"endpoint"}, latency_buckets())),
+      open_connections(r.gauge("llmserve_http_open_connections", "Open HTTP connections.")),
+      active_requests(r.gauge("llmserve_http_active_requests", "Completion requests being answered (queued or running).")),
+      client_disconnects(r.counter("llmserve_http_client_disconnects_total",
+                                   "Completion requests cancelled because the client went away.")),
+      streamed_chunks(r.counter("llmserve_http_stream_chunks_total", "Server-sent event chunks written.")) {}
+
+std::string_view ServerMetrics::endpoint_label(std::string_view path) {
+  for (std::string_view known : {"/v1/completions", "/v1/chat/completions", "/v1/models", "/tokenize", "/detokenize",
+                                 "/health", "/ready", "/metrics"}) {
+    if (path == known) return known;
+  }
+  if (path.substr(0, 11) == "/v1/models/") return "/v1/models";
+  return "other";
+}
+
+}  // namespace llms

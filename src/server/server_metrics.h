@@ -1,0 +1,28 @@
+// The HTTP server's own metrics, registered beside the engine's in one Registry so
+// that GET /metrics renders both (docs/metrics.md lists every name).
+//
+// Thread-safety: metrics are atomics; update from any thread.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "metrics/metrics.h"
+
+namespace llms {
+
+struct ServerMetrics {
+  explicit ServerMetrics(Registry& r);
+
+  Family<Counter>& http_requests;      // by endpoint, method, status
+  Family<Histogram>& http_duration;    // by endpoint
+  Gauge& open_connections;
+  Gauge& active_requests;              // generation requests being answered
+  Counter& client_disconnects;         // generation requests cancelled because the client left
+  Counter& streamed_chunks;            // SSE data events written
+
+  // The endpoint label of a path: the route, or "other" (labels stay bounded).
+  static std::string_view endpoint_label(std::string_view path);
+};
+
+}  // namespace llms

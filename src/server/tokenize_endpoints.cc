@@ -1,0 +1,63 @@
+#include <fmt/format.h>
+
+#include "server/endpoints.h"
+#include "server/prompt_builder.h"
+
+namespace llms {
+
+void handle_tokenize(ServerContext& ctx, const HttpRequest& req, std::shared_ptr<HttpExchange> ex) {
+  auto fail = [&](const ApiError& e) { ex->respond(api_error_response(e)); };
+  Json body;
+  if (auto e = parse_json_object(req.body, &body)) return fail(*e);
+  std::string model;
+  if (auto e = read_string(body, "model", &model)) return fail(*e);
+  if (auto e = check_model(ctx, model)) return fail(*e);
+  bool strs = false;
+  if (auto e = read_bool(body, "return_token_strs", &strs)) return fail(*e);
+  std::vector<int32_t> tokens;
+  if (has_field(body, "messages")) {
+    bool gen = true;
+    if (auto e = read_bool(body, "add_generation_prompt", &gen)) return fail(*e);
+    PromptInput p;
+    if (auto e = chat_prompt(body, ctx.tokenizer, ctx.chat_template, gen, &p)) return fail(*e);
+    tokens = std::move(p.tokens);
+  } else {
+    std::string prompt;
+    if (!has_field(body, "prompt")) return fail(bad_request("'prompt' or 'messages' is required", "prompt"));
+    if (auto e = read_string(body, "prompt", &prompt)) return fail(*e);
+    bool special = true;
+    if (auto e = read_bool(body, "add_special_tokens", &special)) return fail(*e);
+    EncodeOptions enc;
+    enc.add_bos = special && ctx.tokenizer.add_bos();
+    tokens = ctx.tokenizer.encode(prompt, enc);
+  }
+  Json out = {{"count", tokens.size()}, {"max_model_len", ctx.engine.context_length()}, {"tokens", tokens}};
+  if (strs) {
+    Json s = Json::array();
+    for (int32_t t : tokens) s.push_back(ctx.tokenizer.token_text(t));
+    out["token_strs"] = std::move(s);
+  }
+  ex->respond(json_response(200, out));
+}
+
+void handle_detokenize(ServerContext& ctx, const HttpRequest& req, std::shared_ptr<HttpExchange> ex) {
+  auto fail = [&](const ApiError& e) { ex->respond(api_error_response(e)); };
+  Json body;
+  if (auto e = parse_json_object(req.body, &body)) return fail(*e);
+  std::string model;
+  if (auto e = read_string(body, "model", &model)) return fail(*e);
+  if (auto e = check_model(ctx, model)) return fail(*e);
+  if (!has_field(body, "tokens") || !body.at("tokens").is_array()) {
+    return fail(bad_request("'tokens' must be a list of token ids", "tokens"));
+  }
+  std::vector<int32_t> ids;
+  for (const Json& t : body.at("tokens")) {
+    if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= ctx.tokenizer.vocab_size()) {
+      return fail(bad_request(fmt::format("'tokens' must hold ids in 0..{}", ctx.tokenizer.vocab_size() - 1), "tokens"));
+    }
+    ids.push_back(static_cast<int32_t>(t.get<int64_t>()));
+  }
+  ex->respond(json_response(200, Json{{"prompt", ctx.tokenizer.decode(ids)}}));
+}
+
+}  // namespace llms
