@@ -1,0 +1,87 @@
+// llmserve bench-engine -m MODEL [--batching continuous,dynamic,none] [--requests N] ...
+#include <cstdio>
+
+#include <nlohmann/json.hpp>
+
+#include "base/log.h"
+#include "cli/commands.h"
+#include "engine/load_benchmark.h"
+#include "tokenizer/tokenizer.h"
+
+namespace llms::cli {
+namespace {
+
+struct Options {
+  std::string model;
+  std::vector<std::string> policies = {"continuous", "dynamic", "none"};
+  LoadSpec load;
+  int max_batch_tokens = 512;
+  int max_running = 64;
+  int max_batch_size = 8;
+  double max_delay_ms = 20;
+  int threads = 0;
+  std::string kv_type = "f32";
+  bool json = false;
+};
+
+void run(const Options& o) {
+  auto model = value_or_fail(Model::load(o.model));
+  if (model->config().synthetic) log_info("{}: synthetic model (random weights): speed only", o.model);
+  auto tokenizer = value_or_fail(Tokenizer::from_gguf(model->file()));
+  const auto kv = dtype_from_name(o.kv_type);
+  if (!kv) fail(invalid_argument("unknown --kv-type '" + o.kv_type + "'"));
+  nlohmann::json all = nlohmann::json::array();
+  if (!o.json) {
+    std::printf("%-11s %9s %10s %10s %10s %10s %10s %8s\n", "policy", "requests", "tok/s", "ttft_p50", "ttft_p99",
+                "e2e_p99", "itl_mean", "preempt");
+  }
+  for (const auto& name : o.policies) {
+    EngineConfig c;
+    c.batching = value_or_fail(parse_batching_policy(name));
+    c.max_batch_tokens = o.max_batch_tokens;
+    c.max_running = o.max_running;
+    c.max_batch_size = o.max_batch_size;
+    c.max_delay_ms = o.max_delay_ms;
+    c.threads = o.threads;
+    c.k_type = c.v_type = *kv;
+    const LoadResult r = value_or_fail(run_load(*model, *tokenizer, c, o.load));
+    if (o.json) {
+      all.push_back({{"policy", r.policy}, {"completed", r.completed}, {"generated_tokens", r.generated_tokens},
+                     {"seconds", r.seconds}, {"tokens_per_s", r.tokens_per_s}, {"ttft_p50_s", r.ttft_p50_s},
+                     {"ttft_p99_s", r.ttft_p99_s}, {"e2e_p50_s", r.e2e_p50_s}, {"e2e_p99_s", r.e2e_p99_s},
+                     {"itl_mean_s", r.itl_mean_s}, {"preemptions", r.preemptions}});
+    } else {
+      std::printf("%-11s %9d %10.1f %9.3fs %9.3fs %9.3fs %9.4fs %8lld\n", r.policy.c_str(), r.completed,
+                  r.tokens_per_s, r.ttft_p50_s, r.ttft_p99_s, r.e2e_p99_s, r.itl_mean_s,
+                  static_cast<long long>(r.preemptions));
+      std::fflush(stdout);
+    }
+  }
+  if (o.json) std::printf("%s\n", all.dump().c_str());
+}
+
+}  // namespace
+
+void add_bench_engine_command(CLI::App& app) {
+  auto o = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand("bench-engine", "Compare batching policies under concurrent load, in-process");
+  cmd->add_option("-m,--model", o->model, "GGUF model")->required();
+  cmd->add_option("--batching", o->policies, "Policies to run, in order")->delimiter(',')->capture_default_str();
+  cmd->add_option("--requests", o->load.requests, "Requests in all")->capture_default_str();
+  cmd->add_option("--concurrency", o->load.concurrency, "Clients at once")->capture_default_str();
+  cmd->add_option("--prompt-min", o->load.prompt_min, "Shortest prompt (tokens)")->capture_default_str();
+  cmd->add_option("--prompt-max", o->load.prompt_max, "Longest prompt (tokens)")->capture_default_str();
+  cmd->add_option("--output-min", o->load.output_min, "Fewest generated tokens")->capture_default_str();
+  cmd->add_option("--output-max", o->load.output_max, "Most generated tokens")->capture_default_str();
+  cmd->add_option("--seed", o->load.seed, "Seed of the request mix")->capture_default_str();
+  cmd->add_option("--max-batch-tokens", o->max_batch_tokens, "Token budget per step")->capture_default_str();
+  cmd->add_option("--max-running", o->max_running, "Running sequences at most")->capture_default_str();
+  cmd->add_option("--max-batch-size", o->max_batch_size, "dynamic: requests per batch")->capture_default_str();
+  cmd->add_option("--max-delay-ms", o->max_delay_ms, "dynamic: wait for a full batch at most")->capture_default_str();
+  cmd->add_option("--kv-type", o->kv_type, "KV cache type")->capture_default_str();
+  cmd->add_option("-t,--threads", o->threads, "Kernel threads (0 = one per core)");
+  cmd->add_flag("--json", o->json, "Print a JSON array");
+  cmd->callback([o] { run(*o); });
+}
+
+}  // namespace llms::cli

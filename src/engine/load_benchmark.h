@@ -1,0 +1,46 @@
+// A closed-loop load benchmark of the engine in-process: `concurrency` clients each
+// submit a request, wait for it to finish and submit the next, until `requests` are
+// done. It measures what a serving user sees (time to first token, end-to-end latency)
+// and what the operator pays for (generated tokens per second), so that batching
+// policies can be compared on the same machine, model and requests.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "engine/engine_config.h"
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
+
+namespace llms {
+
+struct LoadSpec {
+  int requests = 32;
+  int concurrency = 32;
+  int prompt_min = 64, prompt_max = 256;  // prompt tokens, uniform
+  int output_min = 64, output_max = 128;  // max_tokens, uniform (EOS ignored)
+  uint64_t seed = 1;
+};
+
+struct LoadResult {
+  std::string policy;
+  int completed = 0;
+  int64_t generated_tokens = 0;
+  double seconds = 0;
+  double tokens_per_s = 0;
+  double ttft_p50_s = 0, ttft_p99_s = 0;
+  double e2e_p50_s = 0, e2e_p99_s = 0;
+  double itl_mean_s = 0;
+  int64_t preemptions = 0;
+};
+
+// Runs the load against a fresh engine with `config`.
+Result<LoadResult> run_load(const Model& model, const Tokenizer& tokenizer, const EngineConfig& config,
+                            const LoadSpec& spec);
+
+// The value below which a fraction q of `values` lies (nearest rank).
+double percentile(std::vector<double> values, double q);
+
+}  // namespace llms
