@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <csignal>
 #include <cstdio>
 #include <map>
 
@@ -50,6 +51,7 @@ void run(const Options& o) {
     std::fputs(config_to_toml(config).c_str(), stdout);
     return;
   }
+  std::signal(SIGPIPE, SIG_IGN);  // a closed socket or stdout is an error value, not death
   const sigset_t signals = block_shutdown_signals();
   auto server = value_or_fail(LlmServer::start(config));
   std::printf("llmserve: serving '%s' on http://%s:%d\n", server->context().model_name.c_str(),

@@ -123,6 +123,10 @@ void HttpConnection::on_header(beast::error_code ec) {
     timer_.cancel();
     if (peer_gone(ec) || closed_) return close();
     if (ec == http::error::header_limit) return fail_request(431, "request headers are too large");
+    if (ec == http::error::body_limit) {
+      return fail_request(413, fmt::format("the request body is larger than {} bytes (max_body_bytes)",
+                                           state_->options.max_body_bytes));
+    }
     return fail_request(400, fmt::format("malformed HTTP request: {}", ec.message()));
   }
   const auto len = parser_->content_length();

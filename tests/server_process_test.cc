@@ -1,0 +1,159 @@
+// `llmserve serve` as a process: configuration (file, flags, --print-config, errors)
+// and graceful shutdown on SIGTERM under load.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdio>
+#include <fstream>
+#include <thread>
+
+#include "base/clock.h"
+#include "server_test_util.h"
+
+namespace llms::test {
+namespace {
+
+const std::string kBin = LLMSERVE_BIN;
+
+struct CmdResult {
+  int exit_code = -1;
+  std::string out;
+};
+
+CmdResult run(const std::string& args) {
+  CmdResult r;
+  FILE* p = popen((kBin + " " + args + " 2>&1").c_str(), "r");
+  if (p == nullptr) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) r.out.append(buf, n);
+  const int status = pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string temp_file(const std::string& name, const std::string& content) {
+  const std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_" + name;
+  std::ofstream(path) << content;
+  return path;
+}
+
+TEST(ServeProcess, ConfigFileFlagsAndPrintConfig) {
+  const std::string model = synthetic_path();
+  CmdResult r = run("serve -m " + model + " --print-config");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("model = \"" + model + "\""), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("max_batch_tokens = 512"), std::string::npos);
+  EXPECT_NE(r.out.find("kv_block_size = 16"), std::string::npos);
+
+  const std::string file = temp_file("serve.toml", "max_running = 7\nport = 1234\nprefix_cache = false\n");
+  r = run("serve -m " + model + " --config " + file + " --max-running 9 --print-config");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("max_running = 9"), std::string::npos) << r.out;  // the flag wins
+  EXPECT_NE(r.out.find("port = 1234"), std::string::npos);
+  EXPECT_NE(r.out.find("prefix_cache = false"), std::string::npos);
+
+  // The printed configuration is itself a valid config file.
+  const std::string printed = temp_file("printed.toml", r.out);
+  EXPECT_EQ(run("serve --config " + printed + " --print-config").out, r.out);
+
+  r = run("serve -m " + model + " --config " + temp_file("bad.toml", "bogus_key = 1\n") + " --print-config");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("unknown configuration key 'bogus_key'"), std::string::npos) << r.out;
+  r = run("serve -m " + model + " --kv-block-size 4 --print-config");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("kv_block_size"), std::string::npos) << r.out;
+  r = run("serve -m " + model + " --kv-high-watermark lots --print-config");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("kv_high_watermark: 'lots' is not a number"), std::string::npos) << r.out;
+  r = run("serve -m /nonexistent.gguf --port 0");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("/nonexistent.gguf"), std::string::npos) << r.out;
+}
+
+struct ServeChild {
+  pid_t pid = -1;
+  int port = 0;
+  int stdout_fd = -1;  // kept open: the server prints again when it stops
+};
+
+// Starts `llmserve serve ... --port 0` and reads the port from its first line.
+ServeChild spawn_serve(const std::string& args) {
+  int fds[2];
+  if (pipe(fds) != 0) return {};
+  const pid_t pid = fork();
+  if (pid == 0) {
+    dup2(fds[1], STDOUT_FILENO);
+    close(fds[0]);
+    close(fds[1]);
+    execl("/bin/sh", "sh", "-c", ("exec " + kBin + " serve --port 0 " + args).c_str(), nullptr);
+    _exit(127);
+  }
+  close(fds[1]);
+  ServeChild child{pid, 0, fds[0]};
+  std::string line;
+  char ch;
+  while (read(fds[0], &ch, 1) == 1 && ch != '\n') line += ch;
+  const size_t colon = line.rfind(':');
+  if (line.find("serving") != std::string::npos && colon != std::string::npos) child.port = std::stoi(line.substr(colon + 1));
+  return child;
+}
+
+TEST(ServeProcess, SigtermDuringLoadFinishesOrCancelsEveryRequestAndExitsZero) {
+  const ServeChild child = spawn_serve("-m " + slow_synthetic_path() +
+                                       " --max-running 2 --shutdown-timeout 1 --kv-cache-bytes 64MiB --threads 1");
+  ASSERT_GT(child.port, 0);
+  ASSERT_TRUE(poll_until([&] { return http_get(child.port, "/ready").status == 200; }, 60));
+
+  constexpr int kClients = 6;
+  std::vector<SseResult> results(kClients);
+  std::vector<std::thread> clients;
+  for (int i = 0; i < kClients; ++i) {
+    clients.emplace_back([&, i] {
+      const bool is_long = i >= 2;
+      results[i] = http_stream(child.port, i % 2 ? "/v1/completions" : "/v1/chat/completions",
+                               i % 2 ? Json{{"prompt", "story"}, {"max_tokens", is_long ? 6000 : 3}, {"ignore_eos", true},
+                                            {"stream", true}}
+                                     : Json{{"messages", {{{"role", "user"}, {"content", "story"}}}},
+                                            {"max_tokens", is_long ? 6000 : 3}, {"ignore_eos", true}, {"stream", true}});
+    });
+  }
+  // The long requests are in flight (running or queued) when the signal comes.
+  ASSERT_TRUE(poll_until([&] { return metric(child.port, "llmserve_http_active_requests") >= kClients - 2; }, 60));
+  ASSERT_EQ(kill(child.pid, SIGTERM), 0);
+  for (auto& t : clients) t.join();
+
+  int cancelled = 0, complete = 0;
+  for (int i = 0; i < kClients; ++i) {
+    const SseResult& r = results[i];
+    ASSERT_EQ(r.status, 200) << i;
+    EXPECT_TRUE(r.done()) << i << ": " << r.raw;
+    std::string finish;
+    for (const Json& c : r.chunks()) {
+      for (const Json& ch : c["choices"]) {
+        if (!ch["finish_reason"].is_null()) finish = ch["finish_reason"];
+      }
+    }
+    if (finish == "cancelled") {
+      ++cancelled;
+    } else {
+      EXPECT_EQ(finish, "length") << i << ": " << r.raw;
+      ++complete;
+    }
+  }
+  EXPECT_GE(cancelled, 1);
+  EXPECT_EQ(cancelled + complete, kClients);
+  int status = 0;
+  ASSERT_EQ(waitpid(child.pid, &status, 0), child.pid);
+  close(child.stdout_fd);
+  EXPECT_TRUE(WIFEXITED(status)) << "signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_EQ(http_get(child.port, "/health").status, 0);  // nobody listens any more
+}
+
+}  // namespace
+}  // namespace llms::test

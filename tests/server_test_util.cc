@@ -1,0 +1,235 @@
+#include "server_test_util.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <thread>
+
+#include "base/clock.h"
+#include "model/synthetic.h"
+
+namespace llms::test {
+
+const std::string& shared_dir() {
+  static const std::string dir = LLMSERVE_SHARED_DIR;
+  return dir;
+}
+
+std::string stories_path() {
+  const std::string p = shared_dir() + "/models/stories260K.gguf";
+  return std::filesystem::exists(p) ? p : "";
+}
+
+bool have_stories() { return !stories_path().empty(); }
+
+const std::string& synthetic_path() {
+  static const std::string path = [] {
+    const std::string p = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_server_synthetic.gguf";
+    SyntheticSpec spec;
+    spec.n_ctx = 1024;
+    spec.seed = 11;
+    const Status s = write_synthetic_model(spec, p);
+    if (!s.ok()) throw std::runtime_error(s.to_string());
+    return p;
+  }();
+  return path;
+}
+
+const std::string& slow_synthetic_path() {
+  static const std::string path = [] {
+    const std::string p = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_server_slow.gguf";
+    SyntheticSpec spec;
+    spec.n_embd = 256;
+    spec.n_head = 4;
+    spec.n_head_kv = 2;
+    spec.n_layer = 4;
+    spec.n_ff = 768;
+    spec.n_ctx = 8192;
+    spec.seed = 12;
+    const Status s = write_synthetic_model(spec, p);
+    if (!s.ok()) throw std::runtime_error(s.to_string());
+    return p;
+  }();
+  return path;
+}
+
+std::unique_ptr<LlmServer> start_server(const std::string& model, const std::function<void(ServeConfig&)>& tweak) {
+  ServeConfig c;
+  c.server.model_path = model;
+  c.server.port = 0;
+  c.server.shutdown_timeout_s = 5;
+  c.engine.kv_cache_bytes = 16 << 20;
+  c.engine.threads = 1;
+  if (tweak) tweak(c);
+  auto r = LlmServer::start(c);
+  if (!r.ok()) throw std::runtime_error(r.status().to_string());
+  return std::move(r).value();
+}
+
+std::string HttpResult::header(const std::string& name) const {
+  for (const auto& [k, v] : headers) {
+    if (strcasecmp(k.c_str(), name.c_str()) == 0) return v;
+  }
+  return "";
+}
+
+Json HttpResult::json() const {
+  Json j = Json::parse(body, nullptr, false);
+  return j.is_discarded() ? Json(nullptr) : j;
+}
+
+namespace {
+
+HttpResult from(const httplib::Result& r) {
+  HttpResult out;
+  if (!r) return out;
+  out.status = r->status;
+  out.body = r->body;
+  for (const auto& [k, v] : r->headers) out.headers.emplace_back(k, v);
+  return out;
+}
+
+httplib::Client client(int port) {
+  httplib::Client c("127.0.0.1", port);
+  c.set_read_timeout(120, 0);
+  c.set_connection_timeout(10, 0);
+  return c;
+}
+
+}  // namespace
+
+HttpResult http_get(int port, const std::string& path) {
+  auto c = client(port);
+  return from(c.Get(path.c_str()));
+}
+
+HttpResult http_post(int port, const std::string& path, const std::string& body) {
+  auto c = client(port);
+  return from(c.Post(path.c_str(), body, "application/json"));
+}
+
+std::vector<std::string> parse_sse(const std::string& raw) {
+  std::vector<std::string> events;
+  size_t pos = 0;
+  while (true) {
+    const size_t end = raw.find("\n\n", pos);
+    if (end == std::string::npos) break;
+    const std::string block = raw.substr(pos, end - pos);
+    pos = end + 2;
+    if (block.rfind("data: ", 0) == 0) events.push_back(block.substr(6));
+  }
+  return events;
+}
+
+std::vector<Json> SseResult::chunks() const {
+  std::vector<Json> out;
+  for (const auto& e : events) {
+    if (e != "[DONE]") out.push_back(Json::parse(e, nullptr, false));
+  }
+  return out;
+}
+
+SseResult http_stream(int port, const std::string& path, const Json& body) {
+  auto c = client(port);
+  SseResult out;
+  httplib::Request req;
+  req.method = "POST";
+  req.path = path;
+  req.body = body.dump();
+  req.set_header("Content-Type", "application/json");
+  req.content_receiver = [&](const char* data, size_t len, uint64_t, uint64_t) {
+    out.raw.append(data, len);
+    return true;
+  };
+  httplib::Response res;
+  httplib::Error err = httplib::Error::Success;
+  if (c.send(req, res, err)) {
+    out.status = res.status;
+    out.content_type = res.get_header_value("Content-Type");
+    if (out.raw.empty()) out.raw = res.body;
+  }
+  out.events = parse_sse(out.raw);
+  return out;
+}
+
+RawClient::RawClient(int port) {
+  fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) close();
+}
+
+RawClient::~RawClient() { close(); }
+
+bool RawClient::send_request(const std::string& method, const std::string& path, const std::string& body) {
+  if (fd_ < 0) return false;
+  return send_raw(method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" +
+                  "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+}
+
+bool RawClient::send_raw(const std::string& req) {
+  if (fd_ < 0) return false;
+  size_t sent = 0;
+  while (sent < req.size()) {
+    const ssize_t n = ::send(fd_, req.data() + sent, req.size() - sent, MSG_NOSIGNAL);
+    if (n <= 0) return false;
+    sent += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+std::string RawClient::read_until(const std::string& needle, double timeout_s) {
+  const int64_t deadline = now_ns() + static_cast<int64_t>(timeout_s * 1e9);
+  char buf[4096];
+  while (fd_ >= 0 && received_.find(needle) == std::string::npos && now_ns() < deadline) {
+    pollfd p{fd_, POLLIN, 0};
+    if (::poll(&p, 1, 50) <= 0) continue;
+    const ssize_t n = ::recv(fd_, buf, sizeof(buf), 0);
+    if (n <= 0) break;
+    received_.append(buf, static_cast<size_t>(n));
+  }
+  return received_;
+}
+
+void RawClient::close() {
+  if (fd_ >= 0) {
+    linger l{1, 0};  // reset, like a client that dies
+    ::setsockopt(fd_, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
+    ::close(fd_);
+  }
+  fd_ = -1;
+}
+
+double metric(const std::string& text, const std::string& name_and_labels) {
+  const std::string key = name_and_labels + " ";
+  size_t pos = 0;
+  while ((pos = text.find(key, pos)) != std::string::npos) {
+    if (pos == 0 || text[pos - 1] == '\n') return std::stod(text.substr(pos + key.size()));
+    pos += key.size();
+  }
+  return std::nan("");
+}
+
+double metric(int port, const std::string& name_and_labels) { return metric(http_get(port, "/metrics").body, name_and_labels); }
+
+bool poll_until(const std::function<bool()>& cond, double timeout_s) {
+  const int64_t deadline = now_ns() + static_cast<int64_t>(timeout_s * 1e9);
+  while (now_ns() < deadline) {
+    if (cond()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // polling interval, not synchronization
+  }
+  return cond();
+}
+
+}  // namespace llms::test

@@ -1,0 +1,83 @@
+// Helpers for the server's end-to-end tests: an in-process server on a free port, a
+// real HTTP client (cpp-httplib), SSE parsing, a raw socket client for abrupt
+// disconnects, /metrics parsing, and polling with a deadline.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "server/llm_server.h"
+#include "server/server_config.h"
+
+namespace llms::test {
+
+using Json = nlohmann::json;
+
+const std::string& shared_dir();
+std::string stories_path();  // "" when the model is absent
+bool have_stories();
+// A small synthetic model written once per process (random weights).
+const std::string& synthetic_path();
+// A larger synthetic model (context 8192) whose long generations take seconds, for
+// tests that need requests still running or queued at a chosen moment.
+const std::string& slow_synthetic_path();
+
+// Starts a server on 127.0.0.1 with a free port; `tweak` adjusts the config first.
+std::unique_ptr<LlmServer> start_server(const std::string& model, const std::function<void(ServeConfig&)>& tweak = {});
+
+struct HttpResult {
+  int status = 0;  // 0: no response
+  std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::string header(const std::string& name) const;
+  Json json() const;  // null when the body is not JSON
+};
+
+HttpResult http_get(int port, const std::string& path);
+HttpResult http_post(int port, const std::string& path, const std::string& body);
+inline HttpResult http_post(int port, const std::string& path, const Json& body) {
+  return http_post(port, path, body.dump());
+}
+
+// A streamed POST: the SSE events' data fields ("[DONE]" included), in order.
+struct SseResult {
+  int status = 0;
+  std::string content_type;
+  std::vector<std::string> events;
+  std::string raw;
+  bool done() const { return !events.empty() && events.back() == "[DONE]"; }
+  std::vector<Json> chunks() const;  // every event but [DONE], parsed
+};
+SseResult http_stream(int port, const std::string& path, const Json& body);
+std::vector<std::string> parse_sse(const std::string& raw);
+
+// A client on a plain socket, for leaving abruptly.
+class RawClient {
+ public:
+  explicit RawClient(int port);
+  ~RawClient();
+  bool send_request(const std::string& method, const std::string& path, const std::string& body);
+  bool send_raw(const std::string& bytes);
+  // Reads until `needle` has arrived or `timeout_s` passed; what arrived.
+  std::string read_until(const std::string& needle, double timeout_s);
+  void close();
+  bool connected() const { return fd_ >= 0; }
+
+ private:
+  int fd_ = -1;
+  std::string received_;
+};
+
+// The value of a sample line "name{labels} value" (pass the name with its labels);
+// NaN when absent.
+double metric(const std::string& text, const std::string& name_and_labels);
+double metric(int port, const std::string& name_and_labels);
+
+// Calls `cond` until it returns true or `timeout_s` passes.
+bool poll_until(const std::function<bool()>& cond, double timeout_s = 20.0);
+
+}  // namespace llms::test
