@@ -7,7 +7,7 @@ LLMSERVE_PACKAGES=(
   g++ cmake ninja-build pkg-config make curl ca-certificates
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   nlohmann-json3-dev libcli11-dev libfmt-dev libxxhash-dev libpcre2-dev
-  libcpp-httplib-dev libtomlplusplus-dev
+  libcpp-httplib-dev libtomlplusplus-dev libboost-dev
 )
 
 install_deps() {
