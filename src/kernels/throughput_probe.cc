@@ -42,33 +42,42 @@ double int8_scalar(int64_t rounds) {
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
-__attribute__((target("avx2"))) uint64_t read_avx2(const void* p, int64_t bytes) {
-  const auto* v = static_cast<const __m256i*>(p);
-  __m256i a = _mm256_setzero_si256(), b = a, c = a, d = a;
-  for (int64_t i = 0; i < bytes / 32; i += 8) {
-    a = _mm256_xor_si256(a, _mm256_load_si256(v + i));
-    b = _mm256_xor_si256(b, _mm256_load_si256(v + i + 2));
-    c = _mm256_xor_si256(c, _mm256_load_si256(v + i + 4));
-    d = _mm256_xor_si256(d, _mm256_load_si256(v + i + 6));
-    a = _mm256_xor_si256(a, _mm256_load_si256(v + i + 1));
-    b = _mm256_xor_si256(b, _mm256_load_si256(v + i + 3));
-    c = _mm256_xor_si256(c, _mm256_load_si256(v + i + 5));
-    d = _mm256_xor_si256(d, _mm256_load_si256(v + i + 7));
+// S streams of 64-byte lines, each prefetched kAhead bytes ahead when S > 1.
+constexpr int64_t kAhead = 1024;
+
+template <int S>
+__attribute__((target("avx2"))) uint64_t read_avx2(const uint8_t* p, int64_t bytes) {
+  const int64_t part = bytes / S;
+  __m256i acc[S];
+  for (auto& a : acc) a = _mm256_setzero_si256();
+  for (int64_t i = 0; i < part; i += 64) {
+    for (int s = 0; s < S; ++s) {
+      const uint8_t* q = p + s * part + i;
+      if (S > 1) __builtin_prefetch(q + kAhead, 0, 3);
+      acc[s] = _mm256_xor_si256(acc[s], _mm256_xor_si256(_mm256_load_si256(reinterpret_cast<const __m256i*>(q)),
+                                                         _mm256_load_si256(reinterpret_cast<const __m256i*>(q + 32))));
+    }
   }
-  const __m256i x = _mm256_xor_si256(_mm256_xor_si256(a, b), _mm256_xor_si256(c, d));
+  __m256i x = acc[0];
+  for (int s = 1; s < S; ++s) x = _mm256_xor_si256(x, acc[s]);
   return static_cast<uint64_t>(_mm256_extract_epi64(x, 0) ^ _mm256_extract_epi64(x, 3));
 }
 
-__attribute__((target("avx512f"))) uint64_t read_avx512(const void* p, int64_t bytes) {
-  const auto* v = static_cast<const __m512i*>(p);
-  __m512i a = _mm512_setzero_si512(), b = a, c = a, d = a;
-  for (int64_t i = 0; i < bytes / 64; i += 4) {
-    a = _mm512_xor_si512(a, _mm512_load_si512(v + i));
-    b = _mm512_xor_si512(b, _mm512_load_si512(v + i + 1));
-    c = _mm512_xor_si512(c, _mm512_load_si512(v + i + 2));
-    d = _mm512_xor_si512(d, _mm512_load_si512(v + i + 3));
+template <int S>
+__attribute__((target("avx512f"))) uint64_t read_avx512(const uint8_t* p, int64_t bytes) {
+  const int64_t part = bytes / S;
+  __m512i acc[S];
+  for (auto& a : acc) a = _mm512_setzero_si512();
+  for (int64_t i = 0; i < part; i += 64) {
+    for (int s = 0; s < S; ++s) {
+      const uint8_t* q = p + s * part + i;
+      if (S > 1) __builtin_prefetch(q + kAhead, 0, 3);
+      acc[s] = _mm512_xor_si512(acc[s], _mm512_load_si512(q));
+    }
   }
-  return static_cast<uint64_t>(_mm512_reduce_add_epi64(_mm512_xor_si512(_mm512_xor_si512(a, b), _mm512_xor_si512(c, d))));
+  __m512i x = acc[0];
+  for (int s = 1; s < S; ++s) x = _mm512_xor_si512(x, acc[s]);
+  return static_cast<uint64_t>(_mm512_reduce_add_epi64(x));
 }
 
 __attribute__((target("avx2,fma"))) double fma_avx2(int64_t rounds) {
@@ -136,15 +145,20 @@ __attribute__((target("avx512f,avx512vnni"))) double int8_avx512(int64_t rounds)
 
 }  // namespace
 
-uint64_t read_probe(const void* p, int64_t bytes) {
+uint64_t read_probe(const void* p, int64_t bytes, int streams) {
+  const auto* b = static_cast<const uint8_t*>(p);
 #if defined(__x86_64__)
-  switch (active_simd_target()) {
-    case SimdTarget::kAvx512: return read_avx512(p, bytes);
-    case SimdTarget::kAvx2: return read_avx2(p, bytes);
-    case SimdTarget::kScalar: break;
+  const SimdTarget t = active_simd_target();
+  if (t != SimdTarget::kScalar) {
+    switch (streams) {
+      case 2: return t == SimdTarget::kAvx512 ? read_avx512<2>(b, bytes) : read_avx2<2>(b, bytes);
+      case 4: return t == SimdTarget::kAvx512 ? read_avx512<4>(b, bytes) : read_avx2<4>(b, bytes);
+      case 8: return t == SimdTarget::kAvx512 ? read_avx512<8>(b, bytes) : read_avx2<8>(b, bytes);
+      default: return t == SimdTarget::kAvx512 ? read_avx512<1>(b, bytes) : read_avx2<1>(b, bytes);
+    }
   }
 #endif
-  return read_scalar(p, bytes);
+  return read_scalar(b, bytes);
 }
 
 double fma_probe(int64_t rounds) {

@@ -9,9 +9,12 @@
 
 namespace llms {
 
-// Reads [p, p + bytes) once with the widest loads (bytes a multiple of 256, p 64-byte
-// aligned) and returns a checksum so the reads cannot be optimized away.
-uint64_t read_probe(const void* p, int64_t bytes);
+// Reads [p, p + bytes) once with the widest loads and returns a checksum so the reads
+// cannot be optimized away. The range is read as `streams` (1, 2, 4 or 8) equal
+// parts side by side, each with software prefetch when streams > 1: benchmarks take
+// the best pattern as the machine's read bandwidth. bytes must be a multiple of
+// 256 * streams and p 64-byte aligned.
+uint64_t read_probe(const void* p, int64_t bytes, int streams = 1);
 
 // Runs `rounds` rounds of independent float FMA chains on full vectors; returns
 // the floating-point operations done (2 per lane per FMA).
