@@ -85,6 +85,7 @@ void LlmServer::shutdown() {
 }
 
 LlmServer::~LlmServer() {
+  shutdown();       // every request in flight completes or is cancelled and answered
   if (engine_) engine_->stop();
   http_.reset();  // before the context and engine its handlers refer to
 }
