@@ -31,8 +31,16 @@ std::string stories_path() {
 
 bool have_stories() { return !stories_path().empty(); }
 
+namespace {
+// A file removed when the test process exits.
+struct TempModel {
+  std::string path;
+  ~TempModel() { std::filesystem::remove(path); }
+};
+}  // namespace
+
 const std::string& synthetic_path() {
-  static const std::string path = [] {
+  static const TempModel model{[] {
     const std::string p = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_server_synthetic.gguf";
     SyntheticSpec spec;
     spec.n_ctx = 1024;
@@ -40,12 +48,12 @@ const std::string& synthetic_path() {
     const Status s = write_synthetic_model(spec, p);
     if (!s.ok()) throw std::runtime_error(s.to_string());
     return p;
-  }();
-  return path;
+  }()};
+  return model.path;
 }
 
 const std::string& slow_synthetic_path() {
-  static const std::string path = [] {
+  static const TempModel model{[] {
     const std::string p = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_server_slow.gguf";
     SyntheticSpec spec;
     spec.n_embd = 256;
@@ -58,8 +66,8 @@ const std::string& slow_synthetic_path() {
     const Status s = write_synthetic_model(spec, p);
     if (!s.ok()) throw std::runtime_error(s.to_string());
     return p;
-  }();
-  return path;
+  }()};
+  return model.path;
 }
 
 std::unique_ptr<LlmServer> start_server(const std::string& model, const std::function<void(ServeConfig&)>& tweak) {
