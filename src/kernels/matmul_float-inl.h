@@ -23,13 +23,13 @@ struct FloatKind {
   static constexpr int kGemv = kGemvPanels;
 
   template <int P, int T>
-  static void tile(const MatmulCall& c, int64_t p0, int64_t t0) {
+  static void tile(const MatmulCall& c, int64_t p0, int64_t t0, int64_t valid) {
     const PackedWeights& w = *c.w;
     const int64_t cols = w.cols;
     const uint8_t* panel[P];
     for (int p = 0; p < P; ++p) panel[p] = w.panel(p0 + p);
     const float* xt[T];
-    for (int t = 0; t < T; ++t) xt[t] = static_cast<const float*>(c.x) + (t0 + t) * cols;
+    for (int t = 0; t < T; ++t) xt[t] = static_cast<const float*>(c.x) + token_of(t0, t, valid) * cols;
     VF acc[P][T];
 #pragma GCC unroll 16
     for (int p = 0; p < P; ++p)
@@ -57,8 +57,11 @@ struct FloatKind {
       }
     }
     for (; k < cols; ++k) step(k);
+#pragma GCC unroll 16
     for (int p = 0; p < P; ++p)
-      for (int t = 0; t < T; ++t) store_rows(c.y + (t0 + t) * w.rows, p0 + p, w.rows, acc[p][t]);
+#pragma GCC unroll 16
+      for (int t = 0; t < T; ++t)
+        if (t < valid) store_rows(c.y + (t0 + t) * w.rows, p0 + p, w.rows, acc[p][t]);
   }
 };
 

@@ -11,7 +11,7 @@ struct Q4_0Kind {
   static constexpr int kGemv = kGemvPanels;
 
   template <int P, int T>
-  static void tile(const MatmulCall& c, int64_t p0, int64_t t0) {
+  static void tile(const MatmulCall& c, int64_t p0, int64_t t0, int64_t valid) {
     const PackedWeights& w = *c.w;
     const auto& a = *static_cast<const QuantizedActivations*>(c.x);
     const int64_t nb = w.cols / 32;
@@ -22,7 +22,7 @@ struct Q4_0Kind {
       qw[p] = w.panel(p0 + p) + w.head_bytes;
     }
     TokenQ x[T];
-    for (int t = 0; t < T; ++t) x[t] = token_q(a, t0 + t, 32, 32);
+    for (int t = 0; t < T; ++t) x[t] = token_q(a, token_of(t0, t, valid), 32, 32);
     const VI nibble = set1_i32(0x0F0F0F0F);
     VF acc[P][T];
 #pragma GCC unroll 16
@@ -61,8 +61,11 @@ struct Q4_0Kind {
         for (int t = 0; t < T; ++t) acc[p][t] = fma_f(cvt_i2f(isum[p][t]), mul_f(d, set1_f(x[t].d[b])), acc[p][t]);
       }
     }
+#pragma GCC unroll 16
     for (int p = 0; p < P; ++p)
-      for (int t = 0; t < T; ++t) store_rows(c.y + (t0 + t) * w.rows, p0 + p, w.rows, acc[p][t]);
+#pragma GCC unroll 16
+      for (int t = 0; t < T; ++t)
+        if (t < valid) store_rows(c.y + (t0 + t) * w.rows, p0 + p, w.rows, acc[p][t]);
   }
 };
 

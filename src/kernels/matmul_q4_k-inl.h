@@ -43,12 +43,12 @@ struct Q4_KKind {
   static constexpr int kGemv = kGemvPanels < 2 ? kGemvPanels : 2;
 
   template <int P, int T>
-  static void tile(const MatmulCall& c, int64_t p0, int64_t t0) {
+  static void tile(const MatmulCall& c, int64_t p0, int64_t t0, int64_t valid) {
     const PackedWeights& w = *c.w;
     const auto& a = *static_cast<const QuantizedActivations*>(c.x);
     const int64_t nsb = w.cols / 256;
     TokenQ x[T];
-    for (int t = 0; t < T; ++t) x[t] = token_q(a, t0 + t, 256, 16);
+    for (int t = 0; t < T; ++t) x[t] = token_q(a, token_of(t0, t, valid), 256, 16);
     const VI nibble = set1_i32(0x0F0F0F0F);
     VF acc[P][T];
     for (int p = 0; p < P; ++p)
@@ -106,8 +106,11 @@ struct Q4_KKind {
         }
       }
     }
+#pragma GCC unroll 16
     for (int p = 0; p < P; ++p)
-      for (int t = 0; t < T; ++t) store_rows(c.y + (t0 + t) * w.rows, p0 + p, w.rows, acc[p][t]);
+#pragma GCC unroll 16
+      for (int t = 0; t < T; ++t)
+        if (t < valid) store_rows(c.y + (t0 + t) * w.rows, p0 + p, w.rows, acc[p][t]);
   }
 };
 

@@ -12,7 +12,7 @@ struct Q8_0Kind {
   static constexpr int kGemv = kGemvPanels;
 
   template <int P, int T>
-  static void tile(const MatmulCall& c, int64_t p0, int64_t t0) {
+  static void tile(const MatmulCall& c, int64_t p0, int64_t t0, int64_t valid) {
     const PackedWeights& w = *c.w;
     const auto& a = *static_cast<const QuantizedActivations*>(c.x);
     const int64_t nb = w.cols / 32;
@@ -23,7 +23,7 @@ struct Q8_0Kind {
       qw[p] = w.panel(p0 + p) + w.head_bytes;
     }
     TokenQ x[T];
-    for (int t = 0; t < T; ++t) x[t] = token_q(a, t0 + t, 32, 32);
+    for (int t = 0; t < T; ++t) x[t] = token_q(a, token_of(t0, t, valid), 32, 32);
     VF acc[P][T];
 #pragma GCC unroll 16
     for (int p = 0; p < P; ++p)
@@ -57,8 +57,11 @@ struct Q8_0Kind {
         for (int t = 0; t < T; ++t) acc[p][t] = fma_f(cvt_i2f(isum[p][t]), mul_f(d, set1_f(x[t].d[b])), acc[p][t]);
       }
     }
+#pragma GCC unroll 16
     for (int p = 0; p < P; ++p)
-      for (int t = 0; t < T; ++t) store_rows(c.y + (t0 + t) * w.rows, p0 + p, w.rows, acc[p][t]);
+#pragma GCC unroll 16
+      for (int t = 0; t < T; ++t)
+        if (t < valid) store_rows(c.y + (t0 + t) * w.rows, p0 + p, w.rows, acc[p][t]);
   }
 };
 

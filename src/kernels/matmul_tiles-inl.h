@@ -1,5 +1,5 @@
 // The loop over tiles shared by every weight kind: a tile is P panels (16 rows each)
-// by T tokens, computed by Kind::tile<P, T>. GEMV (n = 1) walks Kind::kGemv panels at a
+// by T tokens, computed by Kind::tile<P, T>(call, panel, token, valid). GEMV (n = 1) walks Kind::kGemv panels at a
 // time to keep several weight streams in flight; GEMM walks Kind::kPanels panels and,
 // for each, every token in groups of Kind::kTokens, so the panels stay in cache while
 // the activations stream past. Every lane of every tile shape performs the same
@@ -32,14 +32,19 @@ LLMS_SIMD void prefetch_ahead(const uint8_t* p, int64_t bytes) {
   }
 }
 
-// Calls Kind::tile<P, R>(c, p, t) for the r (< R) remaining tokens.
+// The last r < Kind::kTokens tokens go to the smallest tile of 1, 2, 4, 8, ... tokens
+// (at most kTokens) that holds them; its spare slots repeat the last token and their
+// results are dropped. Few tile shapes keep compile time down, and small batches are
+// bound by streaming the weights, not by the spare arithmetic.
 template <class Kind, int P, int R>
 inline void token_tail(const MatmulCall& c, int64_t p, int64_t t, int64_t r) {
-  if constexpr (R >= 1) {
-    if (r == R) {
-      Kind::template tile<P, R>(c, p, t);
+  if constexpr (R >= Kind::kTokens) {
+    Kind::template tile<P, Kind::kTokens>(c, p, t, r);
+  } else {
+    if (r <= R) {
+      Kind::template tile<P, R>(c, p, t, r);
     } else {
-      token_tail<Kind, P, R - 1>(c, p, t, r);
+      token_tail<Kind, P, 2 * R>(c, p, t, r);
     }
   }
 }
@@ -48,21 +53,24 @@ template <class Kind, int P>
 inline void panel_tokens(const MatmulCall& c, int64_t p) {
   constexpr int T = Kind::kTokens;
   int64_t t = 0;
-  for (; t + T <= c.n; t += T) Kind::template tile<P, T>(c, p, t);
-  if (t < c.n) token_tail<Kind, P, T - 1>(c, p, t, c.n - t);
+  for (; t + T <= c.n; t += T) Kind::template tile<P, T>(c, p, t, T);
+  if (t < c.n) token_tail<Kind, P, 1>(c, p, t, c.n - t);
 }
 
 template <class Kind>
 void run_tiles(const MatmulCall& c) {
   int64_t p = c.panel_begin;
   if (c.n == 1) {
-    for (; p + Kind::kGemv <= c.panel_end; p += Kind::kGemv) Kind::template tile<Kind::kGemv, 1>(c, p, 0);
-    for (; p < c.panel_end; ++p) Kind::template tile<1, 1>(c, p, 0);
+    for (; p + Kind::kGemv <= c.panel_end; p += Kind::kGemv) Kind::template tile<Kind::kGemv, 1>(c, p, 0, 1);
+    for (; p < c.panel_end; ++p) Kind::template tile<1, 1>(c, p, 0, 1);
     return;
   }
   for (; p + Kind::kPanels <= c.panel_end; p += Kind::kPanels) panel_tokens<Kind, Kind::kPanels>(c, p);
   for (; p < c.panel_end; ++p) panel_tokens<Kind, 1>(c, p);
 }
+
+// Token slot t of a tile starting at t0 with `valid` real tokens.
+LLMS_SIMD int64_t token_of(int64_t t0, int t, int64_t valid) { return t0 + (t < valid ? t : valid - 1); }
 
 // Per-token views of QuantizedActivations for blocks of `block` values.
 struct TokenQ {
