@@ -60,19 +60,20 @@ AlignedBuffer& read_buffer() {
   return b;
 }
 
-// One pass over the buffer split across the pool, each thread reading its slice as
-// `streams` side-by-side parts; returns seconds.
+// One pass over the buffer, cut into 4 MiB pieces shared out by the pool like matmul
+// panels are, each piece read as `streams` side-by-side parts; returns seconds.
+constexpr int64_t kReadPiece = int64_t{4} << 20;
+
 double read_pass(int streams) {
-  const int n = pool().num_threads();
-  const int64_t slice = kReadBytes / n / 2048 * 2048;
   const auto t0 = std::chrono::steady_clock::now();
-  pool().run(n, [&](int task) {
-    benchmark::DoNotOptimize(read_probe(read_buffer().data() + task * slice, slice, streams));
+  pool().parallel_for(kReadBytes / kReadPiece, 1, 0, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i)
+      benchmark::DoNotOptimize(read_probe(read_buffer().data() + i * kReadPiece, kReadPiece, streams));
   });
   return seconds_since(t0);
 }
 
-int64_t read_pass_bytes() { return kReadBytes / pool().num_threads() / 2048 * 2048 * pool().num_threads(); }
+int64_t read_pass_bytes() { return kReadBytes; }
 
 // The machine's read bandwidth: the best pass of the best access pattern.
 double read_gb_s() {

@@ -17,60 +17,88 @@ inline void cpu_relax() {
 #endif
 }
 
+constexpr uint64_t kChunkMask = 0xFFFFFFFFu;
+
 }  // namespace
 
 ThreadPool::ThreadPool(int num_threads) {
   if (num_threads <= 0) num_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   num_threads_ = num_threads;
-  for (int i = 1; i < num_threads_; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
+  for (int i = 1; i < num_threads_; ++i) workers_.emplace_back([this] { worker_loop(); });
 }
 
 ThreadPool::~ThreadPool() {
   stop_.store(true, std::memory_order_release);
-  generation_.fetch_add(1, std::memory_order_acq_rel);
-  generation_.notify_all();
+  state_.fetch_add(uint64_t{1} << 32, std::memory_order_acq_rel);
+  state_.notify_all();
   for (auto& t : workers_) t.join();
 }
 
-void ThreadPool::run_erased(int num_tasks, TaskFn fn, void* ctx) {
-  if (num_tasks <= 1 || workers_.empty()) {
-    for (int t = 0; t < num_tasks; ++t) fn(ctx, t);
+void ThreadPool::work_on(uint64_t gen) {
+  for (;;) {
+    uint64_t s = state_.load(std::memory_order_acquire);
+    if ((s >> 32) != gen) return;
+    const int64_t chunk = static_cast<int64_t>(s & kChunkMask);
+    // Read before claiming: if a newer job replaced it meanwhile, the claim fails.
+    if (chunk >= num_chunks_.load(std::memory_order_acquire)) return;
+    if (!state_.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel, std::memory_order_acquire)) continue;
+    // The job cannot change until this chunk is counted in done_.
+    const int64_t total = num_chunks_.load(std::memory_order_relaxed);
+    const bool one_each = one_each_.load(std::memory_order_relaxed);
+    fn_(ctx_, chunk);
+    if (done_.fetch_add(1, std::memory_order_acq_rel) + 1 == total) done_.notify_one();
+    if (one_each) return;
+  }
+}
+
+void ThreadPool::run_erased(int64_t num_chunks, bool one_each, TaskFn fn, void* ctx) {
+  if (workers_.empty() || num_chunks <= 1) {
+    for (int64_t c = 0; c < num_chunks; ++c) fn(ctx, c);
     return;
   }
-  num_tasks = std::min(num_tasks, num_threads_);
+  if (one_each) num_chunks = std::min<int64_t>(num_chunks, num_threads_);
   fn_ = fn;
   ctx_ = ctx;
-  num_tasks_ = num_tasks;
-  pending_.store(num_threads_ - 1, std::memory_order_relaxed);
-  generation_.fetch_add(1, std::memory_order_acq_rel);
-  generation_.notify_all();
-  fn(ctx, 0);
-  for (int i = 0; pending_.load(std::memory_order_acquire) != 0; ++i) {
+  num_chunks_.store(num_chunks, std::memory_order_relaxed);
+  one_each_.store(one_each, std::memory_order_relaxed);
+  done_.store(0, std::memory_order_relaxed);
+  if (++generation_ == 0) ++generation_;  // 0 is the state before the first job
+  const uint64_t gen = generation_;
+  // run() keeps task 0 for the caller: the workers' claims start at 1.
+  state_.store((gen << 32) | (one_each ? 1 : 0), std::memory_order_release);
+  state_.notify_all();
+  if (one_each) {
+    fn(ctx, 0);
+    done_.fetch_add(1, std::memory_order_acq_rel);
+  } else {
+    work_on(gen);
+  }
+  for (int i = 0;; ++i) {
+    const int64_t d = done_.load(std::memory_order_acquire);
+    if (d == num_chunks) return;
     if (i < kSpinIterations) {
       cpu_relax();
     } else {
-      const int p = pending_.load(std::memory_order_acquire);
-      if (p != 0) pending_.wait(p, std::memory_order_acquire);
+      done_.wait(d, std::memory_order_acquire);
     }
   }
 }
 
-void ThreadPool::worker_loop(int index) {
+void ThreadPool::worker_loop() {
   uint64_t seen = 0;
   for (;;) {
-    uint64_t g = generation_.load(std::memory_order_acquire);
-    for (int i = 0; g == seen && i < kSpinIterations; ++i) {
+    uint64_t s = state_.load(std::memory_order_acquire);
+    for (int i = 0; (s >> 32) == seen && i < kSpinIterations; ++i) {
       cpu_relax();
-      g = generation_.load(std::memory_order_acquire);
+      s = state_.load(std::memory_order_acquire);
     }
-    while (g == seen) {
-      generation_.wait(seen, std::memory_order_acquire);
-      g = generation_.load(std::memory_order_acquire);
+    while ((s >> 32) == seen) {
+      state_.wait(s, std::memory_order_acquire);
+      s = state_.load(std::memory_order_acquire);
     }
-    seen = g;
     if (stop_.load(std::memory_order_acquire)) return;
-    if (index < num_tasks_) fn_(ctx_, index);
-    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) pending_.notify_one();
+    seen = s >> 32;
+    work_on(seen);
   }
 }
 

@@ -2,8 +2,10 @@
 // part in every job, so a pool of N threads starts N-1 workers.
 //
 // Thread-safety: run()/parallel_for() may be called by one thread at a time (the
-// engine thread, or a CLI's main thread). The split of work is a pure function of
-// (n, align, num_threads), so results never depend on timing.
+// engine thread, or a CLI's main thread). parallel_for() cuts its range into chunks
+// that are a pure function of (n, align, num_threads), and any thread may run any
+// chunk: results never depend on timing as long as fn depends only on its range, and
+// a worker the OS has descheduled delays nobody (the others take its chunks).
 #pragma once
 
 #include <algorithm>
@@ -24,17 +26,18 @@ class ThreadPool {
 
   int num_threads() const { return num_threads_; }
 
-  // Calls fn(task) for task in [0, num_tasks) with num_tasks <= num_threads(), task 0
-  // on the caller; returns when all are done.
+  // Calls fn(task) for task in [0, num_tasks) with num_tasks <= num_threads(), each on
+  // its own thread and task 0 on the caller; returns when all are done.
   template <typename F>
   void run(int num_tasks, F&& fn) {
-    auto call = [](void* ctx, int task) { (*static_cast<F*>(ctx))(task); };
-    run_erased(num_tasks, call, &fn);
+    auto call = [](void* ctx, int64_t task) { (*static_cast<F*>(ctx))(static_cast<int>(task)); };
+    run_erased(num_tasks, /*one_each=*/true, call, &fn);
   }
 
-  // Splits [0, n) into at most num_threads() contiguous ranges whose starts are
-  // multiples of `align` and calls fn(begin, end) for each non-empty one. Runs inline
-  // when n < min_parallel (too little work to be worth waking workers).
+  // Splits [0, n) into contiguous ranges whose starts are multiples of `align` (a few
+  // per thread, so that threads finishing early take over the rest) and calls
+  // fn(begin, end) once for each non-empty one. Runs inline when n < min_parallel (too
+  // little work to be worth waking workers).
   template <typename F>
   void parallel_for(int64_t n, int64_t align, int64_t min_parallel, F&& fn) {
     if (n <= 0) return;
@@ -44,26 +47,39 @@ class ThreadPool {
       fn(int64_t{0}, n);
       return;
     }
-    run(tasks, [&](int task) {
-      const int64_t begin = std::min(n, units * task / tasks * align);
-      const int64_t end = std::min(n, units * (task + 1) / tasks * align);
+    const int64_t chunks = std::min<int64_t>(units, int64_t{tasks} * kChunksPerThread);
+    auto chunk = [&](int64_t c) {
+      const int64_t begin = std::min(n, units * c / chunks * align);
+      const int64_t end = std::min(n, units * (c + 1) / chunks * align);
       if (begin < end) fn(begin, end);
-    });
+    };
+    auto call = [](void* ctx, int64_t c) { (*static_cast<decltype(chunk)*>(ctx))(c); };
+    run_erased(chunks, /*one_each=*/false, call, &chunk);
   }
 
  private:
-  using TaskFn = void (*)(void*, int);
-  void run_erased(int num_tasks, TaskFn fn, void* ctx);
-  void worker_loop(int index);
+  static constexpr int64_t kChunksPerThread = 4;
+  using TaskFn = void (*)(void*, int64_t);
+
+  void run_erased(int64_t num_chunks, bool one_each, TaskFn fn, void* ctx);
+  // Claims and runs chunks of job generation `gen` until none is left (for run():
+  // after one).
+  void work_on(uint64_t gen);
+  void worker_loop();
 
   int num_threads_;
   std::vector<std::thread> workers_;
-  // Job state, published by bumping generation_.
+  // The current job: written by the caller before it publishes the job's generation
+  // in state_ (high 32 bits; low 32 bits: the next chunk to claim). A thread reads
+  // them only after claiming a chunk of that generation, which cannot complete (so
+  // the job cannot be replaced) before that thread has run the chunk.
   TaskFn fn_ = nullptr;
   void* ctx_ = nullptr;
-  int num_tasks_ = 0;
-  std::atomic<uint64_t> generation_{0};
-  std::atomic<int> pending_{0};
+  std::atomic<int64_t> num_chunks_{0};
+  std::atomic<bool> one_each_{false};
+  std::atomic<uint64_t> state_{0};
+  std::atomic<int64_t> done_{0};
+  uint32_t generation_ = 0;
   std::atomic<bool> stop_{false};
 };
 

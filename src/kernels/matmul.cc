@@ -14,6 +14,8 @@ namespace {
 // Below this many multiply-adds a product runs on the calling thread: waking the
 // workers costs more than it saves.
 constexpr int64_t kMinParallelMacs = 1 << 16;
+// Threads take panels in groups of this many (GEMV tiles are up to 8 panels wide).
+constexpr int64_t kPanelAlign = 4;
 // Quantizing activations is split across the pool from this many tokens.
 constexpr int64_t kMinParallelTokens = 64;
 
@@ -75,7 +77,8 @@ void matmul(const WeightMatrix& w, const float* x, int64_t n, float* y, ThreadPo
   const MatmulFn fn = k.matmul[static_cast<int>(pw.kind)];
   const int64_t macs = pw.num_panels * kPanelRows * pw.cols * n;
   const int64_t min_parallel = macs < kMinParallelMacs ? std::numeric_limits<int64_t>::max() : 0;
-  pool.parallel_for(pw.num_panels, 1, min_parallel, [&](int64_t p0, int64_t p1) {
+  // Ranges of whole groups of kPanelAlign panels keep the GEMV tiles wide.
+  pool.parallel_for(pw.num_panels, kPanelAlign, min_parallel, [&](int64_t p0, int64_t p1) {
     MatmulCall part = call;
     part.panel_begin = p0;
     part.panel_end = p1;

@@ -4,15 +4,12 @@
 // Spliced into a target namespace after matmul_tiles-inl.h.
 
 struct LoadF32 {
-  static constexpr int64_t kBytes = 64;  // per column of a panel
   static LLMS_SIMD VF at(const uint8_t* panel, int64_t k) { return load_f(reinterpret_cast<const float*>(panel) + k * 16); }
 };
 struct LoadF16 {
-  static constexpr int64_t kBytes = 32;
   static LLMS_SIMD VF at(const uint8_t* panel, int64_t k) { return load_f16(reinterpret_cast<const uint16_t*>(panel) + k * 16); }
 };
 struct LoadBF16 {
-  static constexpr int64_t kBytes = 32;
   static LLMS_SIMD VF at(const uint8_t* panel, int64_t k) { return load_bf16(reinterpret_cast<const uint16_t*>(panel) + k * 16); }
 };
 
@@ -20,7 +17,6 @@ template <class Load>
 struct FloatKind {
   static constexpr int kPanels = kFloatGemmPanels;
   static constexpr int kTokens = kFloatGemmTokens;
-  static constexpr int kGemv = kGemvPanels;
 
   template <int P, int T>
   static void tile(const MatmulCall& c, int64_t p0, int64_t t0, int64_t valid) {
@@ -35,7 +31,7 @@ struct FloatKind {
     for (int p = 0; p < P; ++p)
 #pragma GCC unroll 16
       for (int t = 0; t < T; ++t) acc[p][t] = zero_f();
-    auto step = [&](int64_t k) LLMS_LAMBDA_INLINE {
+    for (int64_t k = 0; k < cols; ++k) {
       VF wv[P];
 #pragma GCC unroll 16
       for (int p = 0; p < P; ++p) wv[p] = Load::at(panel[p], k);
@@ -45,18 +41,7 @@ struct FloatKind {
 #pragma GCC unroll 16
         for (int p = 0; p < P; ++p) acc[p][t] = fma_f(wv[p], xb, acc[p][t]);
       }
-    };
-    int64_t k = 0;
-    if constexpr (T == 1) {
-      constexpr int64_t kUnroll = 256 / Load::kBytes;  // four cache lines per panel
-      for (; k + kUnroll <= cols; k += kUnroll) {
-#pragma GCC unroll 16
-        for (int p = 0; p < P; ++p) prefetch_ahead(panel[p] + k * Load::kBytes, 256);
-#pragma GCC unroll 16
-        for (int64_t i = 0; i < kUnroll; ++i) step(k + i);
-      }
     }
-    for (; k < cols; ++k) step(k);
 #pragma GCC unroll 16
     for (int p = 0; p < P; ++p)
 #pragma GCC unroll 16

@@ -40,7 +40,6 @@ LLMS_SIMD void unpack_q4k_scales(const uint8_t* s, VI* sc, VI* mins) {
 struct Q4_KKind {
   static constexpr int kPanels = 1;
   static constexpr int kTokens = kKGemmTokens;
-  static constexpr int kGemv = kGemvPanels < 2 ? kGemvPanels : 2;
 
   template <int P, int T>
   static void tile(const MatmulCall& c, int64_t p0, int64_t t0, int64_t valid) {
@@ -59,7 +58,6 @@ struct Q4_KKind {
       VI isum[P][T], msum[P][T];
       for (int p = 0; p < P; ++p) {
         base[p] = w.panel(p0 + p) + sb * 2304;
-        if constexpr (T == 1) prefetch_ahead(base[p], 2304);
         unpack_q4k_scales(base[p] + 64, sc[p], mins[p]);
 #pragma GCC unroll 16
         for (int t = 0; t < T; ++t) {

@@ -9,7 +9,6 @@
 struct Q6_KKind {
   static constexpr int kPanels = 1;
   static constexpr int kTokens = kKGemmTokens;
-  static constexpr int kGemv = kGemvPanels < 2 ? kGemvPanels : 2;
 
   template <int P, int T>
   static void tile(const MatmulCall& c, int64_t p0, int64_t t0, int64_t valid) {
@@ -27,10 +26,6 @@ struct Q6_KKind {
       VI isum[P][T];
       for (int p = 0; p < P; ++p) {
         body[p] = w.panel(p0 + p) + w.head_bytes + sb * 3328;
-        if constexpr (T == 1) {
-          prefetch_ahead(body[p], 3328);
-          if (sb % 2 == 0) prefetch_ahead(w.panel(p0 + p) + sb * 32, 64);
-        }
         for (int t = 0; t < T; ++t) isum[p][t] = zero_i();
       }
       for (int j = 0; j < 16; ++j) {

@@ -9,7 +9,6 @@
 struct Q8_0Kind {
   static constexpr int kPanels = kQ8GemmPanels;
   static constexpr int kTokens = kQ8GemmTokens;
-  static constexpr int kGemv = kGemvPanels;
 
   template <int P, int T>
   static void tile(const MatmulCall& c, int64_t p0, int64_t t0, int64_t valid) {
@@ -30,12 +29,6 @@ struct Q8_0Kind {
 #pragma GCC unroll 16
       for (int t = 0; t < T; ++t) acc[p][t] = zero_f();
     for (int64_t b = 0; b < nb; ++b) {
-      if constexpr (T == 1) {
-        for (int p = 0; p < P; ++p) {
-          prefetch_ahead(qw[p] + b * 512, 512);
-          if (b % 2 == 0) prefetch_ahead(reinterpret_cast<const uint8_t*>(dw[p] + b * 16), 64);
-        }
-      }
       VI isum[P][T];
 #pragma GCC unroll 16
       for (int p = 0; p < P; ++p)

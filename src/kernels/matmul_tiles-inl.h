@@ -1,15 +1,12 @@
 // The loop over tiles shared by every weight kind: a tile is P panels (16 rows each)
-// by T tokens, computed by Kind::tile<P, T>(call, panel, token, valid). GEMV (n = 1) walks Kind::kGemv panels at a
-// time to keep several weight streams in flight; GEMM walks Kind::kPanels panels and,
-// for each, every token in groups of Kind::kTokens, so the panels stay in cache while
-// the activations stream past. Every lane of every tile shape performs the same
-// operations in the same order, which is why the result for a token does not depend
-// on n, on its position in the batch or on how panels are split between threads.
+// by T tokens, computed by Kind::tile<P, T>(call, panel, token, valid). GEMV (n = 1)
+// walks kGemvPanels panels at a time to keep several weight streams in flight; GEMM
+// walks Kind::kPanels panels and, for each, every token in groups of Kind::kTokens,
+// so the panels stay in cache while the activations stream past. Every lane of every
+// tile shape performs the same operations in the same order, which is why the result
+// for a token does not depend on n, on its position in the batch or on how panels
+// are split between threads.
 // Spliced into a target namespace after the simd_*-inl.h header.
-
-#ifndef LLMS_PREFETCH_AHEAD
-#define LLMS_PREFETCH_AHEAD 1024
-#endif
 
 // Writes lanes of v as rows [16p, 16p + 16) of one token's output row, dropping the
 // padding rows of a last, partial panel.
@@ -19,16 +16,6 @@ LLMS_SIMD void store_rows(float* y_token, int64_t p, int64_t rows, VF v) {
     store_f(y_token + r0, v);
   } else {
     store_part_f(y_token + r0, v, static_cast<int>(rows - r0));
-  }
-}
-
-// Decode reads every weight once from memory. Asking for each stream's lines a little
-// ahead of use keeps more reads in flight than the hardware prefetcher does alone.
-// Used by the GEMV tiles (T = 1) only: GEMM re-reads panels from cache.
-inline constexpr int64_t kPrefetchAhead = LLMS_PREFETCH_AHEAD;
-LLMS_SIMD void prefetch_ahead(const uint8_t* p, int64_t bytes) {
-  if constexpr (kPrefetchAhead > 0) {
-    for (int64_t i = 0; i < bytes; i += 64) __builtin_prefetch(p + kPrefetchAhead + i, 0, 3);
   }
 }
 
@@ -57,12 +44,18 @@ inline void panel_tokens(const MatmulCall& c, int64_t p) {
   if (t < c.n) token_tail<Kind, P, 1>(c, p, t, c.n - t);
 }
 
+// GEMV over panels [p, end): tiles of P panels, then of P / 2, ... for the rest.
+template <class Kind, int P>
+inline void gemv_panels(const MatmulCall& c, int64_t p, int64_t end) {
+  for (; p + P <= end; p += P) Kind::template tile<P, 1>(c, p, 0, 1);
+  if constexpr (P > 1) gemv_panels<Kind, P / 2>(c, p, end);
+}
+
 template <class Kind>
 void run_tiles(const MatmulCall& c) {
   int64_t p = c.panel_begin;
   if (c.n == 1) {
-    for (; p + Kind::kGemv <= c.panel_end; p += Kind::kGemv) Kind::template tile<Kind::kGemv, 1>(c, p, 0, 1);
-    for (; p < c.panel_end; ++p) Kind::template tile<1, 1>(c, p, 0, 1);
+    gemv_panels<Kind, kGemvPanels>(c, p, c.panel_end);
     return;
   }
   for (; p + Kind::kPanels <= c.panel_end; p += Kind::kPanels) panel_tokens<Kind, Kind::kPanels>(c, p);

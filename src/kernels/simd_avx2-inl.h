@@ -4,7 +4,6 @@
 // No includes here: this file is spliced into a namespace.
 
 #define LLMS_SIMD inline __attribute__((always_inline))
-#define LLMS_LAMBDA_INLINE __attribute__((always_inline))
 
 struct VF {
   __m256 lo, hi;
@@ -133,7 +132,7 @@ LLMS_SIMD void store_i8(int8_t* p, VI v) {
   _mm_storeu_si128(reinterpret_cast<__m128i*>(p), b);
 }
 
-inline constexpr int kGemvPanels = 2;
+inline constexpr int kGemvPanels = 4;  // a power of two
 inline constexpr int kFloatGemmPanels = 1, kFloatGemmTokens = 6;
 inline constexpr int kQ8GemmPanels = 1, kQ8GemmTokens = 3;
 inline constexpr int kKGemmTokens = 2;

@@ -5,7 +5,6 @@
 // No includes here: this file is spliced into a namespace.
 
 #define LLMS_SIMD inline __attribute__((always_inline))
-#define LLMS_LAMBDA_INLINE __attribute__((always_inline))
 
 using VF = __m512;   // 16 floats
 using VI = __m512i;  // 16 int32 lanes, or 64 bytes
@@ -89,7 +88,7 @@ LLMS_SIMD int32_t reduce_add_i32(VI v) { return _mm512_reduce_add_epi32(v); }
 LLMS_SIMD void store_i8(int8_t* p, VI v) { _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm512_cvtepi32_epi8(v)); }
 
 // Matmul tile shapes: panels per tile and tokens per tile, for GEMV (n = 1) and GEMM.
-inline constexpr int kGemvPanels = 4;
+inline constexpr int kGemvPanels = 8;  // a power of two
 inline constexpr int kFloatGemmPanels = 2, kFloatGemmTokens = 12;
 inline constexpr int kQ8GemmPanels = 1, kQ8GemmTokens = 8;
 inline constexpr int kKGemmTokens = 6;

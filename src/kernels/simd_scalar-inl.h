@@ -5,7 +5,6 @@
 // No includes here: this file is spliced into a namespace.
 
 #define LLMS_SIMD inline __attribute__((always_inline))
-#define LLMS_LAMBDA_INLINE __attribute__((always_inline))
 
 struct VF {
   float v[16];
@@ -132,7 +131,7 @@ LLMS_SIMD void store_i8(int8_t* p, VI a) {
 #undef LLMS_LANES
 #undef LLMS_ILANES
 
-inline constexpr int kGemvPanels = 1;
+inline constexpr int kGemvPanels = 1;  // a power of two
 inline constexpr int kFloatGemmPanels = 1, kFloatGemmTokens = 4;
 inline constexpr int kQ8GemmPanels = 1, kQ8GemmTokens = 4;
 inline constexpr int kKGemmTokens = 4;
