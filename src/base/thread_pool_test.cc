@@ -5,6 +5,7 @@
 #include <atomic>
 #include <mutex>
 #include <set>
+#include <thread>
 #include <vector>
 
 namespace llms {
@@ -44,6 +45,31 @@ TEST(ThreadPoolTest, SmallWorkRunsInline) {
     EXPECT_EQ(e, 10);
   });
   EXPECT_EQ(calls, 1);
+}
+
+TEST(ThreadPoolTest, OtherThreadsTakeOverTheChunksOfAStalledOne) {
+  // A chunk that runs on a worker stalls until every other chunk is done: only a pool
+  // whose other threads take the remaining chunks can finish.
+  ThreadPool pool(2);
+  const std::thread::id caller = std::this_thread::get_id();
+  for (int round = 0; round < 50; ++round) {
+    std::atomic<int> done{0};
+    std::atomic<int> stalled{0};
+    const int64_t n = 64;
+    std::atomic<int> chunks{0};
+    pool.parallel_for(n, 1, 0, [&](int64_t, int64_t) { chunks.fetch_add(1); });
+    ASSERT_GT(chunks.load(), pool.num_threads());  // finer than one range per thread
+    std::atomic<int64_t> total{0};
+    pool.parallel_for(n, 1, 0, [&](int64_t b, int64_t e) {
+      if (std::this_thread::get_id() != caller && stalled.fetch_add(1) == 0) {
+        while (done.load() < chunks - 1) std::this_thread::yield();
+      }
+      total += e - b;
+      done.fetch_add(1);
+    });
+    EXPECT_EQ(total.load(), n);
+    EXPECT_EQ(done.load(), chunks);
+  }
 }
 
 TEST(ThreadPoolTest, SingleThreadPoolWorks) {
