@@ -165,6 +165,9 @@ TEST_F(StoriesServer, SeedsReproduceAndNGivesDistinctChoices) {
 TEST_F(StoriesServer, DeterministicRequestsReplayFromTheResultCache) {
   const Json body = {{"prompt", "The dog ran to the"}, {"max_tokens", 12}, {"temperature", 0}};
   const Json first = completion(body);
+  // The engine counts a step after it delivers the step's tokens: wait for the gauge
+  // it publishes after counting.
+  ASSERT_TRUE(poll_until([&] { return metric(port(), "llmserve_requests_running") == 0; }));
   const double hits = metric(port(), "llmserve_result_cache_hits_total");
   const double steps = metric(port(), "llmserve_engine_steps_total");
   const Json second = completion(body);
