@@ -14,12 +14,8 @@ struct Q4_0Kind {
     const PackedWeights& w = *c.w;
     const auto& a = *static_cast<const QuantizedActivations*>(c.x);
     const int64_t nb = w.cols / 32;
-    const uint16_t* dw[P];
-    const uint8_t* qw[P];
-    for (int p = 0; p < P; ++p) {
-      dw[p] = reinterpret_cast<const uint16_t*>(w.panel(p0 + p));
-      qw[p] = w.panel(p0 + p) + w.head_bytes;
-    }
+    const uint8_t* panel[P];
+    for (int p = 0; p < P; ++p) panel[p] = w.panel(p0 + p);
     TokenQ x[T];
     for (int t = 0; t < T; ++t) x[t] = token_q(a, token_of(t0, t, valid), 32, 32);
     const VI nibble = set1_i32(0x0F0F0F0F);
@@ -29,6 +25,7 @@ struct Q4_0Kind {
 #pragma GCC unroll 16
       for (int t = 0; t < T; ++t) acc[p][t] = zero_f();
     for (int64_t b = 0; b < nb; ++b) {
+      const int64_t q_off = paired_q_offset(b, 256), d_off = paired_d_offset(b, 256);
       VI isum[P][T];
 #pragma GCC unroll 16
       for (int p = 0; p < P; ++p)
@@ -38,7 +35,7 @@ struct Q4_0Kind {
       for (int u = 0; u < 4; ++u) {
 #pragma GCC unroll 16
         for (int p = 0; p < P; ++p) {
-          const VI packed = load_i(qw[p] + (b * 4 + u) * 64);
+          const VI packed = load_i(panel[p] + q_off + u * 64);
           const VI lo = and_i(packed, nibble), hi = and_i(srli_i32<4>(packed), nibble);
 #pragma GCC unroll 16
           for (int t = 0; t < T; ++t) {
@@ -49,7 +46,7 @@ struct Q4_0Kind {
       }
 #pragma GCC unroll 16
       for (int p = 0; p < P; ++p) {
-        const VF d = load_f16(dw[p] + b * 16);
+        const VF d = load_f16(reinterpret_cast<const uint16_t*>(panel[p] + d_off));
 #pragma GCC unroll 16
         for (int t = 0; t < T; ++t) acc[p][t] = fma_f(cvt_i2f(isum[p][t]), mul_f(d, set1_f(x[t].d[b])), acc[p][t]);
       }

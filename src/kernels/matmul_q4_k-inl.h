@@ -37,6 +37,8 @@ LLMS_SIMD void unpack_q4k_scales(const uint8_t* s, VI* sc, VI* mins) {
   mins[3] = shuffle_bytes(m47, pair1);
 }
 
+// The tile is one long function on purpose: its accumulators must stay in registers
+// across the chunk loop, which splitting it into calls would not guarantee.
 struct Q4_KKind {
   static constexpr int kPanels = 1;
   static constexpr int kTokens = kKGemmTokens;

@@ -15,12 +15,8 @@ struct Q8_0Kind {
     const PackedWeights& w = *c.w;
     const auto& a = *static_cast<const QuantizedActivations*>(c.x);
     const int64_t nb = w.cols / 32;
-    const uint16_t* dw[P];
-    const uint8_t* qw[P];
-    for (int p = 0; p < P; ++p) {
-      dw[p] = reinterpret_cast<const uint16_t*>(w.panel(p0 + p));
-      qw[p] = w.panel(p0 + p) + w.head_bytes;
-    }
+    const uint8_t* panel[P];
+    for (int p = 0; p < P; ++p) panel[p] = w.panel(p0 + p);
     TokenQ x[T];
     for (int t = 0; t < T; ++t) x[t] = token_q(a, token_of(t0, t, valid), 32, 32);
     VF acc[P][T];
@@ -29,6 +25,7 @@ struct Q8_0Kind {
 #pragma GCC unroll 16
       for (int t = 0; t < T; ++t) acc[p][t] = zero_f();
     for (int64_t b = 0; b < nb; ++b) {
+      const int64_t q_off = paired_q_offset(b, 512), d_off = paired_d_offset(b, 512);
       VI isum[P][T];
 #pragma GCC unroll 16
       for (int p = 0; p < P; ++p)
@@ -38,14 +35,14 @@ struct Q8_0Kind {
       for (int s = 0; s < 8; ++s) {
 #pragma GCC unroll 16
         for (int p = 0; p < P; ++p) {
-          const VI wv = load_i(qw[p] + (b * 8 + s) * 64);
+          const VI wv = load_i(panel[p] + q_off + s * 64);
 #pragma GCC unroll 16
           for (int t = 0; t < T; ++t) isum[p][t] = dot_q8(isum[p][t], wv, bcast_i32(x[t].q + b * 32 + 4 * s));
         }
       }
 #pragma GCC unroll 16
       for (int p = 0; p < P; ++p) {
-        const VF d = load_f16(dw[p] + b * 16);
+        const VF d = load_f16(reinterpret_cast<const uint16_t*>(panel[p] + d_off));
 #pragma GCC unroll 16
         for (int t = 0; t < T; ++t) acc[p][t] = fma_f(cvt_i2f(isum[p][t]), mul_f(d, set1_f(x[t].d[b])), acc[p][t]);
       }

@@ -26,14 +26,15 @@ void pack_plain(const Tensor& t, int64_t p, uint8_t* dst) {
   }
 }
 
-void pack_q8_0(const Tensor& t, int64_t p, int64_t head_bytes, uint8_t* dst) {
+void set_f16(uint8_t* p, uint16_t v) { std::memcpy(p, &v, 2); }
+
+void pack_q8_0(const Tensor& t, int64_t p, uint8_t* dst) {
   const int64_t nb = t.ne[0] / kQK;
-  auto* d = reinterpret_cast<uint16_t*>(dst);
   for (int r = 0; r < kPanelRows; ++r) {
     const auto* src = reinterpret_cast<const BlockQ8_0*>(source_row(t, p, r));
     for (int64_t b = 0; b < nb; ++b) {
-      d[b * kPanelRows + r] = src ? src[b].d : 0;
-      uint8_t* body = dst + head_bytes + b * 512;
+      set_f16(dst + paired_d_offset(b, 512) + 2 * r, src ? src[b].d : 0);
+      uint8_t* body = dst + paired_q_offset(b, 512);
       for (int s = 0; s < 8; ++s)
         for (int i = 0; i < 4; ++i)
           body[s * 64 + 4 * r + i] = static_cast<uint8_t>((src ? src[b].qs[4 * s + i] : 0) ^ 0x80);
@@ -41,14 +42,13 @@ void pack_q8_0(const Tensor& t, int64_t p, int64_t head_bytes, uint8_t* dst) {
   }
 }
 
-void pack_q4_0(const Tensor& t, int64_t p, int64_t head_bytes, uint8_t* dst) {
+void pack_q4_0(const Tensor& t, int64_t p, uint8_t* dst) {
   const int64_t nb = t.ne[0] / kQK;
-  auto* d = reinterpret_cast<uint16_t*>(dst);
   for (int r = 0; r < kPanelRows; ++r) {
     const auto* src = reinterpret_cast<const BlockQ4_0*>(source_row(t, p, r));
     for (int64_t b = 0; b < nb; ++b) {
-      d[b * kPanelRows + r] = src ? src[b].d : 0;
-      uint8_t* body = dst + head_bytes + b * 256;
+      set_f16(dst + paired_d_offset(b, 256) + 2 * r, src ? src[b].d : 0);
+      uint8_t* body = dst + paired_q_offset(b, 256);
       for (int u = 0; u < 4; ++u)
         for (int i = 0; i < 4; ++i) body[u * 64 + 4 * r + i] = src ? src[b].qs[4 * u + i] : 0x88;
     }
@@ -81,14 +81,13 @@ int q6_level(const BlockQ6_K& b, int e) {
   return low | (((b.qh[32 * h + l] >> (2 * k)) & 3) << 4);
 }
 
-void pack_q6_k(const Tensor& t, int64_t p, int64_t head_bytes, uint8_t* dst) {
+void pack_q6_k(const Tensor& t, int64_t p, uint8_t* dst) {
   const int64_t nb = t.ne[0] / kQK_K;
-  auto* d = reinterpret_cast<uint16_t*>(dst);
   for (int r = 0; r < kPanelRows; ++r) {
     const auto* src = reinterpret_cast<const BlockQ6_K*>(source_row(t, p, r));
     for (int64_t b = 0; b < nb; ++b) {
-      d[b * kPanelRows + r] = src ? src[b].d : 0;
-      uint8_t* base = dst + head_bytes + b * 3328;
+      set_f16(dst + paired_d_offset(b, 3328) + 2 * r, src ? src[b].d : 0);
+      uint8_t* base = dst + paired_q_offset(b, 3328);
       for (int i = 0; i < 8; ++i)
         for (int e = 0; e < 2; ++e) base[32 * i + 2 * r + e] = static_cast<uint8_t>(src ? src[b].scales[2 * i + e] : 0);
       int q[kQK_K];
@@ -139,13 +138,13 @@ void pack_weights(const Tensor& t, PackedWeights* out) {
   out->num_panels = (rows + kPanelRows - 1) / kPanelRows;
   const int64_t nb32 = cols / kQK, nb256 = cols / kQK_K;
   switch (kind) {
-    case PackedKind::kF32: out->head_bytes = 0, out->panel_bytes = cols * 64; break;
+    case PackedKind::kF32: out->panel_bytes = cols * 64; break;
     case PackedKind::kF16:
-    case PackedKind::kBF16: out->head_bytes = 0, out->panel_bytes = round_up(cols * 32, 64); break;
-    case PackedKind::kQ8_0: out->head_bytes = round_up(nb32 * 32, 64), out->panel_bytes = out->head_bytes + nb32 * 512; break;
-    case PackedKind::kQ4_0: out->head_bytes = round_up(nb32 * 32, 64), out->panel_bytes = out->head_bytes + nb32 * 256; break;
-    case PackedKind::kQ4_K: out->head_bytes = 0, out->panel_bytes = nb256 * 2304; break;
-    case PackedKind::kQ6_K: out->head_bytes = round_up(nb256 * 32, 64), out->panel_bytes = out->head_bytes + nb256 * 3328; break;
+    case PackedKind::kBF16: out->panel_bytes = round_up(cols * 32, 64); break;
+    case PackedKind::kQ8_0: out->panel_bytes = paired_panel_bytes(nb32, 512); break;
+    case PackedKind::kQ4_0: out->panel_bytes = paired_panel_bytes(nb32, 256); break;
+    case PackedKind::kQ4_K: out->panel_bytes = nb256 * 2304; break;
+    case PackedKind::kQ6_K: out->panel_bytes = paired_panel_bytes(nb256, 3328); break;
   }
   out->data.resize(static_cast<size_t>(out->num_bytes()), /*zero=*/true);
   for (int64_t p = 0; p < out->num_panels; ++p) {
@@ -154,10 +153,10 @@ void pack_weights(const Tensor& t, PackedWeights* out) {
       case PackedKind::kF32: pack_plain<uint32_t>(t, p, dst); break;
       case PackedKind::kF16:
       case PackedKind::kBF16: pack_plain<uint16_t>(t, p, dst); break;
-      case PackedKind::kQ8_0: pack_q8_0(t, p, out->head_bytes, dst); break;
-      case PackedKind::kQ4_0: pack_q4_0(t, p, out->head_bytes, dst); break;
+      case PackedKind::kQ8_0: pack_q8_0(t, p, dst); break;
+      case PackedKind::kQ4_0: pack_q4_0(t, p, dst); break;
       case PackedKind::kQ4_K: pack_q4_k(t, p, dst); break;
-      case PackedKind::kQ6_K: pack_q6_k(t, p, out->head_bytes, dst); break;
+      case PackedKind::kQ6_K: pack_q6_k(t, p, dst); break;
     }
   }
 }

@@ -10,17 +10,19 @@
 // Panel layouts (r = row in panel, "step" = 4 consecutive columns of all 16 rows,
 // 64 bytes, byte 4r + i holding column 4s + i of row r):
 //   F32, F16, BF16: [cols][16] values.
-//   Q8_0: d [nb][16] f16, padded to 64 bytes; then per block 8 steps of q + 128.
-//   Q4_0: d as Q8_0; then per block 4 units of 64 bytes: unit u holds step u in its
-//         low nibbles and step u + 4 in its high nibbles (GGUF nibble order).
+//   Q8_0, Q4_0, Q6_K: blocks in pairs, each pair led by the f16 scales d [16] of its
+//         two blocks (64 bytes), so a panel is one stream (paired_*() below):
+//   Q8_0: a block is 8 steps of q + 128.
+//   Q4_0: a block is 4 units of 64 bytes: unit u holds step u in its low nibbles and
+//         step u + 4 in its high nibbles (GGUF nibble order).
 //   Q4_K: per super-block: d [16] f16, dmin [16] f16, then the 12 scale bytes of each
 //         row as three 64-byte vectors (bytes 0-3, 4-7, 8-11 of row r at 4r), then
 //         per chunk c < 4 eight units: unit u low nibbles = step u of sub-block 2c,
 //         high nibbles = step u of sub-block 2c + 1.
-//   Q6_K: d [nb][16] f16, padded to 64 bytes; then per super-block the int8 scales as
-//         [8 pairs][16 rows][2] and per sub-block j < 16 three vectors A, B, C: steps
-//         0 and 1 in A's low/high nibbles, steps 2 and 3 in B's, and the top two bits
-//         of step s in bits 2s, 2s + 1 of C.
+//   Q6_K: a super-block is the int8 scales as [8 pairs][16 rows][2], then per
+//         sub-block j < 16 three vectors A, B, C: steps 0 and 1 in A's low/high
+//         nibbles, steps 2 and 3 in B's, and the top two bits of step s in bits 2s,
+//         2s + 1 of C.
 //
 // Thread-safety: immutable after pack_weights(); shared by all threads.
 #pragma once
@@ -44,12 +46,16 @@ struct PackedWeights {
   int64_t cols = 0;
   int64_t num_panels = 0;
   int64_t panel_bytes = 0;  // a multiple of 64
-  int64_t head_bytes = 0;   // bytes of the per-panel d section (Q8_0, Q4_0, Q6_K)
   AlignedBuffer data;
 
   const uint8_t* panel(int64_t p) const { return data.as<uint8_t>() + p * panel_bytes; }
   int64_t num_bytes() const { return num_panels * panel_bytes; }
 };
+
+// Offsets in a panel of paired blocks whose quantized part takes q_bytes.
+inline int64_t paired_d_offset(int64_t b, int64_t q_bytes) { return b / 2 * (64 + 2 * q_bytes) + 32 * (b % 2); }
+inline int64_t paired_q_offset(int64_t b, int64_t q_bytes) { return b / 2 * (64 + 2 * q_bytes) + 64 + q_bytes * (b % 2); }
+inline int64_t paired_panel_bytes(int64_t blocks, int64_t q_bytes) { return (blocks + 1) / 2 * 64 + blocks * q_bytes; }
 
 // The kind for a GGUF type, or false when there is no kernel for it.
 bool packed_kind_for(DType type, PackedKind* kind);
