@@ -1,0 +1,221 @@
+#include "model/quantizer.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <mutex>
+
+#include "base/thread_pool.h"
+#include "io/gguf_file.h"
+#include "io/gguf_writer.h"
+#include "quant/error_stats.h"
+#include "quant/row_convert.h"
+
+namespace llms {
+namespace {
+
+// Types in order of precision, with bits per weight.
+struct Rung {
+  DType type;
+  double bpw;
+};
+constexpr Rung kLadder[] = {{DType::kQ4_0, 4.5},  {DType::kQ4_K, 4.5}, {DType::kQ6_K, 6.5625},
+                            {DType::kQ8_0, 8.5},  {DType::kBF16, 16}, {DType::kF16, 16},
+                            {DType::kF32, 32}};
+
+int rung_of(DType t) {
+  for (int i = 0; i < static_cast<int>(std::size(kLadder)); ++i)
+    if (kLadder[i].type == t) return i;
+  return -1;
+}
+
+// The type nearest to `want` in bits per weight whose blocks fit rows of `cols`,
+// preferring the more precise one on ties.
+DType nearest_fitting(DType want, int64_t cols) {
+  const double target = kLadder[rung_of(want)].bpw;
+  DType best = DType::kF32;
+  double best_diff = 1e9;
+  for (int i = static_cast<int>(std::size(kLadder)) - 1; i >= 0; --i) {
+    if (!row_fits_blocks(kLadder[i].type, cols)) continue;
+    const double diff = std::abs(kLadder[i].bpw - target);
+    if (diff < best_diff) best = kLadder[i].type, best_diff = diff;
+  }
+  return best;
+}
+
+// The next more precise type that fits, or nullopt at the top.
+std::optional<DType> promote(DType t, int64_t cols) {
+  for (int i = rung_of(t) + 1; i < static_cast<int>(std::size(kLadder)); ++i) {
+    if (kLadder[i].type == DType::kBF16) continue;  // prefer F16 as the 16-bit step
+    if (row_fits_blocks(kLadder[i].type, cols)) return kLadder[i].type;
+  }
+  return std::nullopt;
+}
+
+DType protected_type(DType target) {
+  switch (target) {
+    case DType::kQ4_0: case DType::kQ4_K: case DType::kQ6_K: return DType::kQ8_0;
+    case DType::kQ8_0: return DType::kF16;
+    default: return target;
+  }
+}
+
+// Layer index (from 0) of "blk.N.*", or -1.
+int layer_of(const std::string& name) {
+  if (name.rfind("blk.", 0) != 0) return -1;
+  return std::atoi(name.c_str() + 4);
+}
+
+// Error of encoding `t` (decoded from its source type) in `type`, over all rows.
+QuantErrorStats measure(const GgufTensorInfo& t, DType type, ThreadPool& pool) {
+  const int64_t cols = t.ne[0], rows = t.num_elements() / cols;
+  const int64_t src_row = dtype_row_bytes(t.dtype, cols);
+  std::mutex mu;
+  QuantErrorStats total;
+  pool.parallel_for(rows, 1, 8, [&](int64_t r0, int64_t r1) {
+    std::vector<float> x(static_cast<size_t>(cols)), y(static_cast<size_t>(cols));
+    std::vector<uint8_t> q(static_cast<size_t>(dtype_row_bytes(type, cols)));
+    QuantErrorStats local;
+    for (int64_t r = r0; r < r1; ++r) {
+      dequantize_row(t.dtype, t.data + r * src_row, x.data(), cols);
+      quantize_row(type, x.data(), q.data(), cols);
+      dequantize_row(type, q.data(), y.data(), cols);
+      local.add(x.data(), y.data(), cols);
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    total.merge(local);
+  });
+  return total;
+}
+
+TensorDecision decide(const GgufTensorInfo& t, const QuantizeOptions& o, int n_layers, ThreadPool& pool) {
+  TensorDecision d;
+  d.name = t.name;
+  d.from = t.dtype;
+  const int64_t cols = t.ne[0];
+  if (t.n_dims < 2) {
+    d.to = DType::kF32;
+    d.reason = "vector (norm or bias): kept F32";
+    return d;
+  }
+  d.to = o.type;
+  for (const auto& rule : o.keep) {
+    const bool hit = std::any_of(rule.patterns.begin(), rule.patterns.end(),
+                                 [&](const std::string& p) { return t.name.find(p) != std::string::npos; });
+    if (hit) {
+      d.to = rule.type;
+      d.reason = fmt::format("--keep {}", dtype_name(rule.type));
+      break;
+    }
+  }
+  if (d.reason.empty() && o.protect_embeddings && (t.name == "output.weight" || t.name == "token_embd.weight") &&
+      protected_type(o.type) != o.type) {
+    d.to = protected_type(o.type);
+    d.reason = "output head / token embedding kept at higher precision";
+  }
+  if (!row_fits_blocks(d.to, cols)) {
+    const DType fit = nearest_fitting(d.to, cols);
+    d.reason = fmt::format("rows of {} are not whole {} blocks: nearest type that fits", cols, dtype_name(d.to));
+    d.to = fit;
+  }
+  QuantErrorStats err = measure(t, d.to, pool);
+  if (o.policy == QuantPolicy::kDepth && d.reason.rfind("--keep", 0) != 0) {
+    const int layer = layer_of(t.name);
+    const double tol = layer < 0 ? o.tolerance : o.tolerance * (layer + 1) / n_layers;
+    while (err.relative_rms() > tol) {
+      const auto up = promote(d.to, cols);
+      if (!up) break;
+      d.reason = fmt::format("promoted from {}: error {:.4f} > tolerance {:.4f}", dtype_name(d.to), err.relative_rms(), tol);
+      d.to = *up;
+      err = measure(t, d.to, pool);
+    }
+  }
+  d.relative_rms = err.relative_rms();
+  return d;
+}
+
+}  // namespace
+
+Result<KeepRule> parse_keep_rule(const std::string& text) {
+  const auto colon = text.find(':');
+  if (colon == std::string::npos || colon + 1 >= text.size()) {
+    return invalid_argument("--keep expects TYPE:PATTERN[,PATTERN...], got '" + text + "'");
+  }
+  KeepRule r;
+  const auto type = dtype_from_name(text.substr(0, colon));
+  if (!type || (!quantize_target_supported(*type) && *type != DType::kF32)) {
+    return invalid_argument("--keep: '" + text.substr(0, colon) + "' is not a type quantize can write");
+  }
+  r.type = *type;
+  std::string rest = text.substr(colon + 1);
+  size_t at = 0;
+  while (at <= rest.size()) {
+    const size_t comma = rest.find(',', at);
+    const std::string p = rest.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+    if (!p.empty()) r.patterns.push_back(p);
+    if (comma == std::string::npos) break;
+    at = comma + 1;
+  }
+  if (r.patterns.empty()) return invalid_argument("--keep '" + text + "' has no pattern");
+  return r;
+}
+
+bool quantize_target_supported(DType type) { return rung_of(type) >= 0 && can_quantize(type); }
+
+Result<QuantizeReport> quantize_model(const std::string& in_path, const std::string& out_path,
+                                      const QuantizeOptions& o) {
+  if (!quantize_target_supported(o.type)) {
+    return invalid_argument(fmt::format("cannot quantize to {} (f32, f16, bf16, q8_0, q6_k, q4_k, q4_0)", dtype_name(o.type)));
+  }
+  if (!(o.tolerance > 0)) return invalid_argument("--tolerance must be > 0");
+  if (in_path == out_path) return invalid_argument("the output must be a different file than the input");
+  LLMS_ASSIGN_OR_RETURN(GgufFile in, GgufFile::open(in_path));
+  const auto arch = in.get_string_or("general.architecture", "");
+  const auto blocks = in.get_uint_or((arch.ok() ? *arch : std::string()) + ".block_count", 1);
+  const int n_layers = std::max<int>(1, blocks.ok() ? static_cast<int>(*blocks) : 1);
+  for (const auto& t : in.tensors()) {
+    if (!can_dequantize(t.dtype)) {
+      return unimplemented(fmt::format("tensor '{}' has type {}, which cannot be decoded", t.name, dtype_name(t.dtype)));
+    }
+  }
+  ThreadPool pool(o.threads);
+  GgufWriter w(in.alignment());
+  for (const auto& [key, value] : in.metadata()) {
+    if (key != "general.alignment") w.set(key, value);
+  }
+  QuantizeReport report;
+  std::vector<std::string> kept;
+  for (const auto& t : in.tensors()) {
+    TensorDecision d = decide(t, o, n_layers, pool);
+    std::vector<int64_t> ne(t.ne.begin(), t.ne.begin() + t.n_dims);
+    d.bytes = static_cast<uint64_t>(dtype_row_bytes(d.to, t.ne[0]) * (t.num_elements() / t.ne[0]));
+    report.bytes_in += t.num_bytes;
+    report.bytes_out += d.bytes;
+    if (!d.reason.empty() && t.n_dims >= 2) kept.push_back(fmt::format("{}: {} ({})", d.name, dtype_name(d.to), d.reason));
+    const GgufTensorInfo* src = &t;
+    const DType to = d.to;
+    w.add_tensor(t.name, to, ne, [src, to, &pool](std::span<uint8_t> out) {
+      const int64_t cols = src->ne[0], rows = src->num_elements() / cols;
+      const int64_t in_row = dtype_row_bytes(src->dtype, cols), out_row = dtype_row_bytes(to, cols);
+      pool.parallel_for(rows, 1, 8, [&](int64_t r0, int64_t r1) {
+        std::vector<float> x(static_cast<size_t>(cols));
+        for (int64_t r = r0; r < r1; ++r) {
+          dequantize_row(src->dtype, src->data + r * in_row, x.data(), cols);
+          quantize_row(to, x.data(), out.data() + r * out_row, cols);
+        }
+      });
+    });
+    report.tensors.push_back(std::move(d));
+  }
+  w.set("general.file_type", gguf::Value::u32(static_cast<uint32_t>(o.type)));
+  w.set("llmserve.quantize.type", gguf::Value::string(std::string(dtype_name(o.type))));
+  w.set("llmserve.quantize.policy", gguf::Value::string(o.policy == QuantPolicy::kDepth
+                                                            ? fmt::format("depth (tolerance {})", o.tolerance)
+                                                            : std::string("default")));
+  w.set("llmserve.quantize.kept", gguf::Value::string_array(kept));
+  LLMS_RETURN_IF_ERROR(w.write(out_path));
+  return report;
+}
+
+}  // namespace llms

@@ -1,0 +1,65 @@
+// The model quantizer behind `llmserve quantize`: rewrites a GGUF file's weight
+// matrices in a smaller type, deciding per tensor with a sensitive-layer policy:
+//   * vectors (norms, biases) stay F32;
+//   * --keep TYPE:PATTERN rules pin matching tensors (first rule that matches wins);
+//   * by default the output head and the token embedding stay at higher precision;
+//   * policy "depth": each tensor's measured error (relative RMS) must stay under a
+//     tolerance that grows with depth (base x layer / num_layers, layers counted from
+//     1; base for tensors outside the layers), else it is promoted one type up until
+//     it does;
+//   * a tensor whose rows are not whole blocks of its type takes the nearest type (in
+//     bits per weight) that fits, never failing the run.
+// Every decision and its reason is reported and recorded in the output file's metadata
+// (llmserve.quantize.*).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "tensor/dtype.h"
+
+namespace llms {
+
+struct KeepRule {
+  DType type = DType::kF16;
+  std::vector<std::string> patterns;  // substrings of tensor names
+};
+
+// Parses "f16:attn_k,attn_v".
+Result<KeepRule> parse_keep_rule(const std::string& text);
+
+enum class QuantPolicy { kDefault, kDepth };
+
+struct QuantizeOptions {
+  DType type = DType::kQ8_0;
+  std::vector<KeepRule> keep;
+  bool protect_embeddings = true;  // output head and token embedding at higher precision
+  QuantPolicy policy = QuantPolicy::kDefault;
+  double tolerance = 0.05;         // base relative RMS error for the depth policy
+  int threads = 0;
+};
+
+struct TensorDecision {
+  std::string name;
+  DType from = DType::kF32;
+  DType to = DType::kF32;
+  std::string reason;       // empty when the tensor simply took the requested type
+  double relative_rms = 0;  // of the chosen type against the source
+  uint64_t bytes = 0;       // in the output
+};
+
+struct QuantizeReport {
+  std::vector<TensorDecision> tensors;
+  uint64_t bytes_in = 0;
+  uint64_t bytes_out = 0;
+};
+
+// The types `quantize` can write.
+bool quantize_target_supported(DType type);
+
+Result<QuantizeReport> quantize_model(const std::string& in_path, const std::string& out_path,
+                                      const QuantizeOptions& options);
+
+}  // namespace llms
