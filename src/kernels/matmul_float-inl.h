@@ -15,6 +15,7 @@ struct LoadBF16 {
 
 template <class Load>
 struct FloatKind {
+  static constexpr int kGemv = kGemvPanels;
   static constexpr int kPanels = kFloatGemmPanels;
   static constexpr int kTokens = kFloatGemmTokens;
 

@@ -7,6 +7,7 @@
 // Spliced into a target namespace after matmul_tiles-inl.h.
 
 struct Q6_KKind {
+  static constexpr int kGemv = kGemvPanels;
   static constexpr int kPanels = 1;
   static constexpr int kTokens = kKGemmTokens;
 
@@ -36,10 +37,10 @@ struct Q6_KKind {
           const VI sc = (j & 1) ? srai_i32<16>(pair) : srai_i32<16>(slli_i32<16>(pair));
           const uint8_t* q = body[p] + 256 + 192 * j;
           const VI va = load_i(q), vb = load_i(q + 64), vc = load_i(q + 128);
-          const VI s0 = or_i(and_i(va, low4), and_i(slli_i32<4>(vc), bits45));
-          const VI s1 = or_i(and_i(srli_i32<4>(va), low4), and_i(slli_i32<2>(vc), bits45));
-          const VI s2 = or_i(and_i(vb, low4), and_i(vc, bits45));
-          const VI s3 = or_i(and_i(srli_i32<4>(vb), low4), and_i(srli_i32<2>(vc), bits45));
+          const VI s0 = and_or(va, low4, and_i(slli_i32<4>(vc), bits45));
+          const VI s1 = and_or(srli_i32<4>(va), low4, and_i(slli_i32<2>(vc), bits45));
+          const VI s2 = and_or(vb, low4, and_i(vc, bits45));
+          const VI s3 = and_or(srli_i32<4>(vb), low4, and_i(srli_i32<2>(vc), bits45));
 #pragma GCC unroll 16
           for (int t = 0; t < T; ++t) {
             const int8_t* xq = x[t].q + sb * 256 + 16 * j;

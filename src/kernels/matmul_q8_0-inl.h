@@ -7,6 +7,7 @@
 // Spliced into a target namespace after matmul_tiles-inl.h.
 
 struct Q8_0Kind {
+  static constexpr int kGemv = kGemvPanels;
   static constexpr int kPanels = kQ8GemmPanels;
   static constexpr int kTokens = kQ8GemmTokens;
 

@@ -1,6 +1,6 @@
 // The loop over tiles shared by every weight kind: a tile is P panels (16 rows each)
 // by T tokens, computed by Kind::tile<P, T>(call, panel, token, valid). GEMV (n = 1)
-// walks kGemvPanels panels at a time to keep several weight streams in flight; GEMM
+// walks Kind::kGemv panels at a time to keep several weight streams in flight; GEMM
 // walks Kind::kPanels panels and, for each, every token in groups of Kind::kTokens,
 // so the panels stay in cache while the activations stream past. Every lane of every
 // tile shape performs the same operations in the same order, which is why the result
@@ -55,7 +55,7 @@ template <class Kind>
 void run_tiles(const MatmulCall& c) {
   int64_t p = c.panel_begin;
   if (c.n == 1) {
-    gemv_panels<Kind, kGemvPanels>(c, p, c.panel_end);
+    gemv_panels<Kind, Kind::kGemv>(c, p, c.panel_end);
     return;
   }
   for (; p + Kind::kPanels <= c.panel_end; p += Kind::kPanels) panel_tokens<Kind, Kind::kPanels>(c, p);

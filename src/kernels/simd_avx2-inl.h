@@ -94,6 +94,7 @@ LLMS_AVX2_I2(add_i32, _mm256_add_epi32)
 LLMS_AVX2_I2(mullo_i32, _mm256_mullo_epi32)
 LLMS_AVX2_I2(shuffle_bytes, _mm256_shuffle_epi8)
 #undef LLMS_AVX2_I2
+LLMS_SIMD VI and_or(VI a, VI m, VI b) { return or_i(and_i(a, m), b); }
 template <int N> LLMS_SIMD VI srli_i32(VI a) { return {_mm256_srli_epi32(a.lo, N), _mm256_srli_epi32(a.hi, N)}; }
 template <int N> LLMS_SIMD VI slli_i32(VI a) { return {_mm256_slli_epi32(a.lo, N), _mm256_slli_epi32(a.hi, N)}; }
 template <int N> LLMS_SIMD VI srai_i32(VI a) { return {_mm256_srai_epi32(a.lo, N), _mm256_srai_epi32(a.hi, N)}; }
@@ -137,3 +138,4 @@ inline constexpr int kFloatGemmPanels = 1, kFloatGemmTokens = 6;
 inline constexpr int kQ8GemmPanels = 1, kQ8GemmTokens = 3;
 inline constexpr int kKGemmTokens = 2;
 inline constexpr int kQ8_0Bias = 0;
+inline constexpr bool kHighNibbleInPlace = false;  // maddubs saturates past u = 127

@@ -60,6 +60,8 @@ LLMS_SIMD VI bytes_pattern(const int8_t* pattern16) {
 }
 LLMS_SIMD VI and_i(VI a, VI b) { return _mm512_and_si512(a, b); }
 LLMS_SIMD VI or_i(VI a, VI b) { return _mm512_or_si512(a, b); }
+// (a & m) | b in one instruction.
+LLMS_SIMD VI and_or(VI a, VI m, VI b) { return _mm512_ternarylogic_epi32(a, m, b, 0xEA); }
 LLMS_SIMD VI add_i32(VI a, VI b) { return _mm512_add_epi32(a, b); }
 LLMS_SIMD VI mullo_i32(VI a, VI b) { return _mm512_mullo_epi32(a, b); }
 template <int N> LLMS_SIMD VI srli_i32(VI a) { return _mm512_srli_epi32(a, N); }
@@ -72,7 +74,7 @@ LLMS_SIMD VI load_s8_to_i16(const int8_t* p) {
   return _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
 }
 // acc[i] += sum over the 4 bytes of lane i of u[.] * s[.], u unsigned, s signed.
-// Exact for u < 128 on every target.
+// Exact for u < 128 on every target, and for every u where kHighNibbleInPlace.
 LLMS_SIMD VI dot_u8s8(VI acc, VI u, VI s) { return _mm512_dpbusd_epi32(acc, u, s); }
 // As dot_u8s8 for Q8_0 weights stored as q + 128: adds sum (q + 128) * s, so the
 // caller's accumulator starts at -128 * sum(s) (KernelTable::q8_0_bias = 128).
@@ -93,3 +95,4 @@ inline constexpr int kFloatGemmPanels = 2, kFloatGemmTokens = 12;
 inline constexpr int kQ8GemmPanels = 1, kQ8GemmTokens = 8;
 inline constexpr int kKGemmTokens = 6;
 inline constexpr int kQ8_0Bias = 128;
+inline constexpr bool kHighNibbleInPlace = true;  // dot_u8s8 exact for any u

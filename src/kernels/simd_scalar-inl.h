@@ -83,6 +83,7 @@ LLMS_SIMD VI bytes_pattern(const int8_t* pattern16) {
 }
 LLMS_SIMD VI and_i(VI a, VI b) { LLMS_ILANES(a.v[i] & b.v[i]); }
 LLMS_SIMD VI or_i(VI a, VI b) { LLMS_ILANES(a.v[i] | b.v[i]); }
+LLMS_SIMD VI and_or(VI a, VI m, VI b) { LLMS_ILANES((a.v[i] & m.v[i]) | b.v[i]); }
 LLMS_SIMD VI add_i32(VI a, VI b) { LLMS_ILANES(static_cast<int32_t>(static_cast<uint32_t>(a.v[i]) + static_cast<uint32_t>(b.v[i]))); }
 LLMS_SIMD VI mullo_i32(VI a, VI b) {
   LLMS_ILANES(static_cast<int32_t>(static_cast<uint32_t>(a.v[i]) * static_cast<uint32_t>(b.v[i])));
@@ -136,3 +137,4 @@ inline constexpr int kFloatGemmPanels = 1, kFloatGemmTokens = 4;
 inline constexpr int kQ8GemmPanels = 1, kQ8GemmTokens = 4;
 inline constexpr int kKGemmTokens = 4;
 inline constexpr int kQ8_0Bias = 128;
+inline constexpr bool kHighNibbleInPlace = true;
