@@ -32,9 +32,7 @@ struct Q6_KKind {
       for (int j = 0; j < 16; ++j) {
 #pragma GCC unroll 16
         for (int p = 0; p < P; ++p) {
-          // int8 scales (sc_2i, sc_2i+1) widened to int16 pairs, then to sc_j.
-          const VI pair = load_s8_to_i16(reinterpret_cast<const int8_t*>(body[p]) + 32 * (j / 2));
-          const VI sc = (j & 1) ? srai_i32<16>(pair) : srai_i32<16>(slli_i32<16>(pair));
+          const VI sc = load_s8_to_i32(reinterpret_cast<const int8_t*>(body[p]) + 16 * j);
           const uint8_t* q = body[p] + 256 + 192 * j;
           const VI va = load_i(q), vb = load_i(q + 64), vc = load_i(q + 128);
           const VI s0 = and_or(va, low4, and_i(slli_i32<4>(vc), bits45));

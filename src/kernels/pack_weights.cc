@@ -88,8 +88,7 @@ void pack_q6_k(const Tensor& t, int64_t p, uint8_t* dst) {
     for (int64_t b = 0; b < nb; ++b) {
       set_f16(dst + paired_d_offset(b, 3328) + 2 * r, src ? src[b].d : 0);
       uint8_t* base = dst + paired_q_offset(b, 3328);
-      for (int i = 0; i < 8; ++i)
-        for (int e = 0; e < 2; ++e) base[32 * i + 2 * r + e] = static_cast<uint8_t>(src ? src[b].scales[2 * i + e] : 0);
+      for (int j = 0; j < 16; ++j) base[16 * j + r] = static_cast<uint8_t>(src ? src[b].scales[j] : 0);
       int q[kQK_K];
       for (int e = 0; e < kQK_K; ++e) q[e] = src ? q6_level(src[b], e) : 32;
       for (int j = 0; j < 16; ++j) {

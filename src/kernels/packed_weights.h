@@ -19,7 +19,7 @@
 //         row as three 64-byte vectors (bytes 0-3, 4-7, 8-11 of row r at 4r), then
 //         per chunk c < 4 eight units: unit u low nibbles = step u of sub-block 2c,
 //         high nibbles = step u of sub-block 2c + 1.
-//   Q6_K: a super-block is the int8 scales as [8 pairs][16 rows][2], then per
+//   Q6_K: a super-block is the int8 scales as [16 sub-blocks][16 rows], then per
 //         sub-block j < 16 three vectors A, B, C: steps 0 and 1 in A's low/high
 //         nibbles, steps 2 and 3 in B's, and the top two bits of step s in bits 2s,
 //         2s + 1 of C.

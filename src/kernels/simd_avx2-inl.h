@@ -98,9 +98,9 @@ LLMS_SIMD VI and_or(VI a, VI m, VI b) { return or_i(and_i(a, m), b); }
 template <int N> LLMS_SIMD VI srli_i32(VI a) { return {_mm256_srli_epi32(a.lo, N), _mm256_srli_epi32(a.hi, N)}; }
 template <int N> LLMS_SIMD VI slli_i32(VI a) { return {_mm256_slli_epi32(a.lo, N), _mm256_slli_epi32(a.hi, N)}; }
 template <int N> LLMS_SIMD VI srai_i32(VI a) { return {_mm256_srai_epi32(a.lo, N), _mm256_srai_epi32(a.hi, N)}; }
-LLMS_SIMD VI load_s8_to_i16(const int8_t* p) {
-  return {_mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))),
-          _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16)))};
+LLMS_SIMD VI load_s8_to_i32(const int8_t* p) {
+  return {_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))),
+          _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 8)))};
 }
 // maddubs saturates at int16: exact while 2 * u * |s| < 32768, true for u < 128.
 LLMS_SIMD __m256i dot4(__m256i acc, __m256i u, __m256i s) {

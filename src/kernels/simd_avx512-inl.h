@@ -69,9 +69,9 @@ template <int N> LLMS_SIMD VI slli_i32(VI a) { return _mm512_slli_epi32(a, N); }
 template <int N> LLMS_SIMD VI srai_i32(VI a) { return _mm512_srai_epi32(a, N); }
 // pshufb within each 16-byte lane (index bit 7 set: zero).
 LLMS_SIMD VI shuffle_bytes(VI v, VI idx) { return _mm512_shuffle_epi8(v, idx); }
-// 32 int8 -> 32 int16 (lane i holds values 2i and 2i + 1).
-LLMS_SIMD VI load_s8_to_i16(const int8_t* p) {
-  return _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+// 16 int8 -> 16 int32.
+LLMS_SIMD VI load_s8_to_i32(const int8_t* p) {
+  return _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
 // acc[i] += sum over the 4 bytes of lane i of u[.] * s[.], u unsigned, s signed.
 // Exact for u < 128 on every target, and for every u where kHighNibbleInPlace.
