@@ -123,9 +123,9 @@ void Model::attention_block(int l, std::span<const SequenceChunk> chunks, int64_
   float* v = s.v_.as<float>();    // [n, kv_dim]
   float* att = s.att_.as<float>();  // [n, q_dim]
   for (int64_t t = 0; t < n; ++t) rmsnorm(x + t * c.n_embd, L.attn_norm.data(), c.n_embd, c.rms_eps, xn + t * c.n_embd);
-  matmul(L.wq, xn, n, q, pool);
-  matmul(L.wk, xn, n, k, pool);
-  matmul(L.wv, xn, n, v, pool);
+  product(L.wq, l, "attn_q", xn, n, q, s, pool);
+  product(L.wk, l, "attn_k", xn, n, k, s, pool);
+  product(L.wv, l, "attn_v", xn, n, v, s, pool);
   if (!L.bq.empty()) {
     for (int64_t t = 0; t < n; ++t) {
       add_inplace(q + t * c.q_dim(), L.bq.data(), c.q_dim());
@@ -153,7 +153,7 @@ void Model::attention_block(int l, std::span<const SequenceChunk> chunks, int64_
     paged_attention(query, layer, c.n_head, scale, pool);
   }
   float* tmp = s.tmp_.as<float>();
-  matmul(L.wo, att, n, tmp, pool);
+  product(L.wo, l, "attn_output", att, n, tmp, s, pool);
   add_inplace(x, tmp, n * c.n_embd);
 }
 
@@ -165,12 +165,22 @@ void Model::ffn_block(int l, int64_t n, ForwardState& s, ThreadPool& pool) const
   float* gate = s.gate_.as<float>();  // [n, n_ff]
   float* up = s.up_.as<float>();      // [n, n_ff]
   for (int64_t t = 0; t < n; ++t) rmsnorm(x + t * c.n_embd, L.ffn_norm.data(), c.n_embd, c.rms_eps, xn + t * c.n_embd);
-  matmul(L.w_gate, xn, n, gate, pool);
-  matmul(L.w_up, xn, n, up, pool);
+  product(L.w_gate, l, "ffn_gate", xn, n, gate, s, pool);
+  product(L.w_up, l, "ffn_up", xn, n, up, s, pool);
   silu_mul(gate, up, n * c.n_ff, gate);
   float* tmp = s.tmp_.as<float>();
-  matmul(L.w_down, gate, n, tmp, pool);
+  product(L.w_down, l, "ffn_down", gate, n, tmp, s, pool);
   add_inplace(x, tmp, n * c.n_embd);
+}
+
+void Model::product(const WeightMatrix& w, int layer, const char* what, const float* x, int64_t n, float* y,
+                    ForwardState& s, ThreadPool& pool) const {
+  if (s.observer_ != nullptr) {
+    const std::string name = layer < 0 ? (weights_.tied_output ? "token_embd.weight" : "output.weight")
+                                       : fmt::format("blk.{}.{}.weight", layer, what);
+    s.observer_->on_matmul(name, w, x, n);
+  }
+  matmul(w, x, n, y, pool);
 }
 
 void Model::compute_logits(std::span<const SequenceChunk> chunks, ForwardState& s, ThreadPool& pool,
@@ -194,7 +204,7 @@ void Model::compute_logits(std::span<const SequenceChunk> chunks, ForwardState& 
     t += len;
   }
   out.logits.resize(static_cast<size_t>(rows * c.n_vocab));
-  if (rows > 0) matmul(weights_.output, xn, rows, out.logits.data(), pool);
+  if (rows > 0) product(weights_.output, -1, "output", xn, rows, out.logits.data(), s, pool);
 }
 
 }  // namespace llms

@@ -23,14 +23,25 @@
 
 namespace llms {
 
+// Sees the input of every matrix product of a forward pass (quantization analysis).
+class MatmulObserver {
+ public:
+  virtual ~MatmulObserver() = default;
+  // x: [n, w.cols()], the activations multiplied by the weight `name`.
+  virtual void on_matmul(const std::string& name, const WeightMatrix& w, const float* x, int64_t n) = 0;
+};
+
 // Activation buffers reused across forward passes; they grow to the largest batch.
 class ForwardState {
  public:
   float* x() { return x_.as<float>(); }
   void reserve(const ModelConfig& c, int64_t n_tokens);
+  // Calls `observer` (not owned; null to stop) for every product of later passes.
+  void set_observer(MatmulObserver* observer) { observer_ = observer; }
 
  private:
   friend class Model;
+  MatmulObserver* observer_ = nullptr;
   int64_t capacity_ = 0;
   AlignedBuffer x_, xn_, q_, k_, v_, att_, tmp_, gate_, up_;
 };
@@ -63,6 +74,9 @@ class Model {
                        ForwardState& s, ThreadPool& pool) const;
   void ffn_block(int layer, int64_t n_tokens, ForwardState& s, ThreadPool& pool) const;
   void compute_logits(std::span<const SequenceChunk> chunks, ForwardState& s, ThreadPool& pool, ForwardOutput& out) const;
+  // matmul() that also reports to the state's observer, naming the weight.
+  void product(const WeightMatrix& w, int layer, const char* what, const float* x, int64_t n, float* y,
+               ForwardState& s, ThreadPool& pool) const;
 
   GgufFile file_;
   ModelConfig config_;
