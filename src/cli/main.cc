@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
   llms::cli::add_bench_engine_command(app);
   llms::cli::add_quantize_command(app);
   llms::cli::add_quant_report_command(app);
+  llms::cli::add_bench_decode_command(app);
   CLI11_PARSE(app, argc, argv);
   return 0;
 }

@@ -1,0 +1,55 @@
+// llmserve bench-decode -m MODEL [--prefill 512] [--decode 64] [--threads N] [--json]
+#include <cstdio>
+
+#include <nlohmann/json.hpp>
+
+#include "base/log.h"
+#include "cli/commands.h"
+#include "kernels/simd_target.h"
+#include "model/decode_benchmark.h"
+
+namespace llms::cli {
+
+void add_bench_decode_command(CLI::App& app) {
+  struct Options {
+    std::string model;
+    DecodeBenchOptions bench;
+    bool json = false;
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand("bench-decode", "Prefill and decode speed against the machine's bandwidth and peak");
+  cmd->add_option("-m,--model", o->model, "GGUF model")->required();
+  cmd->add_option("--prefill", o->bench.prefill_tokens, "Prompt tokens")->capture_default_str();
+  cmd->add_option("--decode", o->bench.decode_tokens, "Tokens decoded one at a time")->capture_default_str();
+  cmd->add_option("-t,--threads", o->bench.threads, "Threads (0 = one per core)");
+  cmd->add_flag("--json", o->json, "Print one JSON object");
+  cmd->callback([o] {
+    auto model = value_or_fail(Model::load(o->model));
+    const DecodeBenchResult r = value_or_fail(run_decode_benchmark(*model, o->bench));
+    if (o->json) {
+      nlohmann::json j = {{"type", r.type},
+                          {"model_bytes", r.model_bytes},
+                          {"bytes_per_token", r.bytes_per_token},
+                          {"prefill_tok_s", r.prefill_tok_s},
+                          {"decode_tok_s", r.decode_tok_s},
+                          {"bandwidth_gb_s", r.bandwidth_gb_s},
+                          {"achieved_gb_s", r.achieved_gb_s},
+                          {"pct_bandwidth", r.pct_bandwidth},
+                          {"peak_gops", r.peak_gops},
+                          {"prefill_gops", r.prefill_gops},
+                          {"pct_peak", r.pct_peak},
+                          {"threads", r.threads},
+                          {"simd", simd_target_name()}};
+      std::printf("%s\n", j.dump().c_str());
+      return;
+    }
+    std::printf("model %s: %s, %.1f MiB, %.1f MiB read per token, %d threads, %s\n", o->model.c_str(), r.type.c_str(),
+                r.model_bytes / 1048576.0, r.bytes_per_token / 1048576.0, r.threads, simd_target_name());
+    std::printf("prefill %d tokens: %.1f tok/s, %.1f Gop/s = %.1f%% of the %.1f Gop/s peak\n", o->bench.prefill_tokens,
+                r.prefill_tok_s, r.prefill_gops, r.pct_peak, r.peak_gops);
+    std::printf("decode: %.2f tok/s, %.2f GB/s = %.1f%% of the %.2f GB/s measured read bandwidth\n", r.decode_tok_s,
+                r.achieved_gb_s, r.pct_bandwidth, r.bandwidth_gb_s);
+  });
+}
+
+}  // namespace llms::cli

@@ -1,0 +1,40 @@
+// `llmserve bench-decode`: prefill and single-stream decode speed of a model, next to
+// what the machine can do, measured in the same run: sustained memory read bandwidth
+// (decode reads every weight once per token, so it is bandwidth-bound) and the peak
+// arithmetic rate of the kernels' instruction mix (prefill is compute-bound): float
+// FMA for float weights, int8 dot products for quantized ones.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "base/status.h"
+#include "model/model.h"
+
+namespace llms {
+
+struct DecodeBenchOptions {
+  int prefill_tokens = 512;
+  int decode_tokens = 64;
+  int threads = 0;
+  int64_t probe_bytes = 1LL << 30;  // buffer for the bandwidth probe (beyond every cache)
+};
+
+struct DecodeBenchResult {
+  std::string type;             // the weight type holding most matrix bytes
+  int64_t model_bytes = 0;      // file size
+  int64_t bytes_per_token = 0;  // weights read per decoded token
+  double prefill_tok_s = 0;
+  double decode_tok_s = 0;
+  double bandwidth_gb_s = 0;    // the machine's measured read bandwidth
+  double achieved_gb_s = 0;     // bytes_per_token * decode_tok_s
+  double pct_bandwidth = 0;
+  double peak_gops = 0;         // peak of the instruction mix (FMA flops or int8 ops), all threads
+  double prefill_gops = 0;      // 2 * parameters * prefill tokens / time
+  double pct_peak = 0;
+  int threads = 0;
+};
+
+Result<DecodeBenchResult> run_decode_benchmark(const Model& model, const DecodeBenchOptions& options);
+
+}  // namespace llms
