@@ -105,7 +105,7 @@ ServeChild spawn_serve(const std::string& args) {
 
 TEST(ServeProcess, SigtermDuringLoadFinishesOrCancelsEveryRequestAndExitsZero) {
   const ServeChild child = spawn_serve("-m " + slow_synthetic_path() +
-                                       " --max-running 2 --shutdown-timeout 1 --kv-cache-bytes 64MiB --threads 1");
+                                       " --max-running 2 --shutdown-timeout 1 --kv-cache-memory 64MiB --threads 1");
   ASSERT_GT(child.port, 0);
   ASSERT_TRUE(poll_until([&] { return http_get(child.port, "/ready").status == 200; }, 60));
 

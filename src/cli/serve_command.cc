@@ -20,11 +20,17 @@ struct Options {
   bool print_config = false;
   std::map<std::string, std::string> values;  // key → text, for the flags given
   std::map<std::string, CLI::Option*> flags;
+  std::string kv_type;  // shorthand for kv_k_type and kv_v_type
 };
 
 ServeConfig effective_config(const Options& o) {
   ServeConfig c;
   if (!o.config_file.empty()) ok_or_fail(load_config_file(o.config_file, c));
+  if (!o.kv_type.empty()) {
+    for (const char* key : {"kv_k_type", "kv_v_type"}) {
+      if (Status s = set_config_value(c, key, o.kv_type); !s.ok()) fail(s.with_context("--kv-type"));
+    }
+  }
   for (const auto& k : config_keys()) {
     const CLI::Option* opt = o.flags.at(k.name);
     if (opt->count() == 0) continue;
@@ -81,6 +87,7 @@ void add_serve_command(CLI::App& app) {
     opt->option_text(k.type == ConfigType::kBool ? "true|false" : "VALUE");
     o->flags[k.name] = opt;
   }
+  cmd->add_option("--kv-type", o->kv_type, "KV cache type of keys and values (f32, f16, bf16, q8_0, q4_0)");
   cmd->callback([o] { run(*o); });
 }
 

@@ -1,5 +1,7 @@
 #include "server/config_file.h"
 
+#include "engine/admission.h"
+
 #include <fmt/format.h>
 #include <toml++/toml.h>
 
@@ -99,6 +101,27 @@ ConfigKey i64_key(std::string name, std::string help, Field<int64_t> f, ConfigTy
           }};
 }
 
+// A memory size: bytes as for i64_key, or "NN%" of the machine's (or cgroup's) memory.
+ConfigKey memory_key(std::string name, std::string help, Field<int64_t> f) {
+  auto set = [name, f](ServeConfig& c, const std::string& v) -> Status {
+    int64_t x = 0;
+    if (!v.empty() && v.back() == '%') {
+      double pct = 0;
+      if (!parse_number(v.substr(0, v.size() - 1), &pct) || pct <= 0 || pct > 100) {
+        return bad_value(name, v, "a percentage in (0, 100]");
+      }
+      f(c) = static_cast<int64_t>(static_cast<double>(machine_memory_bytes()) * pct / 100.0);
+      return ok_status();
+    }
+    if (!parse_bytes(v, &x)) return bad_value(name, v, "a byte size (e.g. 2GiB) or a percentage of memory (e.g. 25%)");
+    f(c) = x;
+    return ok_status();
+  };
+  return {name, ConfigType::kBytes, std::move(help), set, [f](const ServeConfig& c) {
+            return std::to_string(f(const_cast<ServeConfig&>(c)));
+          }};
+}
+
 ConfigKey num_key(std::string name, std::string help, Field<double> f) {
   auto set = [name, f](ServeConfig& c, const std::string& v) -> Status {
     double x = 0;
@@ -183,8 +206,9 @@ std::vector<ConfigKey> make_keys() {
       int_key("max_batch_size", "Dynamic batching: requests per batch", ENG(max_batch_size), 1, kBig),
       num_key("max_delay_ms", "Dynamic batching: longest wait for a full batch (ms)", ENG(max_delay_ms)),
       int_key("kv_block_size", "KV cache block size in tokens (8..128)", ENG(block_size), 1, 4096),
-      i64_key("kv_cache_bytes", "KV cache size (0: 10% of the memory limit, capped by max_running contexts)",
-              ENG(kv_cache_bytes), ConfigType::kBytes),
+      memory_key("kv_cache_memory",
+                 "KV cache size, bytes or % of memory (0: 10% of the memory limit, capped by max_running contexts)",
+                 ENG(kv_cache_bytes)),
       dtype_key("kv_k_type", "KV cache type of keys", ENG(k_type)),
       dtype_key("kv_v_type", "KV cache type of values", ENG(v_type)),
       bool_key("prefix_cache", "Share KV blocks of identical prompt prefixes", ENG(prefix_cache)),
