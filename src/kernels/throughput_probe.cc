@@ -11,6 +11,16 @@
 namespace llms {
 namespace {
 
+// XOR of a vector's 64-bit words: a checksum with no arithmetic to overflow.
+template <typename V>
+uint64_t fold(const V& v) {
+  uint64_t w[sizeof(V) / 8];
+  std::memcpy(w, &v, sizeof(V));
+  uint64_t s = 0;
+  for (uint64_t x : w) s ^= x;
+  return s;
+}
+
 uint64_t read_scalar(const void* p, int64_t bytes) {
   const auto* u = static_cast<const uint64_t*>(p);
   uint64_t a = 0, b = 0, c = 0, d = 0;
@@ -77,7 +87,7 @@ __attribute__((target("avx512f"))) uint64_t read_avx512(const uint8_t* p, int64_
   }
   __m512i x = acc[0];
   for (int s = 1; s < S; ++s) x = _mm512_xor_si512(x, acc[s]);
-  return static_cast<uint64_t>(_mm512_reduce_add_epi64(x));
+  return fold(x);
 }
 
 __attribute__((target("avx2,fma"))) double fma_avx2(int64_t rounds) {
@@ -135,8 +145,8 @@ __attribute__((target("avx512f,avx512vnni"))) double int8_avx512(int64_t rounds)
     for (int i = 0; i < 12; ++i) acc[i] = _mm512_dpbusd_epi32(acc[i], u, s);
   }
   __m512i x = acc[0];
-  for (int i = 1; i < 12; ++i) x = _mm512_add_epi32(x, acc[i]);
-  volatile int sink = _mm512_reduce_add_epi32(x);
+  for (int i = 1; i < 12; ++i) x = _mm512_xor_si512(x, acc[i]);
+  volatile uint64_t sink = fold(x);
   (void)sink;
   return 64.0 * 12 * static_cast<double>(rounds);
 }
