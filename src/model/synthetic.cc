@@ -6,6 +6,7 @@
 
 #include "base/hash.h"
 #include "base/random.h"
+#include "base/thread_pool.h"
 #include "io/gguf_writer.h"
 #include "model/config.h"
 #include "quant/row_convert.h"
@@ -101,15 +102,23 @@ namespace {
 
 // Fills a tensor with N(0, std) values, seeded by the model seed and the tensor name,
 // encoded row by row in `type`.
-GgufWriter::Filler random_filler(DType type, int64_t cols, uint64_t seed, const std::string& name, float std_dev) {
+// Fills a tensor with N(0, std) values encoded row by row in `type`. Each row has
+// its own generator (seeded by the model seed, the tensor name and the row), so rows
+// are filled on all cores and the file is the same whatever the core count.
+GgufWriter::Filler random_filler(DType type, int64_t cols, uint64_t seed, const std::string& name, float std_dev,
+                                 ThreadPool* pool) {
   return [=](std::span<uint8_t> out) {
-    Rng rng(seed ^ hash64(name.data(), name.size()));
-    std::vector<float> row(static_cast<size_t>(cols));
+    const uint64_t base = seed ^ hash64(name.data(), name.size());
     const int64_t rb = dtype_row_bytes(type, cols);
-    for (int64_t r = 0; r < static_cast<int64_t>(out.size()) / rb; ++r) {
-      for (auto& x : row) x = static_cast<float>(rng.normal()) * std_dev;
-      quantize_row(type, row.data(), out.data() + r * rb, cols);
-    }
+    const int64_t rows = static_cast<int64_t>(out.size()) / rb;
+    pool->parallel_for(rows, 1, 2, [&](int64_t r0, int64_t r1) {
+      std::vector<float> row(static_cast<size_t>(cols));
+      for (int64_t r = r0; r < r1; ++r) {
+        Rng rng(base + static_cast<uint64_t>(r) * 0x9E3779B97F4A7C15ULL);
+        for (auto& x : row) x = static_cast<float>(rng.normal()) * std_dev;
+        quantize_row(type, row.data(), out.data() + r * rb, cols);
+      }
+    });
   };
 }
 
@@ -123,6 +132,7 @@ GgufWriter::Filler const_filler(float value) {
 
 Status write_synthetic_model(const SyntheticSpec& s, const std::string& path) {
   LLMS_RETURN_IF_ERROR(s.validate());
+  ThreadPool pool(0);
   GgufWriter w;
   const std::string a = s.arch + ".";
   w.set("general.architecture", Value::string(s.arch));
@@ -151,17 +161,17 @@ Status write_synthetic_model(const SyntheticSpec& s, const std::string& path) {
   const int64_t q_dim = hd * s.n_head, kv_dim = hd * s.n_head_kv;
   const float std_dev = 0.02f;
   auto matrix = [&](const std::string& name, int64_t cols, int64_t rows) {
-    w.add_tensor(name, s.weight_type, {cols, rows}, random_filler(s.weight_type, cols, s.seed, name, std_dev));
+    w.add_tensor(name, s.weight_type, {cols, rows}, random_filler(s.weight_type, cols, s.seed, name, std_dev, &pool));
   };
   auto vec = [&](const std::string& name, int64_t n, bool random) {
     if (random) {
-      w.add_tensor(name, DType::kF32, {n}, random_filler(DType::kF32, n, s.seed, name, std_dev));
+      w.add_tensor(name, DType::kF32, {n}, random_filler(DType::kF32, n, s.seed, name, std_dev, &pool));
     } else {
       w.add_tensor(name, DType::kF32, {n}, const_filler(1.0f));
     }
   };
   w.add_tensor("token_embd.weight", s.weight_type, {d, s.n_vocab},
-               random_filler(s.weight_type, d, s.seed, "token_embd.weight", 1.0f));
+               random_filler(s.weight_type, d, s.seed, "token_embd.weight", 1.0f, &pool));
   vec("output_norm.weight", d, false);
   if (!s.tied_output) matrix("output.weight", d, s.n_vocab);
   for (int l = 0; l < s.n_layer; ++l) {
