@@ -30,8 +30,8 @@ void matmul(const WeightMatrix& w, const float* x, int64_t n, float* y, ThreadPo
 // float types: acc = fma(w[c], x[c], acc) for c ascending; integer types: activations
 // quantized as the kernels do, exact integer dot per block, then per block
 // acc = fma(float(isum), d_w * d_x, acc) (k-quants: see matmul_q4_k-inl.h and
-// matmul_q6_k-inl.h). Equal bit for bit to matmul() on the scalar target, and on the
-// SIMD targets for every integer type and every float type.
+// matmul_q6_k-inl.h). Equal bit for bit to matmul() on every target, for every type
+// (the float types too: each output is one chain of FMAs in column order).
 void matmul_reference(const WeightMatrix& w, const float* x, int64_t n, float* y);
 
 }  // namespace llms
