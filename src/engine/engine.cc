@@ -366,6 +366,7 @@ void Engine::publish(int64_t now, bool force_rss) {
   metrics_.kv_blocks.with({"cached"}).set(kv_.num_cached_idle());
   metrics_.kv_blocks.with({"free"}).set(kv_.num_available() - kv_.num_cached_idle());
   metrics_.kv_usage.set(kv_usage);
+  metrics_.prefix_evictions.inc(static_cast<double>(kv_.stats().evictions) - metrics_.prefix_evictions.value());
   metrics_.watermark.set(adm.overloaded ? 1 : 0);
   std::lock_guard<std::mutex> lock(mu_);
   snapshot_.running = static_cast<int>(running_.size());

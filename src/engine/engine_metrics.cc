@@ -18,6 +18,8 @@ EngineMetrics::EngineMetrics(Registry& r)
       timeouts(r.counter("llmserve_timeouts_total", "Requests ended by their deadline.")),
       prefix_queries(r.counter("llmserve_prefix_cache_queries_total", "Prompt tokens looked up in the prefix cache.")),
       prefix_hits(r.counter("llmserve_prefix_cache_hits_total", "Prompt tokens served by the prefix cache.")),
+      prefix_evictions(r.counter("llmserve_prefix_cache_evictions_total",
+                                 "Cached KV blocks reclaimed for new data (least recently used first).")),
       steps(r.counter("llmserve_engine_steps_total", "Forward passes run.")),
       result_cache_hits(r.counter("llmserve_result_cache_hits_total", "Requests answered from the result cache.")),
       result_cache_misses(r.counter("llmserve_result_cache_misses_total",

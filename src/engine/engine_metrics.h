@@ -18,6 +18,7 @@ struct EngineMetrics {
   Counter& timeouts;
   Counter& prefix_queries;          // prompt tokens looked up
   Counter& prefix_hits;             // prompt tokens found
+  Counter& prefix_evictions;        // cached blocks reclaimed
   Counter& steps;
   Counter& result_cache_hits;
   Counter& result_cache_misses;
