@@ -21,70 +21,92 @@ void kv_store(const KvLayerView& kv, const int32_t* block_table, int64_t pos, co
 namespace {
 
 // ---------------------------------------------------------------------------------
-// The two vector primitives of the tile loop, per SIMD target.
+// The two block primitives of the tile loop, per SIMD target. Rows of one KV head in a
+// block are `stride` floats apart (decoded rows and F32 cache rows alike).
+//   block_scores:     out[j] = dot(q, k_j) * scale            for j < rows
+//   block_accumulate: acc = acc * c + sum_j p[j] * v_j        (rows in order)
 
-float dot_scalar(const float* a, const float* b, int n) {
-  float s = 0.0f;
-  for (int i = 0; i < n; ++i) s += a[i] * b[i];
-  return s;
+void block_scores_scalar(const float* q, const float* k, int64_t stride, int rows, int hd, float scale, float* out) {
+  for (int j = 0; j < rows; ++j, k += stride) {
+    float s = 0.0f;
+    for (int d = 0; d < hd; ++d) s += q[d] * k[d];
+    out[j] = s * scale;
+  }
 }
-void scale_add_scalar(float* acc, float c, const float* v, float w, int n) {
-  for (int i = 0; i < n; ++i) acc[i] = acc[i] * c + w * v[i];
+void block_accumulate_scalar(float* acc, float c, const float* p, const float* v, int64_t stride, int rows, int hd) {
+  for (int d = 0; d < hd; ++d) acc[d] *= c;
+  for (int j = 0; j < rows; ++j, v += stride)
+    for (int d = 0; d < hd; ++d) acc[d] += p[j] * v[d];
 }
 
-__attribute__((target("avx2,fma"))) float dot_avx2(const float* a, const float* b, int n) {
-  __m256 s = _mm256_setzero_ps();
-  int i = 0;
-  for (; i + 8 <= n; i += 8) s = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s);
+__attribute__((target("avx2,fma"))) inline float hsum256(__m256 s) {
   __m128 h = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
   h = _mm_add_ps(h, _mm_movehl_ps(h, h));
   h = _mm_add_ss(h, _mm_movehdup_ps(h));
-  float r = _mm_cvtss_f32(h);
-  for (; i < n; ++i) r += a[i] * b[i];
-  return r;
-}
-__attribute__((target("avx2,fma"))) void scale_add_avx2(float* acc, float c, const float* v, float w, int n) {
-  const __m256 vc = _mm256_set1_ps(c), vw = _mm256_set1_ps(w);
-  int i = 0;
-  for (; i + 8 <= n; i += 8) {
-    _mm256_storeu_ps(acc + i, _mm256_fmadd_ps(vw, _mm256_loadu_ps(v + i), _mm256_mul_ps(_mm256_loadu_ps(acc + i), vc)));
-  }
-  for (; i < n; ++i) acc[i] = acc[i] * c + w * v[i];
+  return _mm_cvtss_f32(h);
 }
 
-__attribute__((target("avx512f"))) float dot_avx512(const float* a, const float* b, int n) {
-  __m512 s = _mm512_setzero_ps();
-  int i = 0;
-  for (; i + 16 <= n; i += 16) s = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), s);
-  if (i < n) {
-    const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1);
-    s = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i), s);
+__attribute__((target("avx2,fma"))) void block_scores_avx2(const float* q, const float* k, int64_t stride, int rows,
+                                                           int hd, float scale, float* out) {
+  for (int j = 0; j < rows; ++j, k += stride) {
+    __m256 s = _mm256_setzero_ps();
+    int d = 0;
+    for (; d + 8 <= hd; d += 8) s = _mm256_fmadd_ps(_mm256_loadu_ps(q + d), _mm256_loadu_ps(k + d), s);
+    float r = hsum256(s);
+    for (; d < hd; ++d) r += q[d] * k[d];
+    out[j] = r * scale;
   }
-  return _mm512_reduce_add_ps(s);
 }
-__attribute__((target("avx512f"))) void scale_add_avx512(float* acc, float c, const float* v, float w, int n) {
-  const __m512 vc = _mm512_set1_ps(c), vw = _mm512_set1_ps(w);
-  int i = 0;
-  for (; i + 16 <= n; i += 16) {
-    _mm512_storeu_ps(acc + i, _mm512_fmadd_ps(vw, _mm512_loadu_ps(v + i), _mm512_mul_ps(_mm512_loadu_ps(acc + i), vc)));
+__attribute__((target("avx2,fma"))) void block_accumulate_avx2(float* acc, float c, const float* p, const float* v,
+                                                               int64_t stride, int rows, int hd) {
+  const __m256 vc = _mm256_set1_ps(c);
+  int d = 0;
+  for (; d + 8 <= hd; d += 8) {
+    __m256 a = _mm256_mul_ps(_mm256_loadu_ps(acc + d), vc);
+    const float* vr = v + d;
+    for (int j = 0; j < rows; ++j, vr += stride) a = _mm256_fmadd_ps(_mm256_set1_ps(p[j]), _mm256_loadu_ps(vr), a);
+    _mm256_storeu_ps(acc + d, a);
   }
-  if (i < n) {
-    const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1);
-    const __m512 r = _mm512_fmadd_ps(vw, _mm512_maskz_loadu_ps(m, v + i), _mm512_mul_ps(_mm512_maskz_loadu_ps(m, acc + i), vc));
-    _mm512_mask_storeu_ps(acc + i, m, r);
+  for (; d < hd; ++d) {
+    float a = acc[d] * c;
+    for (int j = 0; j < rows; ++j) a += p[j] * v[j * stride + d];
+    acc[d] = a;
   }
 }
 
-struct VectorOps {
-  float (*dot)(const float*, const float*, int);
-  void (*scale_add)(float* acc, float c, const float* v, float w, int n);  // acc = acc*c + w*v
+__attribute__((target("avx512f"))) void block_scores_avx512(const float* q, const float* k, int64_t stride, int rows,
+                                                             int hd, float scale, float* out) {
+  const __mmask16 tail = static_cast<__mmask16>((1u << (hd % 16)) - 1);
+  for (int j = 0; j < rows; ++j, k += stride) {
+    __m512 s = _mm512_setzero_ps();
+    int d = 0;
+    for (; d + 16 <= hd; d += 16) s = _mm512_fmadd_ps(_mm512_loadu_ps(q + d), _mm512_loadu_ps(k + d), s);
+    if (d < hd) s = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tail, q + d), _mm512_maskz_loadu_ps(tail, k + d), s);
+    out[j] = _mm512_reduce_add_ps(s) * scale;
+  }
+}
+__attribute__((target("avx512f"))) void block_accumulate_avx512(float* acc, float c, const float* p, const float* v,
+                                                                 int64_t stride, int rows, int hd) {
+  const __m512 vc = _mm512_set1_ps(c);
+  for (int d = 0; d < hd; d += 16) {
+    const __mmask16 m = hd - d >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << (hd - d)) - 1);
+    __m512 a = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, acc + d), vc);
+    const float* vr = v + d;
+    for (int j = 0; j < rows; ++j, vr += stride) a = _mm512_fmadd_ps(_mm512_set1_ps(p[j]), _mm512_maskz_loadu_ps(m, vr), a);
+    _mm512_mask_storeu_ps(acc + d, m, a);
+  }
+}
+
+struct BlockOps {
+  void (*scores)(const float* q, const float* k, int64_t stride, int rows, int hd, float scale, float* out);
+  void (*accumulate)(float* acc, float c, const float* p, const float* v, int64_t stride, int rows, int hd);
 };
 
-VectorOps ops_for(SimdTarget t) {
+BlockOps ops_for(SimdTarget t) {
   switch (t) {
-    case SimdTarget::kAvx512: return {dot_avx512, scale_add_avx512};
-    case SimdTarget::kAvx2: return {dot_avx2, scale_add_avx2};
-    default: return {dot_scalar, scale_add_scalar};
+    case SimdTarget::kAvx512: return {block_scores_avx512, block_accumulate_avx512};
+    case SimdTarget::kAvx2: return {block_scores_avx2, block_accumulate_avx2};
+    default: return {block_scores_scalar, block_accumulate_scalar};
   }
 }
 
@@ -108,6 +130,9 @@ class BlockRows {
       dequantize_row(type_, src, buf_.data() + r * row, row);
     }
   }
+  // Row 0 of the loaded block for the head; rows are stride() floats apart.
+  const float* rows() const { return row(0); }
+  int64_t stride() const { return kv_.row_elems(); }
   const float* row(int r) const {
     const int64_t off = static_cast<int64_t>(kvh_) * kv_.head_dim;
     if (type_ == DType::kF32) {
@@ -127,7 +152,7 @@ class BlockRows {
 
 // One task: KV head `kvh`, query tokens [i0, i1) of the chunk, all heads of the group.
 void attend_tile(const AttentionQuery& q, const KvLayerView& kv, int n_heads, float scale, int kvh, int i0, int i1,
-                 const VectorOps& ops) {
+                 const BlockOps& ops) {
   const int hd = kv.head_dim, B = kv.block_size;
   const int group = n_heads / kv.n_kv_heads;
   const int n_rows = (i1 - i0) * group;  // (token, head) pairs of this tile
@@ -148,20 +173,13 @@ void attend_tile(const AttentionQuery& q, const KvLayerView& kv, int n_heads, fl
         const int h = kvh * group + g;
         const float* qv = q.q + (static_cast<int64_t>(i) * n_heads + h) * hd;
         const int r = (i - i0) * group + g;
-        float block_max = -INFINITY;
-        for (int j = 0; j < valid; ++j) {
-          s[j] = ops.dot(qv, keys.row(j), hd) * scale;
-          block_max = std::max(block_max, s[j]);
-        }
+        ops.scores(qv, keys.rows(), keys.stride(), valid, hd, scale, s.data());
+        const float block_max = *std::max_element(s.begin(), s.begin() + valid);
         const float m_new = std::max(m[r], block_max);
         const float c = std::exp(m[r] - m_new);  // 0 on the first block (m = -inf)
-        float* a = acc.data() + static_cast<int64_t>(r) * hd;
         float sum = 0.0f;
-        for (int j = 0; j < valid; ++j) {
-          const float p = std::exp(s[j] - m_new);
-          sum += p;
-          ops.scale_add(a, j == 0 ? c : 1.0f, vals.row(j), p, hd);
-        }
+        for (int j = 0; j < valid; ++j) sum += (s[j] = std::exp(s[j] - m_new));
+        ops.accumulate(acc.data() + static_cast<int64_t>(r) * hd, c, s.data(), vals.rows(), vals.stride(), valid, hd);
         l[r] = l[r] * c + sum;
         m[r] = m_new;
       }
@@ -227,7 +245,7 @@ void paged_attention(const AttentionQuery& query, const KvLayerView& kv, int n_h
 }  // namespace ref
 
 void paged_attention(const AttentionQuery& query, const KvLayerView& kv, int n_heads, float scale, ThreadPool& pool) {
-  const VectorOps ops = ops_for(active_simd_target());
+  const BlockOps ops = ops_for(active_simd_target());
   // Query tiles of up to 32 tokens keep the tile's accumulators small; with few KV
   // heads, more tiles give every thread work.
   const int tile = std::max(1, std::min(32, (query.n_q + pool.num_threads() - 1) / pool.num_threads()));

@@ -22,7 +22,8 @@
 namespace llms {
 
 // One layer's K and V storage, owned by the kv module and described here so the
-// kernels need not know it.
+// kernels need not know it. Made by make(), which computes the row strides once (they
+// are read for every key of every attention call).
 struct KvLayerView {
   uint8_t* k = nullptr;
   uint8_t* v = nullptr;
@@ -31,12 +32,22 @@ struct KvLayerView {
   int block_size = 16;
   int n_kv_heads = 0;
   int head_dim = 0;
+  int64_t k_stride = 0;  // bytes per token row of K
+  int64_t v_stride = 0;
+
+  static KvLayerView make(uint8_t* k, uint8_t* v, DType k_type, DType v_type, int block_size, int n_kv_heads,
+                          int head_dim) {
+    KvLayerView view{k, v, k_type, v_type, block_size, n_kv_heads, head_dim, 0, 0};
+    view.k_stride = dtype_row_bytes(k_type, view.row_elems());
+    view.v_stride = dtype_row_bytes(v_type, view.row_elems());
+    return view;
+  }
 
   int64_t row_elems() const { return static_cast<int64_t>(n_kv_heads) * head_dim; }
-  int64_t k_row_bytes() const { return dtype_row_bytes(k_type, row_elems()); }
-  int64_t v_row_bytes() const { return dtype_row_bytes(v_type, row_elems()); }
-  uint8_t* k_row(int32_t block, int row) const { return k + (static_cast<int64_t>(block) * block_size + row) * k_row_bytes(); }
-  uint8_t* v_row(int32_t block, int row) const { return v + (static_cast<int64_t>(block) * block_size + row) * v_row_bytes(); }
+  int64_t k_row_bytes() const { return k_stride; }
+  int64_t v_row_bytes() const { return v_stride; }
+  uint8_t* k_row(int32_t block, int row) const { return k + (static_cast<int64_t>(block) * block_size + row) * k_stride; }
+  uint8_t* v_row(int32_t block, int row) const { return v + (static_cast<int64_t>(block) * block_size + row) * v_stride; }
 };
 
 // Stores the key and value rows ([n_kv_heads * head_dim] floats) of position `pos`.

@@ -24,8 +24,7 @@ class Fixture {
   explicit Fixture(const Case& c) : c_(c) {
     const int total = c.first_pos + c.n_q;
     const int blocks = (total + c.block - 1) / c.block + 1;
-    view_.k_type = c.k_type, view_.v_type = c.v_type;
-    view_.block_size = c.block, view_.n_kv_heads = c.n_kv, view_.head_dim = c.hd;
+    view_ = KvLayerView::make(nullptr, nullptr, c.k_type, c.v_type, c.block, c.n_kv, c.hd);
     k_.resize(static_cast<size_t>(blocks * c.block * view_.k_row_bytes()));
     v_.resize(static_cast<size_t>(blocks * c.block * view_.v_row_bytes()));
     view_.k = reinterpret_cast<uint8_t*>(k_.data());

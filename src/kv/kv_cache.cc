@@ -38,16 +38,9 @@ KvCache::KvCache(const KvCacheConfig& config) : config_(config) {
 }
 
 KvLayerView KvCache::layer(int l) {
-  KvLayerView v;
   uint8_t* base = reinterpret_cast<uint8_t*>(storage_.data()) + (k_layer_bytes_ + v_layer_bytes_) * l;
-  v.k = base;
-  v.v = base + k_layer_bytes_;
-  v.k_type = config_.k_type;
-  v.v_type = config_.v_type;
-  v.block_size = config_.block_size;
-  v.n_kv_heads = config_.n_kv_heads;
-  v.head_dim = config_.head_dim;
-  return v;
+  return KvLayerView::make(base, base + k_layer_bytes_, config_.k_type, config_.v_type, config_.block_size,
+                           config_.n_kv_heads, config_.head_dim);
 }
 
 void KvCache::copy_block(int32_t src, int32_t dst) {
