@@ -164,4 +164,14 @@ std::vector<uint8_t> GgufWriter::write_to_memory() const {
   return out;
 }
 
+void set_spm_vocabulary(GgufWriter& w, const SpmVocabulary& vocab) {
+  w.set("tokenizer.ggml.model", Value::string("llama"));
+  w.set("tokenizer.ggml.tokens", Value::string_array(vocab.tokens));
+  w.set("tokenizer.ggml.scores", Value::f32_array(vocab.scores));
+  w.set("tokenizer.ggml.token_type", Value::i32_array(vocab.types));
+  w.set("tokenizer.ggml.unknown_token_id", Value::u32(0));
+  w.set("tokenizer.ggml.bos_token_id", Value::u32(1));
+  w.set("tokenizer.ggml.eos_token_id", Value::u32(2));
+}
+
 }  // namespace llms

@@ -55,4 +55,13 @@ class GgufWriter {
   std::vector<PendingTensor> tensors_;
 };
 
+// A SentencePiece-style vocabulary as GGUF tokenizer metadata (tokenizer.ggml.*), with
+// <unk> = 0, <s> = 1, </s> = 2 as llama2.c checkpoints and generated models have them.
+struct SpmVocabulary {
+  std::vector<std::string> tokens;
+  std::vector<float> scores;
+  std::vector<int32_t> types;  // GGUF token types: 1 normal, 2 unknown, 3 control, 5 unused, 6 byte
+};
+void set_spm_vocabulary(GgufWriter& w, const SpmVocabulary& vocab);
+
 }  // namespace llms

@@ -42,12 +42,6 @@ Result<Llama2cHeader> read_header(const MappedFile& f) {
   return hd;
 }
 
-struct Vocab {
-  std::vector<std::string> tokens;
-  std::vector<float> scores;
-  std::vector<int32_t> types;
-};
-
 bool is_byte_token(const std::string& t) {
   return t.size() == 6 && t.compare(0, 3, "<0x") == 0 && t[5] == '>' && std::isxdigit(static_cast<unsigned char>(t[3])) &&
          std::isxdigit(static_cast<unsigned char>(t[4]));
@@ -55,13 +49,13 @@ bool is_byte_token(const std::string& t) {
 
 // tokenizer.bin: int32 max_token_length, then per token: float score, int32 length, bytes.
 // llama2.c stores SentencePiece's U+2581 as a plain space and BOS/EOS as "\n<s>\n".
-Result<Vocab> read_tokenizer(const std::string& path, int vocab_size) {
+Result<SpmVocabulary> read_tokenizer(const std::string& path, int vocab_size) {
   LLMS_ASSIGN_OR_RETURN(MappedFile f, MappedFile::open(path));
   const uint8_t* p = f.data();
   const size_t size = f.size();
   size_t pos = 4;
   if (size < 4) return data_loss(fmt::format("'{}' is too small for a llama2.c tokenizer", path));
-  Vocab v;
+  SpmVocabulary v;
   for (int i = 0; i < vocab_size; ++i) {
     if (pos + 8 > size) {
       return data_loss(fmt::format("'{}' ends at token {} of {} (offset {}); does it belong to this model?", path, i,
@@ -115,7 +109,7 @@ Status convert_llama2c(const std::string& model_path, const std::string& tokeniz
     return data_loss(fmt::format("'{}' is {} bytes but its header (dim {}, layers {}, vocab {}) implies {}", model_path,
                                  model.size(), h.dim, h.n_layers, V, expected));
   }
-  LLMS_ASSIGN_OR_RETURN(Vocab vocab, read_tokenizer(tokenizer_path, h.vocab_size));
+  LLMS_ASSIGN_OR_RETURN(SpmVocabulary vocab, read_tokenizer(tokenizer_path, h.vocab_size));
 
   GgufWriter w;
   w.set("general.architecture", Value::string("llama"));
@@ -128,13 +122,7 @@ Status convert_llama2c(const std::string& model_path, const std::string& tokeniz
   w.set("llama.block_count", Value::u32(static_cast<uint32_t>(L)));
   w.set("llama.rope.dimension_count", Value::u32(static_cast<uint32_t>(hd)));
   w.set("llama.attention.layer_norm_rms_epsilon", Value::f32(1e-5f));
-  w.set("tokenizer.ggml.model", Value::string("llama"));
-  w.set("tokenizer.ggml.tokens", Value::string_array(vocab.tokens));
-  w.set("tokenizer.ggml.scores", Value::f32_array(vocab.scores));
-  w.set("tokenizer.ggml.token_type", Value::i32_array(vocab.types));
-  w.set("tokenizer.ggml.unknown_token_id", Value::u32(0));
-  w.set("tokenizer.ggml.bos_token_id", Value::u32(1));
-  w.set("tokenizer.ggml.eos_token_id", Value::u32(2));
+  set_spm_vocabulary(w, vocab);
 
   const uint8_t* base = model.data() + 28;
   int64_t off = 0;  // in floats

@@ -57,8 +57,8 @@ Result<SyntheticSpec> synthetic_preset(std::string_view name) {
   return s;
 }
 
-SyntheticVocab make_synthetic_vocab(int n_vocab) {
-  SyntheticVocab v;
+SpmVocabulary make_synthetic_vocab(int n_vocab) {
+  SpmVocabulary v;
   auto add = [&](std::string tok, float score, int32_t type) {
     v.tokens.push_back(std::move(tok));
     v.scores.push_back(score);
@@ -148,14 +148,7 @@ Status write_synthetic_model(const SyntheticSpec& s, const std::string& path) {
   w.set(a + "rope.freq_base", Value::f32(s.rope_base));
   w.set(a + "attention.layer_norm_rms_epsilon", Value::f32(1e-5f));
   w.set("general.file_type", Value::u32(static_cast<uint32_t>(s.weight_type)));
-  const SyntheticVocab vocab = make_synthetic_vocab(s.n_vocab);
-  w.set("tokenizer.ggml.model", Value::string("llama"));
-  w.set("tokenizer.ggml.tokens", Value::string_array(vocab.tokens));
-  w.set("tokenizer.ggml.scores", Value::f32_array(vocab.scores));
-  w.set("tokenizer.ggml.token_type", Value::i32_array(vocab.types));
-  w.set("tokenizer.ggml.unknown_token_id", Value::u32(0));
-  w.set("tokenizer.ggml.bos_token_id", Value::u32(1));
-  w.set("tokenizer.ggml.eos_token_id", Value::u32(2));
+  set_spm_vocabulary(w, make_synthetic_vocab(s.n_vocab));
 
   const int64_t d = s.n_embd, ff = s.n_ff, hd = s.n_embd / s.n_head;
   const int64_t q_dim = hd * s.n_head, kv_dim = hd * s.n_head_kv;

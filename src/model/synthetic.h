@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "io/gguf_writer.h"
 #include "tensor/dtype.h"
 
 namespace llms {
@@ -42,11 +43,6 @@ Status write_synthetic_model(const SyntheticSpec& spec, const std::string& path)
 // The vocabulary written into synthetic models: <unk> <s> </s>, 256 byte tokens,
 // then word pieces closed under prefixes (so SentencePiece merges reach them), then
 // unused fillers up to n_vocab. n_vocab must be at least 259.
-struct SyntheticVocab {
-  std::vector<std::string> tokens;
-  std::vector<float> scores;
-  std::vector<int32_t> types;
-};
-SyntheticVocab make_synthetic_vocab(int n_vocab);
+SpmVocabulary make_synthetic_vocab(int n_vocab);
 
 }  // namespace llms
