@@ -9,6 +9,9 @@
 //                                 (of the peak measured around it, see PeakBracket)
 //   DecodeTinyLlama/<type>        every matrix of the 22 layers and the output head
 //   PrefillTinyLlamaLayer/<type>  one layer's seven matrices for 512 tokens
+//   BatchStepTinyLlama/<type>/<n> one batched-decode step: every matrix of the 22
+//                                 layers and the output head for n tokens (n = 8..64,
+//                                 continuous batching); GMAC/s or GFLOP/s and pct_peak
 // GEMV benchmarks rotate over copies of the matrix that together exceed the last-level
 // cache, so they read from memory as decode does.
 //
@@ -251,6 +254,30 @@ class PeakBracket {
 
 constexpr int64_t kPrefill = 512;
 
+// Batched decode on one matrix: n = 8..64 tokens, with the weights rotating over
+// copies beyond the last-level cache as in a real step (range 4 = 1), or one copy
+// that stays in cache (range 4 = 0).
+void BM_GemmBatch(benchmark::State& state) {
+  const DType type = kTypes[state.range(0)];
+  const int64_t rows = state.range(1), cols = state.range(2), n = state.range(3);
+  const bool from_memory = state.range(4) != 0;
+  const auto src = make_source(type, rows, cols);
+  std::vector<WeightMatrix> copies;
+  do {
+    copies.push_back(pack(*src));
+  } while (from_memory && static_cast<int64_t>(copies.size()) * copies[0].packed_bytes() < kRotateBytes);
+  const auto x = random_activations(n, cols);
+  std::vector<float> y(static_cast<size_t>(rows * n));
+  size_t i = 0;
+  PeakBracket bracket(type);
+  for (auto _ : state) {
+    matmul(copies[i], x.data(), n, y.data(), pool());
+    i = (i + 1) % copies.size();
+    benchmark::ClobberMemory();
+  }
+  bracket.report(state, type, static_cast<double>(rows * cols * n));
+}
+
 void BM_Gemm(benchmark::State& state) {
   const DType type = kTypes[state.range(0)];
   const int64_t rows = state.range(1), cols = state.range(2);
@@ -276,17 +303,41 @@ constexpr Shape kLayerShapes[] = {{2048, 2048}, {256, 2048}, {256, 2048}, {2048,
 constexpr Shape kOutput = {32000, 2048};
 constexpr int kLayers = 22;
 
+// Every matrix of the 22 layers and the output head, in model order, each packed on
+// its own (0.6 to 4.1 GB, far beyond the last-level cache). One type is kept at a
+// time: benchmarks of the same type run one after another.
+struct TinyLlama {
+  DType type = DType::kF32;
+  std::vector<std::unique_ptr<Source>> sources;  // the file bytes the matrices view
+  std::vector<WeightMatrix> mats;
+  int64_t bytes = 0;
+  double macs_per_token = 0;
+};
+
+const TinyLlama& tinyllama(DType type) {
+  static std::unique_ptr<TinyLlama> model;
+  if (model && model->type == type) return *model;
+  model.reset();
+  auto m = std::make_unique<TinyLlama>();
+  m->type = type;
+  for (const Shape& s : kLayerShapes) m->sources.push_back(make_source(type, s.rows, s.cols));
+  for (int l = 0; l < kLayers; ++l)
+    for (int i = 0; i < static_cast<int>(std::size(kLayerShapes)); ++i) m->mats.push_back(pack(*m->sources[i]));
+  m->sources.push_back(make_source(type, kOutput.rows, kOutput.cols));
+  m->mats.push_back(pack(*m->sources.back()));
+  for (const auto& w : m->mats) {
+    m->bytes += w.packed_bytes();
+    m->macs_per_token += static_cast<double>(w.rows() * w.cols());
+  }
+  model = std::move(m);
+  return *model;
+}
+
 void BM_DecodeTinyLlama(benchmark::State& state) {
   const DType type = kTypes[state.range(0)];
-  std::vector<std::unique_ptr<Source>> sources;
-  std::vector<WeightMatrix> mats;
-  for (const Shape& s : kLayerShapes) sources.push_back(make_source(type, s.rows, s.cols));
-  for (int l = 0; l < kLayers; ++l)
-    for (const auto& s : sources) mats.push_back(pack(*s));
-  sources.push_back(make_source(type, kOutput.rows, kOutput.cols));
-  mats.push_back(pack(*sources.back()));
-  int64_t bytes = 0;
-  for (const auto& m : mats) bytes += m.packed_bytes();
+  const TinyLlama& model = tinyllama(type);
+  const std::vector<WeightMatrix>& mats = model.mats;
+  const int64_t bytes = model.bytes;
   const auto x = random_activations(1, 5632);
   std::vector<float> y(static_cast<size_t>(kOutput.rows));
   BandwidthBracket bracket;
@@ -323,22 +374,59 @@ void BM_PrefillTinyLlamaLayer(benchmark::State& state) {
   bracket.report(state, type, macs);
 }
 
+// Batched decode: one engine step of continuous batching multiplies every matrix by
+// the n tokens of the running sequences. The weights still come from memory once per
+// step, but from n = 8 on the step is bound by arithmetic; pct_peak is its share of
+// the peak measured around it, pct_bw the weight bytes per second over the read
+// bandwidth measured at start.
+void BM_BatchStepTinyLlama(benchmark::State& state) {
+  const DType type = kTypes[state.range(0)];
+  const int64_t n = state.range(1);
+  const TinyLlama& model = tinyllama(type);
+  const auto x = random_activations(n, 5632);
+  std::vector<float> y(static_cast<size_t>(kOutput.rows * n));
+  PeakBracket bracket(type);
+  for (auto _ : state) {
+    for (const auto& m : model.mats) matmul(m, x.data(), n, y.data(), pool());
+    benchmark::ClobberMemory();
+  }
+  const double iters = static_cast<double>(state.iterations());
+  state.counters["tok/s"] = benchmark::Counter(static_cast<double>(n) * iters, benchmark::Counter::kIsRate);
+  state.counters["pct_bw"] = benchmark::Counter(static_cast<double>(model.bytes) * iters * 1e-9 * 100.0 / read_gb_s(),
+                                                benchmark::Counter::kIsRate);
+  bracket.report(state, type, model.macs_per_token * static_cast<double>(n));
+}
+
 void matrix_args(benchmark::internal::Benchmark* b) {
   for (int t = 0; t < static_cast<int>(std::size(kTypes)); ++t)
     for (Shape s : {Shape{2048, 2048}, Shape{5632, 2048}, Shape{2048, 5632}, Shape{32000, 2048}}) b->Args({t, s.rows, s.cols});
+}
+
+void batch_matrix_args(benchmark::internal::Benchmark* b) {
+  for (int t = 0; t < static_cast<int>(std::size(kTypes)); ++t)
+    for (Shape s : {Shape{2048, 2048}, Shape{5632, 2048}, Shape{2048, 5632}})
+      for (int64_t n : {8, 16, 32, 64})
+        for (int64_t from_memory : {0, 1}) b->Args({t, s.rows, s.cols, n, from_memory});
 }
 
 void type_args(benchmark::internal::Benchmark* b) {
   for (int t = 0; t < static_cast<int>(std::size(kTypes)); ++t) b->Args({t});
 }
 
+void batch_args(benchmark::internal::Benchmark* b) {
+  for (int t = 0; t < static_cast<int>(std::size(kTypes)); ++t)
+    for (int64_t n : {8, 16, 32, 64}) b->Args({t, n});
+}
+
 BENCHMARK(BM_MemoryReadBandwidth)->Arg(1)->Arg(4)->Arg(8)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(10);
 BENCHMARK(BM_PeakFma)->Iterations(1);
 BENCHMARK(BM_PeakInt8Dot)->Iterations(1);
 BENCHMARK(BM_Gemv)->Apply(matrix_args)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_GemmBatch)->Apply(batch_matrix_args)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Gemm)->Apply(matrix_args)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_DecodeTinyLlama)->Apply(type_args)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_PrefillTinyLlamaLayer)->Apply(type_args)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_BatchStepTinyLlama)->Apply(batch_args)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace llms

@@ -15,14 +15,18 @@
 
 namespace llms {
 
-// Activations quantized for the integer kernels, one row per token, all rows
-// independent of each other. Q8 rows use blocks of 32 (for Q8_0 and Q4_0 weights),
-// K rows blocks of 256 (for Q4_K and Q6_K). Per token t and block b:
-//   q    [n, cols]        int8, x ~ d * q, |q| <= 127, rounded to nearest even
-//   d    [n, cols / B]    float scale (B = 32 or 256), d = max|x| / 127
-//   Q8:  corr [n, cols / 32]  = -bias * sum(q over the block), bias set by the kernel
-//   K:   corr [n, cols / 16]  = -32 * sum(q over 16 values) (Q6_K's level offset)
-//        pairs [n, cols / 64] = int16 sums over blocks of 32, two per int32 (Q4_K mins)
+// Activations quantized for the integer kernels, each token on its own (no value
+// depends on another token). Q8 rows use blocks of B = 32 values (for Q8_0 and Q4_0
+// weights), K rows blocks of B = 256 (for Q4_K and Q6_K). Block-major: block b of all
+// n tokens is contiguous, so that a GEMM tile reads the block of its tokens from a
+// few cache lines, and the rows of a batch never fall into the same cache sets.
+// Per block b (nb = cols / B of them) and token t:
+//   q     [nb, n, B]       int8, x ~ d * q, |q| <= 127, rounded to nearest even
+//   d     [nb, n]          float scale, d = max|x| / 127
+//   Q8:   corr [nb, n]     = -bias * sum(q over the block), bias set by the kernel
+//   K:    corr [nb, n, 16] = -32 * sum(q over 16 values) (Q6_K's level offset)
+//         pairs [nb, n, 4] = int16 sums over blocks of 32, two per int32 (Q4_K mins)
+// For n = 1 this is the token's row as it comes.
 struct QuantizedActivations {
   int64_t n = 0;
   int64_t cols = 0;

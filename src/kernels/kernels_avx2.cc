@@ -1,6 +1,7 @@
 // Kernels compiled for the AVX2 + FMA + F16C target.
 // The bodies live in the *-inl.h files and are compiled once per target inside the
 // namespace llms::avx2; see simd_avx512-inl.h for the vector operations they use.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>

@@ -1,6 +1,7 @@
 // Kernels compiled for the AVX-512 target (F, BW, DQ, VL, VNNI).
 // The bodies live in the *-inl.h files and are compiled once per target inside the
 // namespace llms::avx512; see simd_avx512-inl.h for the vector operations they use.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>

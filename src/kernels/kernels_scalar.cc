@@ -1,6 +1,7 @@
 // Kernels compiled for the portable scalar target: the lane-by-lane definition of what every SIMD target computes.
 // The bodies live in the *-inl.h files and are compiled once per target inside the
 // namespace llms::scalar; see simd_avx512-inl.h for the vector operations they use.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>

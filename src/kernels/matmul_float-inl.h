@@ -18,21 +18,20 @@ struct FloatKind {
   static constexpr int kGemv = kGemvPanels;
   static constexpr int kPanels = kFloatGemmPanels;
   static constexpr int kTokens = kFloatGemmTokens;
+  static constexpr int64_t kChunk = kFloatGemmChunk;
+  static int64_t units(const PackedWeights& w) { return w.cols; }
 
   template <int P, int T>
-  static void tile(const MatmulCall& c, int64_t p0, int64_t t0, int64_t valid) {
+  static void tile(const MatmulCall& c, const TileArgs& args, int64_t k0, int64_t k1) {
     const PackedWeights& w = *c.w;
     const int64_t cols = w.cols;
     const uint8_t* panel[P];
-    for (int p = 0; p < P; ++p) panel[p] = w.panel(p0 + p);
+    for (int p = 0; p < P; ++p) panel[p] = w.panel(args.p0 + p);
     const float* xt[T];
-    for (int t = 0; t < T; ++t) xt[t] = static_cast<const float*>(c.x) + token_of(t0, t, valid) * cols;
+    for (int t = 0; t < T; ++t) xt[t] = static_cast<const float*>(c.x) + token_of(args, t) * cols;
     VF acc[P][T];
-#pragma GCC unroll 16
-    for (int p = 0; p < P; ++p)
-#pragma GCC unroll 16
-      for (int t = 0; t < T; ++t) acc[p][t] = zero_f();
-    for (int64_t k = 0; k < cols; ++k) {
+    load_acc(args, acc);
+    for (int64_t k = k0; k < k1; ++k) {
       VF wv[P];
 #pragma GCC unroll 16
       for (int p = 0; p < P; ++p) wv[p] = Load::at(panel[p], k);
@@ -43,11 +42,7 @@ struct FloatKind {
         for (int p = 0; p < P; ++p) acc[p][t] = fma_f(wv[p], xb, acc[p][t]);
       }
     }
-#pragma GCC unroll 16
-    for (int p = 0; p < P; ++p)
-#pragma GCC unroll 16
-      for (int t = 0; t < T; ++t)
-        if (t < valid) store_rows(c.y + (t0 + t) * w.rows, p0 + p, w.rows, acc[p][t]);
+    store_acc(args, acc);
   }
 };
 

@@ -9,23 +9,22 @@ struct Q4_0Kind {
   static constexpr int kGemv = kGemvPanels;
   static constexpr int kPanels = kQ8GemmPanels;
   static constexpr int kTokens = kQ8GemmTokens;
+  static constexpr int64_t kChunk = 2 * kQ8GemmChunk;  // half the bytes of a Q8_0 block
+  static int64_t units(const PackedWeights& w) { return w.cols / 32; }
 
   template <int P, int T>
-  static void tile(const MatmulCall& c, int64_t p0, int64_t t0, int64_t valid) {
+  static void tile(const MatmulCall& c, const TileArgs& args, int64_t b0, int64_t b1) {
     const PackedWeights& w = *c.w;
     const auto& a = *static_cast<const QuantizedActivations*>(c.x);
-    const int64_t nb = w.cols / 32;
     const uint8_t* panel[P];
-    for (int p = 0; p < P; ++p) panel[p] = w.panel(p0 + p);
+    for (int p = 0; p < P; ++p) panel[p] = w.panel(args.p0 + p);
     TokenQ x[T];
-    for (int t = 0; t < T; ++t) x[t] = token_q(a, token_of(t0, t, valid), 32, 32);
+    for (int t = 0; t < T; ++t) x[t] = token_q(a, token_of(args, t), 32);
+    const int64_t n = a.n;
     const VI nibble = set1_i32(0x0F0F0F0F), high = set1_i32(static_cast<int32_t>(0xF0F0F0F0u));
     VF acc[P][T];
-#pragma GCC unroll 16
-    for (int p = 0; p < P; ++p)
-#pragma GCC unroll 16
-      for (int t = 0; t < T; ++t) acc[p][t] = zero_f();
-    for (int64_t b = 0; b < nb; ++b) {
+    load_acc(args, acc);
+    for (int64_t b = b0; b < b1; ++b) {
       const int64_t q_off = paired_q_offset(b, 256), d_off = paired_d_offset(b, 256);
       // Where the dot product takes any unsigned byte, the high nibbles stay in place
       // (16 q) in a sum of their own, divided by 16 once per block: one shift less
@@ -34,7 +33,7 @@ struct Q4_0Kind {
 #pragma GCC unroll 16
       for (int p = 0; p < P; ++p)
 #pragma GCC unroll 16
-        for (int t = 0; t < T; ++t) isum[p][t] = set1_i32(x[t].corr[b]), hsum[p][t] = zero_i();
+        for (int t = 0; t < T; ++t) isum[p][t] = set1_i32(x[t].corr[b * n]), hsum[p][t] = zero_i();
 #pragma GCC unroll 4
       for (int u = 0; u < 4; ++u) {
 #pragma GCC unroll 16
@@ -44,9 +43,9 @@ struct Q4_0Kind {
           const VI hi = kHighNibbleInPlace ? and_i(packed, high) : and_i(srli_i32<4>(packed), nibble);
 #pragma GCC unroll 16
           for (int t = 0; t < T; ++t) {
-            isum[p][t] = dot_u8s8(isum[p][t], lo, bcast_i32(x[t].q + b * 32 + 4 * u));
+            isum[p][t] = dot_u8s8(isum[p][t], lo, bcast_i32(x[t].q + b * n * 32 + 4 * u));
             VI& h = kHighNibbleInPlace ? hsum[p][t] : isum[p][t];
-            h = dot_u8s8(h, hi, bcast_i32(x[t].q + b * 32 + 16 + 4 * u));
+            h = dot_u8s8(h, hi, bcast_i32(x[t].q + b * n * 32 + 16 + 4 * u));
           }
         }
       }
@@ -60,14 +59,10 @@ struct Q4_0Kind {
       for (int p = 0; p < P; ++p) {
         const VF d = load_f16(reinterpret_cast<const uint16_t*>(panel[p] + d_off));
 #pragma GCC unroll 16
-        for (int t = 0; t < T; ++t) acc[p][t] = fma_f(cvt_i2f(isum[p][t]), mul_f(d, set1_f(x[t].d[b])), acc[p][t]);
+        for (int t = 0; t < T; ++t) acc[p][t] = fma_f(cvt_i2f(isum[p][t]), mul_f(d, set1_f(x[t].d[b * n])), acc[p][t]);
       }
     }
-#pragma GCC unroll 16
-    for (int p = 0; p < P; ++p)
-#pragma GCC unroll 16
-      for (int t = 0; t < T; ++t)
-        if (t < valid) store_rows(c.y + (t0 + t) * w.rows, p0 + p, w.rows, acc[p][t]);
+    store_acc(args, acc);
   }
 };
 

@@ -44,30 +44,31 @@ struct Q4_KKind {
   static constexpr int kGemv = kGemvPanels < 4 ? kGemvPanels : 4;
   static constexpr int kPanels = 1;
   static constexpr int kTokens = kKGemmTokens;
+  static constexpr int64_t kChunk = kKGemmChunk;
+  static int64_t units(const PackedWeights& w) { return w.cols / 256; }
 
   template <int P, int T>
-  static void tile(const MatmulCall& c, int64_t p0, int64_t t0, int64_t valid) {
+  static void tile(const MatmulCall& c, const TileArgs& args, int64_t sb0, int64_t sb1) {
     const PackedWeights& w = *c.w;
     const auto& a = *static_cast<const QuantizedActivations*>(c.x);
-    const int64_t nsb = w.cols / 256;
     TokenQ x[T];
-    for (int t = 0; t < T; ++t) x[t] = token_q(a, token_of(t0, t, valid), 256, 16);
+    for (int t = 0; t < T; ++t) x[t] = token_q(a, token_of(args, t), 256);
+    const int64_t n = a.n;
     const VI nibble = set1_i32(0x0F0F0F0F), high = set1_i32(static_cast<int32_t>(0xF0F0F0F0u));
     VF acc[P][T];
-    for (int p = 0; p < P; ++p)
-      for (int t = 0; t < T; ++t) acc[p][t] = zero_f();
-    for (int64_t sb = 0; sb < nsb; ++sb) {
+    load_acc(args, acc);
+    for (int64_t sb = sb0; sb < sb1; ++sb) {
       const uint8_t* base[P];
       VI sc[P][8], mins[P][4];
       VI isum[P][T], msum[P][T];
       for (int p = 0; p < P; ++p) {
-        base[p] = w.panel(p0 + p) + sb * 2304;
+        base[p] = w.panel(args.p0 + p) + sb * 2304;
         unpack_q4k_scales(base[p] + 64, sc[p], mins[p]);
 #pragma GCC unroll 16
         for (int t = 0; t < T; ++t) {
           isum[p][t] = zero_i();
           msum[p][t] = zero_i();
-          for (int i = 0; i < 4; ++i) msum[p][t] = dot_i16(msum[p][t], mins[p][i], set1_i32(x[t].pairs[sb * 4 + i]));
+          for (int i = 0; i < 4; ++i) msum[p][t] = dot_i16(msum[p][t], mins[p][i], set1_i32(x[t].pairs[sb * n * 4 + i]));
         }
       }
       for (int ch = 0; ch < 4; ++ch) {
@@ -87,7 +88,7 @@ struct Q4_KKind {
             const VI hi = kHighNibbleInPlace ? and_i(packed, high) : and_i(srli_i32<4>(packed), nibble);
 #pragma GCC unroll 16
             for (int t = 0; t < T; ++t) {
-              const int8_t* xq = x[t].q + sb * 256 + 64 * ch + 4 * u;
+              const int8_t* xq = x[t].q + sb * n * 256 + 64 * ch + 4 * u;
               lo_sum[p][t] = dot_u8s8(lo_sum[p][t], lo, bcast_i32(xq));
               hi_sum[p][t] = dot_u8s8(hi_sum[p][t], hi, bcast_i32(xq + 32));
             }
@@ -107,17 +108,13 @@ struct Q4_KKind {
         const VF dmin = load_f16(reinterpret_cast<const uint16_t*>(base[p] + 32));
 #pragma GCC unroll 16
         for (int t = 0; t < T; ++t) {
-          const VF dx = set1_f(x[t].d[sb]);
+          const VF dx = set1_f(x[t].d[sb * n]);
           acc[p][t] = fma_f(cvt_i2f(isum[p][t]), mul_f(d, dx), acc[p][t]);
           acc[p][t] = fnma_f(cvt_i2f(msum[p][t]), mul_f(dmin, dx), acc[p][t]);
         }
       }
     }
-#pragma GCC unroll 16
-    for (int p = 0; p < P; ++p)
-#pragma GCC unroll 16
-      for (int t = 0; t < T; ++t)
-        if (t < valid) store_rows(c.y + (t0 + t) * w.rows, p0 + p, w.rows, acc[p][t]);
+    store_acc(args, acc);
   }
 };
 

@@ -10,23 +10,24 @@ struct Q6_KKind {
   static constexpr int kGemv = kGemvPanels;
   static constexpr int kPanels = 1;
   static constexpr int kTokens = kKGemmTokens;
+  static constexpr int64_t kChunk = kKGemmChunk;
+  static int64_t units(const PackedWeights& w) { return w.cols / 256; }
 
   template <int P, int T>
-  static void tile(const MatmulCall& c, int64_t p0, int64_t t0, int64_t valid) {
+  static void tile(const MatmulCall& c, const TileArgs& args, int64_t sb0, int64_t sb1) {
     const PackedWeights& w = *c.w;
     const auto& a = *static_cast<const QuantizedActivations*>(c.x);
-    const int64_t nsb = w.cols / 256;
     TokenQ x[T];
-    for (int t = 0; t < T; ++t) x[t] = token_q(a, token_of(t0, t, valid), 256, 16);
+    for (int t = 0; t < T; ++t) x[t] = token_q(a, token_of(args, t), 256);
+    const int64_t n = a.n;
     const VI low4 = set1_i32(0x0F0F0F0F), bits45 = set1_i32(0x30303030);
     VF acc[P][T];
-    for (int p = 0; p < P; ++p)
-      for (int t = 0; t < T; ++t) acc[p][t] = zero_f();
-    for (int64_t sb = 0; sb < nsb; ++sb) {
+    load_acc(args, acc);
+    for (int64_t sb = sb0; sb < sb1; ++sb) {
       const uint8_t* body[P];
       VI isum[P][T];
       for (int p = 0; p < P; ++p) {
-        body[p] = w.panel(p0 + p) + paired_q_offset(sb, 3328);
+        body[p] = w.panel(args.p0 + p) + paired_q_offset(sb, 3328);
         for (int t = 0; t < T; ++t) isum[p][t] = zero_i();
       }
       for (int j = 0; j < 16; ++j) {
@@ -41,8 +42,8 @@ struct Q6_KKind {
           const VI s3 = and_or(srli_i32<4>(vb), low4, and_i(srli_i32<2>(vc), bits45));
 #pragma GCC unroll 16
           for (int t = 0; t < T; ++t) {
-            const int8_t* xq = x[t].q + sb * 256 + 16 * j;
-            VI v = set1_i32(x[t].corr[sb * 16 + j]);
+            const int8_t* xq = x[t].q + sb * n * 256 + 16 * j;
+            VI v = set1_i32(x[t].corr[sb * n * 16 + j]);
             v = dot_u8s8(v, s0, bcast_i32(xq));
             v = dot_u8s8(v, s1, bcast_i32(xq + 4));
             v = dot_u8s8(v, s2, bcast_i32(xq + 8));
@@ -52,16 +53,12 @@ struct Q6_KKind {
         }
       }
       for (int p = 0; p < P; ++p) {
-        const VF d = load_f16(reinterpret_cast<const uint16_t*>(w.panel(p0 + p) + paired_d_offset(sb, 3328)));
+        const VF d = load_f16(reinterpret_cast<const uint16_t*>(w.panel(args.p0 + p) + paired_d_offset(sb, 3328)));
 #pragma GCC unroll 16
-        for (int t = 0; t < T; ++t) acc[p][t] = fma_f(cvt_i2f(isum[p][t]), mul_f(d, set1_f(x[t].d[sb])), acc[p][t]);
+        for (int t = 0; t < T; ++t) acc[p][t] = fma_f(cvt_i2f(isum[p][t]), mul_f(d, set1_f(x[t].d[sb * n])), acc[p][t]);
       }
     }
-#pragma GCC unroll 16
-    for (int p = 0; p < P; ++p)
-#pragma GCC unroll 16
-      for (int t = 0; t < T; ++t)
-        if (t < valid) store_rows(c.y + (t0 + t) * w.rows, p0 + p, w.rows, acc[p][t]);
+    store_acc(args, acc);
   }
 };
 

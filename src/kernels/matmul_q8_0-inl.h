@@ -10,49 +10,46 @@ struct Q8_0Kind {
   static constexpr int kGemv = kGemvPanels;
   static constexpr int kPanels = kQ8GemmPanels;
   static constexpr int kTokens = kQ8GemmTokens;
+  static constexpr int64_t kChunk = kQ8GemmChunk;
+  static int64_t units(const PackedWeights& w) { return w.cols / 32; }
 
   template <int P, int T>
-  static void tile(const MatmulCall& c, int64_t p0, int64_t t0, int64_t valid) {
+  static void tile(const MatmulCall& c, const TileArgs& args, int64_t b0, int64_t b1) {
     const PackedWeights& w = *c.w;
     const auto& a = *static_cast<const QuantizedActivations*>(c.x);
-    const int64_t nb = w.cols / 32;
     const uint8_t* panel[P];
-    for (int p = 0; p < P; ++p) panel[p] = w.panel(p0 + p);
+    for (int p = 0; p < P; ++p) panel[p] = w.panel(args.p0 + p);
     TokenQ x[T];
-    for (int t = 0; t < T; ++t) x[t] = token_q(a, token_of(t0, t, valid), 32, 32);
+    for (int t = 0; t < T; ++t) x[t] = token_q(a, token_of(args, t), 32);
+    const int64_t n = a.n;
     VF acc[P][T];
-#pragma GCC unroll 16
-    for (int p = 0; p < P; ++p)
-#pragma GCC unroll 16
-      for (int t = 0; t < T; ++t) acc[p][t] = zero_f();
-    for (int64_t b = 0; b < nb; ++b) {
+    load_acc(args, acc);
+    ChunkPrefetch<P> pf(c, args, b1 - b0);
+    for (int64_t b = b0; b < b1; ++b) {
+      pf.step_once();
       const int64_t q_off = paired_q_offset(b, 512), d_off = paired_d_offset(b, 512);
       VI isum[P][T];
 #pragma GCC unroll 16
       for (int p = 0; p < P; ++p)
 #pragma GCC unroll 16
-        for (int t = 0; t < T; ++t) isum[p][t] = set1_i32(x[t].corr[b]);
+        for (int t = 0; t < T; ++t) isum[p][t] = set1_i32(x[t].corr[b * n]);
 #pragma GCC unroll 8
       for (int s = 0; s < 8; ++s) {
 #pragma GCC unroll 16
         for (int p = 0; p < P; ++p) {
           const VI wv = load_i(panel[p] + q_off + s * 64);
 #pragma GCC unroll 16
-          for (int t = 0; t < T; ++t) isum[p][t] = dot_q8(isum[p][t], wv, bcast_i32(x[t].q + b * 32 + 4 * s));
+          for (int t = 0; t < T; ++t) isum[p][t] = dot_q8(isum[p][t], wv, bcast_i32(x[t].q + b * n * 32 + 4 * s));
         }
       }
 #pragma GCC unroll 16
       for (int p = 0; p < P; ++p) {
         const VF d = load_f16(reinterpret_cast<const uint16_t*>(panel[p] + d_off));
 #pragma GCC unroll 16
-        for (int t = 0; t < T; ++t) acc[p][t] = fma_f(cvt_i2f(isum[p][t]), mul_f(d, set1_f(x[t].d[b])), acc[p][t]);
+        for (int t = 0; t < T; ++t) acc[p][t] = fma_f(cvt_i2f(isum[p][t]), mul_f(d, set1_f(x[t].d[b * n])), acc[p][t]);
       }
     }
-#pragma GCC unroll 16
-    for (int p = 0; p < P; ++p)
-#pragma GCC unroll 16
-      for (int t = 0; t < T; ++t)
-        if (t < valid) store_rows(c.y + (t0 + t) * w.rows, p0 + p, w.rows, acc[p][t]);
+    store_acc(args, acc);
   }
 };
 

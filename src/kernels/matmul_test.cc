@@ -114,6 +114,21 @@ TEST(MatmulTest, HandComputedF32) {
   }
 }
 
+// matmul of the first n tokens of x equals the scalar reference bit for bit on every target.
+void expect_every_target_matches_reference(const TestMatrix& m, const std::vector<float>& x, int64_t n,
+                                           ThreadPool& pool, const std::string& what) {
+  const int64_t rows = m.w.rows();
+  std::vector<float> want(static_cast<size_t>(n * rows)), got(want.size());
+  matmul_reference(m.w, x.data(), n, want.data());
+  for (SimdTarget target : supported_simd_targets()) {
+    ScopedSimdTarget scoped(target);
+    matmul(m.w, x.data(), n, got.data(), pool);
+    expect_same_bits(got, want,
+                     std::string(dtype_name(m.w.dtype())) + " " + simd_target_name(target) + " " + what + " n " +
+                         std::to_string(n));
+  }
+}
+
 // Every kernel on every target equals the scalar reference bit for bit, for rows that
 // do not fill the last panel and every batch size from 1 to 17.
 TEST(MatmulTest, EveryTargetMatchesReferenceExactly) {
@@ -124,18 +139,23 @@ TEST(MatmulTest, EveryTargetMatchesReferenceExactly) {
       const TestMatrix m = quantized_matrix(type, rows, cols, 100 + rows);
       const int64_t max_n = rows == 17 ? 17 : 5;
       const auto x = activations(max_n, cols, 7);
-      for (int64_t n = 1; n <= max_n; ++n) {
-        std::vector<float> want(static_cast<size_t>(n * rows)), got(want.size());
-        matmul_reference(m.w, x.data(), n, want.data());
-        for (SimdTarget target : supported_simd_targets()) {
-          ScopedSimdTarget scoped(target);
-          matmul(m.w, x.data(), n, got.data(), pool);
-          expect_same_bits(got, want,
-                           std::string(dtype_name(type)) + " " + simd_target_name(target) + " rows " +
-                               std::to_string(rows) + " n " + std::to_string(n));
-        }
-      }
+      for (int64_t n = 1; n <= max_n; ++n)
+        expect_every_target_matches_reference(m, x, n, pool, "rows " + std::to_string(rows));
     }
+  }
+}
+
+// Rows long enough to span several of the GEMM's column chunks (and a partial last
+// one), and batches around and beyond the tokens one pass over a panel keeps.
+TEST(MatmulTest, LongRowsAndLargeBatchesMatchReferenceExactly) {
+  ThreadPool pool(2);
+  for (DType type : kKernelTypes) {
+    // More than the longest chunk of any target (2048 floats, 64 blocks of 32, 8 of 256).
+    const int64_t blocks = block_of(type) == 1 ? 60 : block_of(type) == 32 ? 67 : 9;
+    const int64_t rows = 35, cols = cols_for(type, blocks);
+    const TestMatrix m = quantized_matrix(type, rows, cols, 31);
+    const auto x = activations(130, cols, 32);
+    for (int64_t n : {63, 64, 65, 130}) expect_every_target_matches_reference(m, x, n, pool, "long rows");
   }
 }
 

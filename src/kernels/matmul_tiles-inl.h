@@ -1,12 +1,62 @@
-// The loop over tiles shared by every weight kind: a tile is P panels (16 rows each)
-// by T tokens, computed by Kind::tile<P, T>(call, panel, token, valid). GEMV (n = 1)
-// walks Kind::kGemv panels at a time to keep several weight streams in flight; GEMM
-// walks Kind::kPanels panels and, for each, every token in groups of Kind::kTokens,
-// so the panels stay in cache while the activations stream past. Every lane of every
-// tile shape performs the same operations in the same order, which is why the result
-// for a token does not depend on n, on its position in the batch or on how panels
-// are split between threads.
+// The loop over tiles shared by every weight kind. A tile is P panels (16 rows each)
+// by T tokens over a range of the reduction: Kind::tile<P, T>(c, tiles, k0, k1)
+// carries the accumulators of its P x T outputs across units [k0, k1) of the columns
+// (Kind::units(w) of them: blocks, super-blocks or columns), starting from and
+// returning to an accumulator array in memory.
+//
+// GEMV (n = 1) walks Kind::kGemv panels at a time over all columns, to keep several
+// weight streams in flight. GEMM walks Kind::kPanels panels at a time and streams them
+// once: for each chunk of Kind::kChunk units, every token of the batch (up to
+// kBatchTokens at a time, in tiles of Kind::kTokens) passes over the chunk while it is
+// in the first-level cache, and the chunks after it are prefetched. Weights are thus
+// read from memory once per product, at an even pace that hides the memory's latency
+// behind the arithmetic, however many tokens there are.
+//
+// Every lane of every tile shape performs the same operations in the same order, and
+// the accumulators go through memory unrounded (a float stays a float), which is why
+// the result for a token does not depend on n, on its position in the batch, on the
+// chunking or on how panels are split between threads.
 // Spliced into a target namespace after the simd_*-inl.h header.
+
+// Tokens whose accumulators one pass over a panel group keeps (in memory, P x 64 x 64
+// bytes at most); larger batches take several passes.
+inline constexpr int kBatchTokens = 64;
+
+// Where a tile reads and writes its accumulators: acc[p * stride + t] for panel p and
+// token slot t, the slot of token t0 + t.
+struct TileArgs {
+  int64_t p0;     // first panel
+  int64_t t0;     // first token
+  int64_t valid;  // real tokens; slots from `valid` on repeat the last one
+  VF* acc;
+  int64_t stride;
+  // Weights of the next chunk that this tile brings towards the caches, spread over
+  // its units: bytes [pf, pf + pf_bytes) of each of its P panels (panel i's part
+  // i * panel_bytes further on); none when pf_bytes is 0.
+  const uint8_t* pf;
+  int64_t pf_bytes;
+};
+
+// Token slot t of a tile with `valid` real tokens.
+LLMS_SIMD int64_t slot_of(int t, int64_t valid) { return t < valid ? t : valid - 1; }
+LLMS_SIMD int64_t token_of(const TileArgs& a, int t) { return a.t0 + slot_of(t, a.valid); }
+
+template <int P, int T>
+LLMS_SIMD void load_acc(const TileArgs& a, VF (&acc)[P][T]) {
+#pragma GCC unroll 16
+  for (int p = 0; p < P; ++p)
+#pragma GCC unroll 16
+    for (int t = 0; t < T; ++t) acc[p][t] = a.acc[p * a.stride + slot_of(t, a.valid)];
+}
+
+template <int P, int T>
+LLMS_SIMD void store_acc(const TileArgs& a, const VF (&acc)[P][T]) {
+#pragma GCC unroll 16
+  for (int p = 0; p < P; ++p)
+#pragma GCC unroll 16
+    for (int t = 0; t < T; ++t)
+      if (t < a.valid) a.acc[p * a.stride + t] = acc[p][t];
+}
 
 // Writes lanes of v as rows [16p, 16p + 16) of one token's output row, dropping the
 // padding rows of a last, partial panel.
@@ -21,33 +71,104 @@ LLMS_SIMD void store_rows(float* y_token, int64_t p, int64_t rows, VF v) {
 
 // The last r < Kind::kTokens tokens go to the smallest tile of 1, 2, 4, 8, ... tokens
 // (at most kTokens) that holds them; its spare slots repeat the last token and their
-// results are dropped. Few tile shapes keep compile time down, and small batches are
-// bound by streaming the weights, not by the spare arithmetic.
+// results are dropped. Few tile shapes keep compile time down, and the spare slots
+// cost little next to the tiles before them.
 template <class Kind, int P, int R>
-inline void token_tail(const MatmulCall& c, int64_t p, int64_t t, int64_t r) {
+inline void token_tail(const MatmulCall& c, TileArgs a, int64_t k0, int64_t k1) {
   if constexpr (R >= Kind::kTokens) {
-    Kind::template tile<P, Kind::kTokens>(c, p, t, r);
+    Kind::template tile<P, Kind::kTokens>(c, a, k0, k1);
   } else {
-    if (r <= R) {
-      Kind::template tile<P, R>(c, p, t, r);
+    if (a.valid <= R) {
+      Kind::template tile<P, R>(c, a, k0, k1);
     } else {
-      token_tail<Kind, P, 2 * R>(c, p, t, r);
+      token_tail<Kind, P, 2 * R>(c, a, k0, k1);
     }
   }
 }
 
+// A tile's share of the next chunk's weights, prefetched in equal steps before each
+// of its `count` units, up to the end of the call's range.
+template <int P>
+struct ChunkPrefetch {
+  LLMS_SIMD ChunkPrefetch(const MatmulCall& c, const TileArgs& a, int64_t count) {
+    const PackedWeights& w = *c.w;
+    const uint8_t* range_end = w.panel(c.panel_end);
+    step = (a.pf_bytes + count - 1) / count;
+    for (int p = 0; p < P; ++p) {
+      next[p] = a.pf + p * w.panel_bytes;
+      end[p] = std::min(next[p] + a.pf_bytes, std::max(next[p], range_end));
+    }
+  }
+  LLMS_SIMD void step_once() {
+    for (int p = 0; p < P; ++p) {
+      const uint8_t* stop = std::min(end[p], next[p] + step);
+      for (; next[p] < stop; next[p] += 64) __builtin_prefetch(next[p], 0, kPrefetchLocality);
+    }
+  }
+  const uint8_t* next[P];
+  const uint8_t* end[P];
+  int64_t step;
+};
+
+// The bytes of each panel that the chunk after units [k0, k1) of panels [p, p + P)
+// takes: the next units, or past the last one, the first units of the next panels.
 template <class Kind, int P>
-inline void panel_tokens(const MatmulCall& c, int64_t p) {
+inline void next_chunk(const MatmulCall& c, int64_t p, int64_t k1, int64_t units, TileArgs* a) {
+  const PackedWeights& w = *c.w;
+  const int64_t unit_bytes = w.panel_bytes / units;
+  if (k1 < units) {
+    a->pf = w.panel(p) + k1 * unit_bytes;
+    a->pf_bytes = (std::min(units, k1 + Kind::kChunk) - k1) * unit_bytes;
+  } else {
+    a->pf = w.panel(p + P);
+    a->pf_bytes = std::min(units, Kind::kChunk) * unit_bytes;
+  }
+}
+
+// GEMM over panels [p, p + P): the batch in passes of kBatchTokens tokens, each pass
+// over the chunks of the panels with every token's tiles per chunk.
+template <class Kind, int P>
+void gemm_panels(const MatmulCall& c, int64_t p) {
   constexpr int T = Kind::kTokens;
-  int64_t t = 0;
-  for (; t + T <= c.n; t += T) Kind::template tile<P, T>(c, p, t, T);
-  if (t < c.n) token_tail<Kind, P, 1>(c, p, t, c.n - t);
+  const int64_t units = Kind::units(*c.w), rows = c.w->rows;
+  VF acc[P * kBatchTokens];
+  for (int64_t s0 = 0; s0 < c.n; s0 += kBatchTokens) {
+    const int64_t ns = std::min<int64_t>(kBatchTokens, c.n - s0);
+    for (int i = 0; i < P; ++i)
+      for (int64_t t = 0; t < ns; ++t) acc[i * kBatchTokens + t] = zero_f();
+    for (int64_t k0 = 0; k0 < units; k0 += Kind::kChunk) {
+      const int64_t k1 = std::min(units, k0 + Kind::kChunk);
+      // The next chunk's weights, in equal slices over this chunk's tiles.
+      TileArgs a{p, s0, T, acc, kBatchTokens, nullptr, 0};
+      next_chunk<Kind, P>(c, p, k1, units, &a);
+      const int64_t tiles = (ns + T - 1) / T, pf_total = a.pf_bytes;
+      const uint8_t* pf_start = a.pf;
+      for (int64_t i = 0; i < tiles; ++i, a.t0 += T, a.acc += T) {
+        a.pf = pf_start + pf_total * i / tiles;
+        a.pf_bytes = pf_total * (i + 1) / tiles - pf_total * i / tiles;
+        a.valid = std::min<int64_t>(T, s0 + ns - a.t0);
+        if (a.valid == T) {
+          Kind::template tile<P, T>(c, a, k0, k1);
+        } else {
+          token_tail<Kind, P, 1>(c, a, k0, k1);
+        }
+      }
+    }
+    for (int i = 0; i < P; ++i)
+      for (int64_t t = 0; t < ns; ++t) store_rows(c.y + (s0 + t) * rows, p + i, rows, acc[i * kBatchTokens + t]);
+  }
 }
 
 // GEMV over panels [p, end): tiles of P panels, then of P / 2, ... for the rest.
 template <class Kind, int P>
 inline void gemv_panels(const MatmulCall& c, int64_t p, int64_t end) {
-  for (; p + P <= end; p += P) Kind::template tile<P, 1>(c, p, 0, 1);
+  const int64_t units = Kind::units(*c.w);
+  for (; p + P <= end; p += P) {
+    VF acc[P];
+    for (int i = 0; i < P; ++i) acc[i] = zero_f();
+    Kind::template tile<P, 1>(c, TileArgs{p, 0, 1, acc, 1, nullptr, 0}, 0, units);
+    for (int i = 0; i < P; ++i) store_rows(c.y, p + i, c.w->rows, acc[i]);
+  }
   if constexpr (P > 1) gemv_panels<Kind, P / 2>(c, p, end);
 }
 
@@ -58,21 +179,19 @@ void run_tiles(const MatmulCall& c) {
     gemv_panels<Kind, Kind::kGemv>(c, p, c.panel_end);
     return;
   }
-  for (; p + Kind::kPanels <= c.panel_end; p += Kind::kPanels) panel_tokens<Kind, Kind::kPanels>(c, p);
-  for (; p < c.panel_end; ++p) panel_tokens<Kind, 1>(c, p);
+  for (; p + Kind::kPanels <= c.panel_end; p += Kind::kPanels) gemm_panels<Kind, Kind::kPanels>(c, p);
+  for (; p < c.panel_end; ++p) gemm_panels<Kind, 1>(c, p);
 }
 
-// Token slot t of a tile starting at t0 with `valid` real tokens.
-LLMS_SIMD int64_t token_of(int64_t t0, int t, int64_t valid) { return t0 + (t < valid ? t : valid - 1); }
-
-// Per-token views of QuantizedActivations for blocks of `block` values.
+// Token t's part of block 0 of QuantizedActivations for blocks of `block` values;
+// block b's part is `b * a.n` blocks further on in each array.
 struct TokenQ {
   const int8_t* q;
   const float* d;
   const int32_t* corr;
   const int32_t* pairs;
 };
-LLMS_SIMD TokenQ token_q(const QuantizedActivations& a, int64_t t, int64_t block, int64_t corr_block) {
-  return {a.q + t * a.cols, a.d + t * (a.cols / block), a.corr + t * (a.cols / corr_block),
-          a.pairs ? a.pairs + t * (a.cols / 64) : nullptr};
+LLMS_SIMD TokenQ token_q(const QuantizedActivations& a, int64_t t, int64_t block) {
+  const int64_t corr_per_block = block == 32 ? 1 : 16;
+  return {a.q + t * block, a.d + t, a.corr + t * corr_per_block, a.pairs ? a.pairs + t * 4 : nullptr};
 }

@@ -6,34 +6,31 @@
 
 // Blocks of 32: d = max|x| / 127, q = round(x / d) computed as round(x * (1 / d)).
 void quantize_q8_row(const float* x, int64_t t, int bias, const QuantizedActivations& out) {
-  const int64_t cols = out.cols, nb = cols / 32;
+  const int64_t cols = out.cols, nb = cols / 32, n = out.n;
   const float* xt = x + t * cols;
-  int8_t* q = out.q + t * cols;
-  float* d = out.d + t * nb;
-  int32_t* corr = out.corr + t * nb;
   for (int64_t b = 0; b < nb; ++b) {
+    int8_t* q = out.q + (b * n + t) * 32;
     const VF v0 = load_f(xt + 32 * b), v1 = load_f(xt + 32 * b + 16);
     const float amax = reduce_max_f(max_f(abs_f(v0), abs_f(v1)));
     const float db = amax / 127.0f;
     const float id = db != 0.0f ? 1.0f / db : 0.0f;
     const VI q0 = cvt_round_f2i(mul_f(v0, set1_f(id))), q1 = cvt_round_f2i(mul_f(v1, set1_f(id)));
-    store_i8(q + 32 * b, q0);
-    store_i8(q + 32 * b + 16, q1);
-    d[b] = db;
-    corr[b] = -bias * reduce_add_i32(add_i32(q0, q1));
+    store_i8(q, q0);
+    store_i8(q + 16, q1);
+    out.d[b * n + t] = db;
+    out.corr[b * n + t] = -bias * reduce_add_i32(add_i32(q0, q1));
   }
 }
 
 // Blocks of 256 with sums over 16 (corr = -32 * sum) and over 32 (int16 pairs).
 void quantize_k_row(const float* x, int64_t t, int /*bias*/, const QuantizedActivations& out) {
-  const int64_t cols = out.cols, nb = cols / 256;
+  const int64_t cols = out.cols, nb = cols / 256, n = out.n;
   const float* xt = x + t * cols;
-  int8_t* q = out.q + t * cols;
-  float* d = out.d + t * nb;
-  int32_t* corr = out.corr + t * (cols / 16);
-  int32_t* pairs = out.pairs + t * (cols / 64);
   for (int64_t b = 0; b < nb; ++b) {
     const float* xb = xt + 256 * b;
+    int8_t* q = out.q + (b * n + t) * 256;
+    int32_t* corr = out.corr + (b * n + t) * 16;
+    int32_t* pairs = out.pairs + (b * n + t) * 4;
     VF m = zero_f();
     for (int i = 0; i < 16; ++i) m = max_f(m, abs_f(load_f(xb + 16 * i)));
     const float amax = reduce_max_f(m);
@@ -42,14 +39,14 @@ void quantize_k_row(const float* x, int64_t t, int /*bias*/, const QuantizedActi
     int32_t sums[16];
     for (int i = 0; i < 16; ++i) {
       const VI qi = cvt_round_f2i(mul_f(load_f(xb + 16 * i), set1_f(id)));
-      store_i8(q + 256 * b + 16 * i, qi);
+      store_i8(q + 16 * i, qi);
       sums[i] = reduce_add_i32(qi);
-      corr[16 * b + i] = -32 * sums[i];
+      corr[i] = -32 * sums[i];
     }
     for (int i = 0; i < 4; ++i) {
       const int32_t lo = sums[4 * i] + sums[4 * i + 1], hi = sums[4 * i + 2] + sums[4 * i + 3];
-      pairs[4 * b + i] = static_cast<int32_t>((static_cast<uint32_t>(lo) & 0xFFFF) | (static_cast<uint32_t>(hi) << 16));
+      pairs[i] = static_cast<int32_t>((static_cast<uint32_t>(lo) & 0xFFFF) | (static_cast<uint32_t>(hi) << 16));
     }
-    d[b] = db;
+    out.d[b * n + t] = db;
   }
 }

@@ -92,7 +92,9 @@ LLMS_SIMD void store_i8(int8_t* p, VI v) { _mm_storeu_si128(reinterpret_cast<__m
 // Matmul tile shapes: panels per tile and tokens per tile, for GEMV (n = 1) and GEMM.
 inline constexpr int kGemvPanels = 8;  // a power of two
 inline constexpr int kFloatGemmPanels = 2, kFloatGemmTokens = 12;
-inline constexpr int kQ8GemmPanels = 1, kQ8GemmTokens = 8;
+inline constexpr int kQ8GemmPanels = 2, kQ8GemmTokens = 4;
 inline constexpr int kKGemmTokens = 6;
+inline constexpr int64_t kQ8GemmChunk = 16, kKGemmChunk = 8, kFloatGemmChunk = 2048;
+inline constexpr int kPrefetchLocality = 1;
 inline constexpr int kQ8_0Bias = 128;
 inline constexpr bool kHighNibbleInPlace = true;  // dot_u8s8 exact for any u
