@@ -18,6 +18,8 @@ inline void cpu_relax() {
 }
 
 constexpr uint64_t kChunkMask = 0xFFFFFFFFu;
+// Between jobs: generation 0 (no worker's next job), next chunk beyond any job's.
+constexpr uint64_t kClosed = kChunkMask;
 
 }  // namespace
 
@@ -57,9 +59,15 @@ void ThreadPool::run_erased(int64_t num_chunks, bool one_each, TaskFn fn, void* 
     return;
   }
   if (one_each) num_chunks = std::min<int64_t>(num_chunks, num_threads_);
+  // Close the previous job before changing num_chunks_: a worker that read the old
+  // job's state (all of its chunks claimed) and then the new, larger num_chunks_
+  // would otherwise claim a chunk past the old job's end, run a chunk of the new
+  // job twice and count it in done_. The release store of num_chunks_ makes the
+  // closed state visible to whoever reads the new count, so its claim fails.
+  state_.store(kClosed, std::memory_order_relaxed);
   fn_ = fn;
   ctx_ = ctx;
-  num_chunks_.store(num_chunks, std::memory_order_relaxed);
+  num_chunks_.store(num_chunks, std::memory_order_release);
   one_each_.store(one_each, std::memory_order_relaxed);
   done_.store(0, std::memory_order_relaxed);
   if (++generation_ == 0) ++generation_;  // 0 is the state before the first job

@@ -36,6 +36,25 @@ TEST(ThreadPoolTest, ParallelForCoversRangeOnceWithAlignedStarts) {
   }
 }
 
+// Back-to-back jobs of changing sizes: a worker still finishing its look at one job
+// while the next is being set up must never claim a chunk of either that is not its
+// own. Each chunk runs exactly once and every job has finished when the call returns.
+TEST(ThreadPoolTest, BackToBackJobsOfChangingSizesRunEachChunkOnce) {
+  for (int threads : {2, 3}) {
+    ThreadPool pool(threads);
+    std::vector<std::atomic<int>> hits(16);
+    for (int job = 0; job < 200000; ++job) {
+      const int64_t n = 1 + (job * 7) % 12;  // sizes go up and down
+      for (int64_t i = 0; i < n; ++i) hits[i].store(0, std::memory_order_relaxed);
+      pool.parallel_for(n, 1, 0, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) hits[i].fetch_add(1, std::memory_order_relaxed);
+      });
+      for (int64_t i = 0; i < n; ++i)
+        ASSERT_EQ(hits[i].load(std::memory_order_relaxed), 1) << "threads " << threads << " job " << job << " i " << i;
+    }
+  }
+}
+
 TEST(ThreadPoolTest, SmallWorkRunsInline) {
   ThreadPool pool(2);
   int calls = 0;  // not atomic: must be a single inline call
