@@ -97,54 +97,91 @@ __attribute__((target("avx512f"))) void block_accumulate_avx512(float* acc, floa
   }
 }
 
+// GCC 12 warns about the undefined source register inside _mm512_cvtph_ps.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+// F16 rows decoded with the target's conversion instruction; exact, as the scalar
+// decoding (every half is a float), so the results do not depend on the target.
+__attribute__((target("avx512f"))) void f16_row_avx512(const uint16_t* src, float* dst, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i))));
+  if (i < n) dequantize_row(DType::kF16, src + i, dst + i, n - i);
+}
+__attribute__((target("avx2,f16c"))) void f16_row_avx2(const uint16_t* src, float* dst, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))));
+  if (i < n) dequantize_row(DType::kF16, src + i, dst + i, n - i);
+}
+void f16_row_scalar(const uint16_t* src, float* dst, int64_t n) { dequantize_row(DType::kF16, src, dst, n); }
+#pragma GCC diagnostic pop
+
+using F16RowFn = void (*)(const uint16_t*, float*, int64_t);
+
 struct BlockOps {
   void (*scores)(const float* q, const float* k, int64_t stride, int rows, int hd, float scale, float* out);
   void (*accumulate)(float* acc, float c, const float* p, const float* v, int64_t stride, int rows, int hd);
+  F16RowFn f16_row;  // F16 cache rows to floats
 };
 
 BlockOps ops_for(SimdTarget t) {
   switch (t) {
-    case SimdTarget::kAvx512: return {block_scores_avx512, block_accumulate_avx512};
-    case SimdTarget::kAvx2: return {block_scores_avx2, block_accumulate_avx2};
-    default: return {block_scores_scalar, block_accumulate_scalar};
+    case SimdTarget::kAvx512: return {block_scores_avx512, block_accumulate_avx512, f16_row_avx512};
+    case SimdTarget::kAvx2: return {block_scores_avx2, block_accumulate_avx2, f16_row_avx2};
+    default: return {block_scores_scalar, block_accumulate_scalar, f16_row_scalar};
   }
 }
 
 // ---------------------------------------------------------------------------------
 
-// Rows of one KV block as floats, for one KV head: points into the cache for F32,
-// else decodes the rows (whole rows when the type's blocks straddle heads).
+// Rows of one KV block as floats, for one KV head: points into the cache for F32;
+// else decodes the head's part of each row when the type's blocks do not straddle
+// heads (F16, BF16, and 32-value blocks when head_dim is a multiple of 32), or whole
+// rows when they do.
 class BlockRows {
  public:
-  BlockRows(const KvLayerView& kv, bool is_k) : kv_(kv), is_k_(is_k), type_(is_k ? kv.k_type : kv.v_type) {
-    if (type_ != DType::kF32) buf_.resize(static_cast<size_t>(kv.block_size * kv.row_elems()));
+  BlockRows(const KvLayerView& kv, bool is_k, F16RowFn f16_row)
+      : kv_(kv), is_k_(is_k), type_(is_k ? kv.k_type : kv.v_type), f16_row_(f16_row) {
+    head_only_ = type_ != DType::kF32 && kv.head_dim % dtype_info(type_).block_size == 0;
+    stride_ = head_only_ ? kv.head_dim : kv.row_elems();
+    if (type_ != DType::kF32) buf_.resize(static_cast<size_t>(kv.block_size * stride_));
   }
   // Makes rows [0, n) of `block` available; row(r) then points at head `kvh`.
   void load(int32_t block, int n, int kvh) {
     block_ = block;
     kvh_ = kvh;
     if (type_ == DType::kF32) return;
-    const int64_t row = kv_.row_elems();
+    const int64_t elems = head_only_ ? kv_.head_dim : kv_.row_elems();
+    const int64_t skip = head_only_ ? dtype_row_bytes(type_, static_cast<int64_t>(kvh) * kv_.head_dim) : 0;
     for (int r = 0; r < n; ++r) {
-      const uint8_t* src = is_k_ ? kv_.k_row(block, r) : kv_.v_row(block, r);
-      dequantize_row(type_, src, buf_.data() + r * row, row);
+      const uint8_t* src = (is_k_ ? kv_.k_row(block, r) : kv_.v_row(block, r)) + skip;
+      float* dst = buf_.data() + r * stride_;
+      if (type_ == DType::kF16) {
+        f16_row_(reinterpret_cast<const uint16_t*>(src), dst, elems);
+      } else {
+        dequantize_row(type_, src, dst, elems);
+      }
     }
   }
   // Row 0 of the loaded block for the head; rows are stride() floats apart.
   const float* rows() const { return row(0); }
-  int64_t stride() const { return kv_.row_elems(); }
+  int64_t stride() const { return stride_; }
   const float* row(int r) const {
-    const int64_t off = static_cast<int64_t>(kvh_) * kv_.head_dim;
     if (type_ == DType::kF32) {
-      return reinterpret_cast<const float*>(is_k_ ? kv_.k_row(block_, r) : kv_.v_row(block_, r)) + off;
+      return reinterpret_cast<const float*>(is_k_ ? kv_.k_row(block_, r) : kv_.v_row(block_, r)) +
+             static_cast<int64_t>(kvh_) * kv_.head_dim;
     }
-    return buf_.data() + r * kv_.row_elems() + off;
+    return buf_.data() + r * stride_ + (head_only_ ? 0 : static_cast<int64_t>(kvh_) * kv_.head_dim);
   }
 
  private:
   const KvLayerView& kv_;
   bool is_k_;
   DType type_;
+  F16RowFn f16_row_;
+  bool head_only_ = false;
+  int64_t stride_ = 0;
   std::vector<float> buf_;
   int32_t block_ = 0;
   int kvh_ = 0;
@@ -158,7 +195,7 @@ void attend_tile(const AttentionQuery& q, const KvLayerView& kv, int n_heads, fl
   const int n_rows = (i1 - i0) * group;  // (token, head) pairs of this tile
   std::vector<float> m(static_cast<size_t>(n_rows), -INFINITY), l(static_cast<size_t>(n_rows), 0.0f);
   std::vector<float> acc(static_cast<size_t>(n_rows) * hd, 0.0f), s(static_cast<size_t>(B));
-  BlockRows keys(kv, true), vals(kv, false);
+  BlockRows keys(kv, true, ops.f16_row), vals(kv, false, ops.f16_row);
   const int64_t last_pos = q.first_pos + i1 - 1;
   for (int64_t b = 0; b * B <= last_pos; ++b) {
     const int64_t base = b * B;

@@ -69,6 +69,8 @@ TEST(AttentionTest, EveryTargetMatchesReferenceForEveryKvType) {
       {6, 2, 64, 16, 45, 17, DType::kQ8_0, DType::kQ8_0},
       {4, 2, 64, 16, 30, 5, DType::kQ4_0, DType::kF16},
       {2, 2, 96, 16, 70, 2, DType::kF32, DType::kQ8_0},
+      {8, 4, 8, 16, 10, 5, DType::kQ8_0, DType::kQ4_0},   // blocks of 32 straddle heads
+      {4, 2, 24, 16, 40, 3, DType::kF16, DType::kBF16},   // F16 rows shorter than a vector
   };
   ThreadPool pool(2);
   for (const auto& c : cases) {
