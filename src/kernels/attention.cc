@@ -88,13 +88,130 @@ __attribute__((target("avx512f"))) void block_scores_avx512(const float* q, cons
 __attribute__((target("avx512f"))) void block_accumulate_avx512(float* acc, float c, const float* p, const float* v,
                                                                  int64_t stride, int rows, int hd) {
   const __m512 vc = _mm512_set1_ps(c);
-  for (int d = 0; d < hd; d += 16) {
-    const __mmask16 m = hd - d >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << (hd - d)) - 1);
-    __m512 a = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, acc + d), vc);
-    const float* vr = v + d;
-    for (int j = 0; j < rows; ++j, vr += stride) a = _mm512_fmadd_ps(_mm512_set1_ps(p[j]), _mm512_maskz_loadu_ps(m, vr), a);
-    _mm512_mask_storeu_ps(acc + d, m, a);
+  // Four vectors of the row (64 dimensions) at a time: four independent chains over
+  // the rows instead of one. Each lane still sees the same operations in order.
+  for (int d0 = 0; d0 < hd; d0 += 64) {
+    __mmask16 m[4];
+    __m512 a[4];
+#pragma GCC unroll 4
+    for (int u = 0; u < 4; ++u) {
+      const int d = d0 + 16 * u;
+      const int left = hd - d;
+      m[u] = left >= 16 ? static_cast<__mmask16>(0xFFFF)
+                        : left > 0 ? static_cast<__mmask16>((1u << left) - 1) : static_cast<__mmask16>(0);
+      a[u] = _mm512_mul_ps(_mm512_maskz_loadu_ps(m[u], acc + d), vc);
+    }
+    const float* vr = v + d0;
+    for (int j = 0; j < rows; ++j, vr += stride) {
+      const __m512 pj = _mm512_set1_ps(p[j]);
+#pragma GCC unroll 4
+      for (int u = 0; u < 4; ++u) a[u] = _mm512_fmadd_ps(pj, _mm512_maskz_loadu_ps(m[u], vr + 16 * u), a[u]);
+    }
+#pragma GCC unroll 4
+    for (int u = 0; u < 4; ++u) _mm512_mask_storeu_ps(acc + d0 + 16 * u, m[u], a[u]);
   }
+}
+
+// Scores against a transposed block: kt[d * B + j] is dimension d of key j, so one
+// vector holds the scores of 16 (8) keys and no horizontal sums are needed. Four
+// partial sums over d (d mod 4) keep four multiply-add chains in flight. out[0, B)
+// for any block size B.
+void block_scores_t_scalar(const float* q, const float* kt, int B, int hd, float scale, float* out) {
+  for (int j = 0; j < B; ++j) {
+    float part[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (int d = 0; d < hd; ++d) part[d % 4] += q[d] * kt[d * B + j];
+    out[j] = ((part[0] + part[1]) + (part[2] + part[3])) * scale;
+  }
+}
+__attribute__((target("avx2,fma"))) void block_scores_t_avx2(const float* q, const float* kt, int B, int hd,
+                                                             float scale, float* out) {
+  int j = 0;
+  for (; j + 8 <= B; j += 8) {
+    __m256 p0 = _mm256_setzero_ps(), p1 = p0, p2 = p0, p3 = p0;
+    const float* k = kt + j;
+    int d = 0;
+    for (; d + 4 <= hd; d += 4, k += 4 * B) {
+      p0 = _mm256_fmadd_ps(_mm256_set1_ps(q[d]), _mm256_loadu_ps(k), p0);
+      p1 = _mm256_fmadd_ps(_mm256_set1_ps(q[d + 1]), _mm256_loadu_ps(k + B), p1);
+      p2 = _mm256_fmadd_ps(_mm256_set1_ps(q[d + 2]), _mm256_loadu_ps(k + 2 * B), p2);
+      p3 = _mm256_fmadd_ps(_mm256_set1_ps(q[d + 3]), _mm256_loadu_ps(k + 3 * B), p3);
+    }
+    if (d < hd) p0 = _mm256_fmadd_ps(_mm256_set1_ps(q[d]), _mm256_loadu_ps(k), p0);
+    if (d + 1 < hd) p1 = _mm256_fmadd_ps(_mm256_set1_ps(q[d + 1]), _mm256_loadu_ps(k + B), p1);
+    if (d + 2 < hd) p2 = _mm256_fmadd_ps(_mm256_set1_ps(q[d + 2]), _mm256_loadu_ps(k + 2 * B), p2);
+    const __m256 sum = _mm256_add_ps(_mm256_add_ps(p0, p1), _mm256_add_ps(p2, p3));
+    _mm256_storeu_ps(out + j, _mm256_mul_ps(sum, _mm256_set1_ps(scale)));
+  }
+  for (; j < B; ++j) {
+    float part[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (int d = 0; d < hd; ++d) part[d % 4] = std::fma(q[d], kt[d * B + j], part[d % 4]);
+    out[j] = ((part[0] + part[1]) + (part[2] + part[3])) * scale;
+  }
+}
+__attribute__((target("avx512f"))) void block_scores_t_avx512(const float* q, const float* kt, int B, int hd,
+                                                               float scale, float* out) {
+  for (int j = 0; j < B; j += 16) {
+    const __mmask16 m = B - j >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << (B - j)) - 1);
+    __m512 p0 = _mm512_setzero_ps(), p1 = p0, p2 = p0, p3 = p0;
+    const float* k = kt + j;
+    int d = 0;
+    for (; d + 4 <= hd; d += 4, k += 4 * B) {
+      p0 = _mm512_fmadd_ps(_mm512_set1_ps(q[d]), _mm512_maskz_loadu_ps(m, k), p0);
+      p1 = _mm512_fmadd_ps(_mm512_set1_ps(q[d + 1]), _mm512_maskz_loadu_ps(m, k + B), p1);
+      p2 = _mm512_fmadd_ps(_mm512_set1_ps(q[d + 2]), _mm512_maskz_loadu_ps(m, k + 2 * B), p2);
+      p3 = _mm512_fmadd_ps(_mm512_set1_ps(q[d + 3]), _mm512_maskz_loadu_ps(m, k + 3 * B), p3);
+    }
+    if (d < hd) p0 = _mm512_fmadd_ps(_mm512_set1_ps(q[d]), _mm512_maskz_loadu_ps(m, k), p0);
+    if (d + 1 < hd) p1 = _mm512_fmadd_ps(_mm512_set1_ps(q[d + 1]), _mm512_maskz_loadu_ps(m, k + B), p1);
+    if (d + 2 < hd) p2 = _mm512_fmadd_ps(_mm512_set1_ps(q[d + 2]), _mm512_maskz_loadu_ps(m, k + 2 * B), p2);
+    const __m512 sum = _mm512_add_ps(_mm512_add_ps(p0, p1), _mm512_add_ps(p2, p3));
+    _mm512_mask_storeu_ps(out + j, m, _mm512_mul_ps(sum, _mm512_set1_ps(scale)));
+  }
+}
+
+// One block's step of the online softmax: m_new = max(m_old, s[0, valid)), s[j] =
+// exp(s[j] - m_new) for j < valid; returns the sum of those.
+float block_softmax_scalar(float* s, int valid, float m_old, float* m_new) {
+  const float mx = std::max(m_old, *std::max_element(s, s + valid));
+  float sum = 0.0f;
+  for (int j = 0; j < valid; ++j) sum += (s[j] = std::exp(s[j] - mx));
+  *m_new = mx;
+  return sum;
+}
+// exp(x) for x <= 0, within 2 ulp: x = n ln2 + r, |r| <= ln2 / 2, exp(r) by its
+// degree-6 polynomial (Cephes' expf coefficients), times 2^n.
+__attribute__((target("avx512f"))) inline __m512 exp_nonpositive_avx512(__m512 x) {
+  x = _mm512_max_ps(x, _mm512_set1_ps(-103.0f));  // exp underflows to 0 below here anyway
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+  p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+  return _mm512_scalef_ps(p, n);
+}
+__attribute__((target("avx512f"))) float block_softmax_avx512(float* s, int valid, float m_old, float* m_new) {
+  __m512 mv = _mm512_set1_ps(m_old);
+  for (int j = 0; j < valid; j += 16) {
+    const __mmask16 m = valid - j >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << (valid - j)) - 1);
+    mv = _mm512_mask_max_ps(mv, m, mv, _mm512_maskz_loadu_ps(m, s + j));
+  }
+  const float mx = _mm512_reduce_max_ps(mv);
+  const __m512 vmx = _mm512_set1_ps(mx);
+  __m512 sum = _mm512_setzero_ps();
+  for (int j = 0; j < valid; j += 16) {
+    const __mmask16 m = valid - j >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << (valid - j)) - 1);
+    const __m512 e = exp_nonpositive_avx512(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, s + j), vmx));
+    _mm512_mask_storeu_ps(s + j, m, e);
+    sum = _mm512_mask_add_ps(sum, m, sum, e);
+  }
+  *m_new = mx;
+  return _mm512_reduce_add_ps(sum);
 }
 
 // GCC 12 warns about the undefined source register inside _mm512_cvtph_ps.
@@ -123,13 +240,15 @@ struct BlockOps {
   void (*scores)(const float* q, const float* k, int64_t stride, int rows, int hd, float scale, float* out);
   void (*accumulate)(float* acc, float c, const float* p, const float* v, int64_t stride, int rows, int hd);
   F16RowFn f16_row;  // F16 cache rows to floats
+  void (*scores_t)(const float* q, const float* kt, int B, int hd, float scale, float* out);
+  float (*softmax)(float* s, int valid, float m_old, float* m_new);
 };
 
 BlockOps ops_for(SimdTarget t) {
   switch (t) {
-    case SimdTarget::kAvx512: return {block_scores_avx512, block_accumulate_avx512, f16_row_avx512};
-    case SimdTarget::kAvx2: return {block_scores_avx2, block_accumulate_avx2, f16_row_avx2};
-    default: return {block_scores_scalar, block_accumulate_scalar, f16_row_scalar};
+    case SimdTarget::kAvx512: return {block_scores_avx512, block_accumulate_avx512, f16_row_avx512, block_scores_t_avx512, block_softmax_avx512};
+    case SimdTarget::kAvx2: return {block_scores_avx2, block_accumulate_avx2, f16_row_avx2, block_scores_t_avx2, block_softmax_scalar};
+    default: return {block_scores_scalar, block_accumulate_scalar, f16_row_scalar, block_scores_t_scalar, block_softmax_scalar};
   }
 }
 
@@ -195,6 +314,9 @@ void attend_tile(const AttentionQuery& q, const KvLayerView& kv, int n_heads, fl
   const int n_rows = (i1 - i0) * group;  // (token, head) pairs of this tile
   std::vector<float> m(static_cast<size_t>(n_rows), -INFINITY), l(static_cast<size_t>(n_rows), 0.0f);
   std::vector<float> acc(static_cast<size_t>(n_rows) * hd, 0.0f), s(static_cast<size_t>(B));
+  // The block's keys transposed ([hd][B]); rows past the block's last are zeros or
+  // an earlier block's, and their scores are never used.
+  std::vector<float> kt(static_cast<size_t>(hd) * B, 0.0f);
   BlockRows keys(kv, true, ops.f16_row), vals(kv, false, ops.f16_row);
   const int64_t last_pos = q.first_pos + i1 - 1;
   for (int64_t b = 0; b * B <= last_pos; ++b) {
@@ -202,6 +324,10 @@ void attend_tile(const AttentionQuery& q, const KvLayerView& kv, int n_heads, fl
     const int rows = static_cast<int>(std::min<int64_t>(B, last_pos - base + 1));
     keys.load(q.block_table[b], rows, kvh);
     vals.load(q.block_table[b], rows, kvh);
+    for (int j = 0; j < rows; ++j) {
+      const float* k = keys.row(j);
+      for (int d = 0; d < hd; ++d) kt[static_cast<size_t>(d) * B + j] = k[d];
+    }
     for (int i = i0; i < i1; ++i) {
       const int64_t pos = q.first_pos + i;
       if (pos < base) continue;
@@ -210,12 +336,10 @@ void attend_tile(const AttentionQuery& q, const KvLayerView& kv, int n_heads, fl
         const int h = kvh * group + g;
         const float* qv = q.q + (static_cast<int64_t>(i) * n_heads + h) * hd;
         const int r = (i - i0) * group + g;
-        ops.scores(qv, keys.rows(), keys.stride(), valid, hd, scale, s.data());
-        const float block_max = *std::max_element(s.begin(), s.begin() + valid);
-        const float m_new = std::max(m[r], block_max);
+        ops.scores_t(qv, kt.data(), B, hd, scale, s.data());
+        float m_new;
+        const float sum = ops.softmax(s.data(), valid, m[r], &m_new);
         const float c = std::exp(m[r] - m_new);  // 0 on the first block (m = -inf)
-        float sum = 0.0f;
-        for (int j = 0; j < valid; ++j) sum += (s[j] = std::exp(s[j] - m_new));
         ops.accumulate(acc.data() + static_cast<int64_t>(r) * hd, c, s.data(), vals.rows(), vals.stride(), valid, hd);
         l[r] = l[r] * c + sum;
         m[r] = m_new;

@@ -71,6 +71,8 @@ TEST(AttentionTest, EveryTargetMatchesReferenceForEveryKvType) {
       {2, 2, 96, 16, 70, 2, DType::kF32, DType::kQ8_0},
       {8, 4, 8, 16, 10, 5, DType::kQ8_0, DType::kQ4_0},   // blocks of 32 straddle heads
       {4, 2, 24, 16, 40, 3, DType::kF16, DType::kBF16},   // F16 rows shorter than a vector
+      {4, 2, 64, 12, 30, 7, DType::kF32, DType::kF16},    // block size not a multiple of 8
+      {8, 2, 32, 128, 200, 20, DType::kF16, DType::kF32},  // largest block size
   };
   ThreadPool pool(2);
   for (const auto& c : cases) {
