@@ -6,6 +6,7 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/kernel_table.h"
 #include "kernels/simd_target.h"
 #include "quant/row_convert.h"
 
@@ -21,42 +22,18 @@ void kv_store(const KvLayerView& kv, const int32_t* block_table, int64_t pos, co
 namespace {
 
 // ---------------------------------------------------------------------------------
-// The two block primitives of the tile loop, per SIMD target. Rows of one KV head in a
-// block are `stride` floats apart (decoded rows and F32 cache rows alike).
-//   block_scores:     out[j] = dot(q, k_j) * scale            for j < rows
-//   block_accumulate: acc = acc * c + sum_j p[j] * v_j        (rows in order)
+// The block primitives of the tile loop, per SIMD target:
+//   block_scores_t:   out[j] = dot(q, k_j) * scale   over a transposed block (below)
+//   softmax_step:     the online softmax's max and exponentials (the kernel table's)
+//   block_accumulate: acc = acc * c + sum_j p[j] * v_j   (rows in order; rows of one KV
+//                     head are `stride` floats apart, decoded rows and F32 cache alike)
 
-void block_scores_scalar(const float* q, const float* k, int64_t stride, int rows, int hd, float scale, float* out) {
-  for (int j = 0; j < rows; ++j, k += stride) {
-    float s = 0.0f;
-    for (int d = 0; d < hd; ++d) s += q[d] * k[d];
-    out[j] = s * scale;
-  }
-}
 void block_accumulate_scalar(float* acc, float c, const float* p, const float* v, int64_t stride, int rows, int hd) {
   for (int d = 0; d < hd; ++d) acc[d] *= c;
   for (int j = 0; j < rows; ++j, v += stride)
     for (int d = 0; d < hd; ++d) acc[d] += p[j] * v[d];
 }
 
-__attribute__((target("avx2,fma"))) inline float hsum256(__m256 s) {
-  __m128 h = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
-  h = _mm_add_ps(h, _mm_movehl_ps(h, h));
-  h = _mm_add_ss(h, _mm_movehdup_ps(h));
-  return _mm_cvtss_f32(h);
-}
-
-__attribute__((target("avx2,fma"))) void block_scores_avx2(const float* q, const float* k, int64_t stride, int rows,
-                                                           int hd, float scale, float* out) {
-  for (int j = 0; j < rows; ++j, k += stride) {
-    __m256 s = _mm256_setzero_ps();
-    int d = 0;
-    for (; d + 8 <= hd; d += 8) s = _mm256_fmadd_ps(_mm256_loadu_ps(q + d), _mm256_loadu_ps(k + d), s);
-    float r = hsum256(s);
-    for (; d < hd; ++d) r += q[d] * k[d];
-    out[j] = r * scale;
-  }
-}
 __attribute__((target("avx2,fma"))) void block_accumulate_avx2(float* acc, float c, const float* p, const float* v,
                                                                int64_t stride, int rows, int hd) {
   const __m256 vc = _mm256_set1_ps(c);
@@ -74,17 +51,6 @@ __attribute__((target("avx2,fma"))) void block_accumulate_avx2(float* acc, float
   }
 }
 
-__attribute__((target("avx512f"))) void block_scores_avx512(const float* q, const float* k, int64_t stride, int rows,
-                                                             int hd, float scale, float* out) {
-  const __mmask16 tail = static_cast<__mmask16>((1u << (hd % 16)) - 1);
-  for (int j = 0; j < rows; ++j, k += stride) {
-    __m512 s = _mm512_setzero_ps();
-    int d = 0;
-    for (; d + 16 <= hd; d += 16) s = _mm512_fmadd_ps(_mm512_loadu_ps(q + d), _mm512_loadu_ps(k + d), s);
-    if (d < hd) s = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tail, q + d), _mm512_maskz_loadu_ps(tail, k + d), s);
-    out[j] = _mm512_reduce_add_ps(s) * scale;
-  }
-}
 __attribute__((target("avx512f"))) void block_accumulate_avx512(float* acc, float c, const float* p, const float* v,
                                                                  int64_t stride, int rows, int hd) {
   const __m512 vc = _mm512_set1_ps(c);
@@ -169,51 +135,6 @@ __attribute__((target("avx512f"))) void block_scores_t_avx512(const float* q, co
   }
 }
 
-// One block's step of the online softmax: m_new = max(m_old, s[0, valid)), s[j] =
-// exp(s[j] - m_new) for j < valid; returns the sum of those.
-float block_softmax_scalar(float* s, int valid, float m_old, float* m_new) {
-  const float mx = std::max(m_old, *std::max_element(s, s + valid));
-  float sum = 0.0f;
-  for (int j = 0; j < valid; ++j) sum += (s[j] = std::exp(s[j] - mx));
-  *m_new = mx;
-  return sum;
-}
-// exp(x) for x <= 0, within 2 ulp: x = n ln2 + r, |r| <= ln2 / 2, exp(r) by its
-// degree-6 polynomial (Cephes' expf coefficients), times 2^n.
-__attribute__((target("avx512f"))) inline __m512 exp_nonpositive_avx512(__m512 x) {
-  x = _mm512_max_ps(x, _mm512_set1_ps(-103.0f));  // exp underflows to 0 below here anyway
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
-  p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
-  return _mm512_scalef_ps(p, n);
-}
-__attribute__((target("avx512f"))) float block_softmax_avx512(float* s, int valid, float m_old, float* m_new) {
-  __m512 mv = _mm512_set1_ps(m_old);
-  for (int j = 0; j < valid; j += 16) {
-    const __mmask16 m = valid - j >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << (valid - j)) - 1);
-    mv = _mm512_mask_max_ps(mv, m, mv, _mm512_maskz_loadu_ps(m, s + j));
-  }
-  const float mx = _mm512_reduce_max_ps(mv);
-  const __m512 vmx = _mm512_set1_ps(mx);
-  __m512 sum = _mm512_setzero_ps();
-  for (int j = 0; j < valid; j += 16) {
-    const __mmask16 m = valid - j >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << (valid - j)) - 1);
-    const __m512 e = exp_nonpositive_avx512(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, s + j), vmx));
-    _mm512_mask_storeu_ps(s + j, m, e);
-    sum = _mm512_mask_add_ps(sum, m, sum, e);
-  }
-  *m_new = mx;
-  return _mm512_reduce_add_ps(sum);
-}
-
 // GCC 12 warns about the undefined source register inside _mm512_cvtph_ps.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -237,18 +158,17 @@ void f16_row_scalar(const uint16_t* src, float* dst, int64_t n) { dequantize_row
 using F16RowFn = void (*)(const uint16_t*, float*, int64_t);
 
 struct BlockOps {
-  void (*scores)(const float* q, const float* k, int64_t stride, int rows, int hd, float scale, float* out);
   void (*accumulate)(float* acc, float c, const float* p, const float* v, int64_t stride, int rows, int hd);
   F16RowFn f16_row;  // F16 cache rows to floats
   void (*scores_t)(const float* q, const float* kt, int B, int hd, float scale, float* out);
-  float (*softmax)(float* s, int valid, float m_old, float* m_new);
+  float (*softmax_step)(float* x, int64_t n, float m_old, float* m_new);  // the kernel table's
 };
 
 BlockOps ops_for(SimdTarget t) {
   switch (t) {
-    case SimdTarget::kAvx512: return {block_scores_avx512, block_accumulate_avx512, f16_row_avx512, block_scores_t_avx512, block_softmax_avx512};
-    case SimdTarget::kAvx2: return {block_scores_avx2, block_accumulate_avx2, f16_row_avx2, block_scores_t_avx2, block_softmax_scalar};
-    default: return {block_scores_scalar, block_accumulate_scalar, f16_row_scalar, block_scores_t_scalar, block_softmax_scalar};
+    case SimdTarget::kAvx512: return {block_accumulate_avx512, f16_row_avx512, block_scores_t_avx512, avx512_kernels().softmax_step};
+    case SimdTarget::kAvx2: return {block_accumulate_avx2, f16_row_avx2, block_scores_t_avx2, avx2_kernels().softmax_step};
+    default: return {block_accumulate_scalar, f16_row_scalar, block_scores_t_scalar, scalar_kernels().softmax_step};
   }
 }
 
@@ -338,7 +258,7 @@ void attend_tile(const AttentionQuery& q, const KvLayerView& kv, int n_heads, fl
         const int r = (i - i0) * group + g;
         ops.scores_t(qv, kt.data(), B, hd, scale, s.data());
         float m_new;
-        const float sum = ops.softmax(s.data(), valid, m[r], &m_new);
+        const float sum = ops.softmax_step(s.data(), valid, m[r], &m_new);
         const float c = std::exp(m[r] - m_new);  // 0 on the first block (m = -inf)
         ops.accumulate(acc.data() + static_cast<int64_t>(r) * hd, c, s.data(), vals.rows(), vals.stride(), valid, hd);
         l[r] = l[r] * c + sum;

@@ -18,6 +18,7 @@ inline KernelTable make_kernel_table() {
   t.layernorm = layernorm;
   t.rope = rope;
   t.softmax = softmax;
+  t.softmax_step = softmax_step;
   t.silu_mul = silu_mul;
   t.gelu = gelu;
   t.add_inplace = add_inplace;

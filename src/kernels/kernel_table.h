@@ -67,6 +67,7 @@ struct KernelTable {
   // or (x[i], x[i + half]) (NeoX) for i < half, cs = {cos[0..half), sin[0..half)}.
   void (*rope)(float* x, int n_heads, int head_dim, int half, const float* cs, RopeStyle style);
   void (*softmax)(float* x, int64_t n);
+  float (*softmax_step)(float* x, int64_t n, float m_old, float* m_new);
   void (*silu_mul)(const float* gate, const float* up, int64_t n, float* out);
   void (*gelu)(const float* x, int64_t n, float* out);
   void (*add_inplace)(float* y, const float* x, int64_t n);

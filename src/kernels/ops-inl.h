@@ -94,13 +94,23 @@ void rope(float* x, int n_heads, int head_dim, int half, const float* cs, RopeSt
   }
 }
 
-void softmax(float* x, int64_t n) {
-  VF m = set1_f(x[0]);
-  for_each_vec(n, [&](int64_t i, int k) { m = max_f(m, k == 16 ? load_f(x + i) : max_f(load_part_f(x + i, k), set1_f(x[0]))); });
-  const VF vmax = set1_f(reduce_max_f(m));
+float softmax_step(float* x, int64_t n, float m_old, float* m_new) {
+  VF m = set1_f(m_old);
+  for_each_vec(n, [&](int64_t i, int k) {
+    if (k == 16) {
+      m = max_f(m, load_f(x + i));
+    } else {  // the missing lanes repeat m_old, which is already in the max
+      float tmp[16];
+      std::fill(tmp, tmp + 16, m_old);
+      std::memcpy(tmp, x + i, static_cast<size_t>(k) * sizeof(float));
+      m = max_f(m, load_f(tmp));
+    }
+  });
+  *m_new = reduce_max_f(m);
+  const VF vs = set1_f(*m_new);
   VF sum = zero_f();
   for_each_vec(n, [&](int64_t i, int k) {
-    const VF e = exp_f(sub_f(load_n(x + i, k), vmax));
+    const VF e = exp_f(sub_f(load_n(x + i, k), vs));
     store_n(x + i, e, k);
     if (k < 16) {
       float tmp[16] = {};
@@ -110,7 +120,12 @@ void softmax(float* x, int64_t n) {
       sum = add_f(sum, e);
     }
   });
-  const VF inv = set1_f(1.0f / reduce_add_f(sum));
+  return reduce_add_f(sum);
+}
+
+void softmax(float* x, int64_t n) {
+  float max;
+  const VF inv = set1_f(1.0f / softmax_step(x, n, x[0], &max));
   for_each_vec(n, [&](int64_t i, int k) { store_n(x + i, mul_f(load_n(x + i, k), inv), k); });
 }
 

@@ -40,6 +40,10 @@ void rope(float* x, int n_heads, int head_dim, int rot_dim, int64_t pos, const f
 
 void softmax(float* x, int64_t n) { active_kernels().softmax(x, n); }
 
+float softmax_step(float* x, int64_t n, float m_old, float* m_new) {
+  return active_kernels().softmax_step(x, n, m_old, m_new);
+}
+
 void silu_mul(const float* gate, const float* up, int64_t n, float* out) { active_kernels().silu_mul(gate, up, n, out); }
 
 void gelu(const float* x, int64_t n, float* out) { active_kernels().gelu(x, n, out); }

@@ -23,6 +23,9 @@ void layernorm(const float* x, const float* w, const float* b, int64_t n, float 
 void rope(float* x, int n_heads, int head_dim, int rot_dim, int64_t pos, const float* inv_freq, RopeStyle style);
 // In-place softmax over n elements.
 void softmax(float* x, int64_t n);
+// One step of an online softmax over n >= 1 scores: *m_new = max(m_old, x[0, n)),
+// x[i] = exp(x[i] - *m_new) in place; returns the sum of the new x.
+float softmax_step(float* x, int64_t n, float m_old, float* m_new);
 // out[i] = silu(gate[i]) * up[i] (out may alias gate).
 void silu_mul(const float* gate, const float* up, int64_t n, float* out);
 // out[i] = gelu(x[i]) (tanh approximation, as GPT-2).
@@ -37,6 +40,7 @@ void rmsnorm(const float* x, const float* w, int64_t n, float eps, float* out);
 void layernorm(const float* x, const float* w, const float* b, int64_t n, float eps, float* out);
 void rope(float* x, int n_heads, int head_dim, int rot_dim, int64_t pos, const float* inv_freq, RopeStyle style);
 void softmax(float* x, int64_t n);
+float softmax_step(float* x, int64_t n, float m_old, float* m_new);
 void silu_mul(const float* gate, const float* up, int64_t n, float* out);
 void gelu(const float* x, int64_t n, float* out);
 void add_inplace(float* y, const float* x, int64_t n);

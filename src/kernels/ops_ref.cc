@@ -39,6 +39,15 @@ void rope(float* x, int n_heads, int head_dim, int rot_dim, int64_t pos, const f
   }
 }
 
+float softmax_step(float* x, int64_t n, float m_old, float* m_new) {
+  float max = m_old;
+  for (int64_t i = 0; i < n; ++i) max = std::fmax(max, x[i]);
+  float sum = 0.0f;
+  for (int64_t i = 0; i < n; ++i) sum += (x[i] = std::exp(x[i] - max));
+  *m_new = max;
+  return sum;
+}
+
 void softmax(float* x, int64_t n) {
   float max = x[0];
   for (int64_t i = 1; i < n; ++i) max = std::fmax(max, x[i]);

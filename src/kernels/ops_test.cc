@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -104,6 +105,17 @@ TEST(OpsTest, EveryTargetMatchesReference) {
       softmax(got.data(), n);
       ref::softmax(want.data(), n);
       expect_close(got, want, 2e-5, 1e-9, "softmax " + what);
+
+      // Online step: once with a running max above every score, once below.
+      for (const float m_old : {-1.0f, *std::max_element(x.begin(), x.end()) + 1.0f}) {
+        got = x, want = x;
+        float got_max = 0, want_max = 0;
+        const float got_sum = softmax_step(got.data(), n, m_old, &got_max);
+        const float want_sum = ref::softmax_step(want.data(), n, m_old, &want_max);
+        EXPECT_EQ(got_max, want_max) << "softmax_step max " << what;
+        expect_close(got, want, 2e-6, 0, "softmax_step " + what);
+        EXPECT_NEAR(got_sum, want_sum, 2e-5 * want_sum) << "softmax_step sum " << what;
+      }
 
       silu_mul(x.data(), w.data(), n, got.data());
       ref::silu_mul(x.data(), w.data(), n, want.data());
