@@ -28,8 +28,7 @@ void run(const Options& o) {
   auto model = value_or_fail(Model::load(o.model));
   if (model->config().synthetic) log_info("{}: synthetic model (random weights): speed only", o.model);
   auto tokenizer = value_or_fail(Tokenizer::from_gguf(model->file()));
-  const auto kv = dtype_from_name(o.kv_type);
-  if (!kv) fail(invalid_argument("unknown --kv-type '" + o.kv_type + "'"));
+  const DType kv = dtype_or_fail(o.kv_type, "--kv-type");
   nlohmann::json all = nlohmann::json::array();
   if (!o.json) {
     std::printf("%-11s %9s %10s %10s %10s %10s %10s %8s\n", "policy", "requests", "tok/s", "ttft_p50", "ttft_p99",
@@ -43,7 +42,7 @@ void run(const Options& o) {
     c.max_batch_size = o.max_batch_size;
     c.max_delay_ms = o.max_delay_ms;
     c.threads = o.threads;
-    c.k_type = c.v_type = *kv;
+    c.k_type = c.v_type = kv;
     const LoadResult r = value_or_fail(run_load(*model, *tokenizer, c, o.load));
     if (o.json) {
       all.push_back({{"policy", r.policy}, {"completed", r.completed}, {"generated_tokens", r.generated_tokens},

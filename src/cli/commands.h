@@ -10,6 +10,7 @@
 #include <string>
 
 #include "base/status.h"
+#include "tensor/dtype.h"
 
 namespace llms::cli {
 
@@ -36,5 +37,7 @@ T value_or_fail(Result<T> r) {
 inline void ok_or_fail(const Status& s) {
   if (!s.ok()) fail(s);
 }
+// The type named `name`, or fails with "unknown <flag> '<name>'".
+DType dtype_or_fail(const std::string& name, const std::string& flag);
 
 }  // namespace llms::cli

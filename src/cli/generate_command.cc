@@ -54,9 +54,9 @@ std::vector<std::string> read_prompts(const std::string& path) {
 
 void run(const Options& o) {
   if (o.prompt.empty() == o.prompts_file.empty()) fail(invalid_argument("give exactly one of --prompt and --prompts-file"));
-  const auto k_type = dtype_from_name(o.kv_type_k.empty() ? o.kv_type : o.kv_type_k);
-  const auto v_type = dtype_from_name(o.kv_type_v.empty() ? o.kv_type : o.kv_type_v);
-  if (!k_type || !v_type) fail(invalid_argument("unknown --kv-type '" + o.kv_type + "'"));
+  const DType kv_type = dtype_or_fail(o.kv_type, "--kv-type");
+  const DType k_type = o.kv_type_k.empty() ? kv_type : dtype_or_fail(o.kv_type_k, "--kv-type-k");
+  const DType v_type = o.kv_type_v.empty() ? kv_type : dtype_or_fail(o.kv_type_v, "--kv-type-v");
   auto model = value_or_fail(Model::load(o.model));
   if (model->config().synthetic) log_warn("{}: synthetic model with RANDOM weights; its text is noise", o.model);
   auto tokenizer = value_or_fail(Tokenizer::from_gguf(model->file()));
@@ -84,8 +84,8 @@ void run(const Options& o) {
   ec.max_running = o.parallel;
   ec.max_batch_tokens = o.max_batch_tokens;
   ec.block_size = o.kv_block_size;
-  ec.k_type = *k_type;
-  ec.v_type = *v_type;
+  ec.k_type = k_type;
+  ec.v_type = v_type;
   ec.context_length = o.ctx;
   ec.threads = o.threads;
   ec.prefix_cache = !o.no_prefix_cache;

@@ -12,6 +12,12 @@ void fail(const Status& status, int exit_code) {
   throw CLI::RuntimeError(exit_code);
 }
 
+DType dtype_or_fail(const std::string& name, const std::string& flag) {
+  const auto t = dtype_from_name(name);
+  if (!t) fail(invalid_argument("unknown " + flag + " '" + name + "'"));
+  return *t;
+}
+
 }  // namespace llms::cli
 
 int main(int argc, char** argv) {

@@ -36,9 +36,7 @@ void add_make_model_command(CLI::App& app) {
   cmd->add_flag("--tied", opts->tied, "Share the output head with the token embedding");
   cmd->callback([opts] {
     SyntheticSpec spec = value_or_fail(synthetic_preset(opts->preset));
-    const auto type = dtype_from_name(opts->type);
-    if (!type) fail(invalid_argument("unknown weight type '" + opts->type + "'"));
-    spec.weight_type = *type;
+    spec.weight_type = dtype_or_fail(opts->type, "--type");
     if (!opts->arch.empty()) spec.arch = opts->arch;
     if (opts->layers) spec.n_layer = opts->layers;
     if (opts->dim) spec.n_embd = opts->dim;

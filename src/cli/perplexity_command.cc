@@ -21,12 +21,6 @@ struct Options {
   bool json = false;
 };
 
-DType kv_type_or_fail(const std::string& name) {
-  const auto t = dtype_from_name(name);
-  if (!t) fail(invalid_argument("unknown KV type '" + name + "'"));
-  return *t;
-}
-
 void run(const Options& o) {
   auto model = value_or_fail(Model::load(o.model));
   auto tokenizer = value_or_fail(Tokenizer::from_gguf(model->file()));
@@ -36,9 +30,9 @@ void run(const Options& o) {
   EvalSide base_side;
   if (!o.base.empty()) {
     base = value_or_fail(Model::load(o.base));
-    base_side = {base.get(), kv_type_or_fail(o.base_kv_type), kv_type_or_fail(o.base_kv_type)};
+    base_side = {base.get(), dtype_or_fail(o.base_kv_type, "--base-kv-type"), dtype_or_fail(o.base_kv_type, "--base-kv-type")};
   }
-  const DType kv = kv_type_or_fail(o.kv_type);
+  const DType kv = dtype_or_fail(o.kv_type, "--kv-type");
   ThreadPool pool(o.threads);
   const PerplexityResult r =
       value_or_fail(evaluate_perplexity(tokens, {model.get(), kv, kv}, base_side, {o.ctx, o.max_windows}, pool));

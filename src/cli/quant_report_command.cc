@@ -24,9 +24,7 @@ struct Options {
 
 void run(const Options& o) {
   QuantReportOptions q;
-  const auto type = dtype_from_name(o.type);
-  if (!type) fail(invalid_argument("unknown --type '" + o.type + "'"));
-  q.type = *type;
+  q.type = dtype_or_fail(o.type, "--type");
   q.max_tokens = o.max_tokens;
   q.tolerance = o.tolerance;
   q.threads = o.threads;

@@ -21,9 +21,7 @@ struct Options {
 
 void run(const Options& o) {
   QuantizeOptions q;
-  const auto type = dtype_from_name(o.type);
-  if (!type) fail(invalid_argument("unknown --type '" + o.type + "'"));
-  q.type = *type;
+  q.type = dtype_or_fail(o.type, "--type");
   for (const auto& k : o.keep) q.keep.push_back(value_or_fail(parse_keep_rule(k)));
   if (o.policy != "default" && o.policy != "depth") fail(invalid_argument("--policy must be default or depth"));
   q.policy = o.policy == "depth" ? QuantPolicy::kDepth : QuantPolicy::kDefault;
