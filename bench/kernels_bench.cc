@@ -5,8 +5,12 @@
 //                         pass of any pattern at start (see BandwidthBracket)
 //   PeakFma, PeakInt8Dot  peak rate of the float FMA and int8 dot instructions
 //   Gemv/<type>/<rows>/<cols>     decode (n = 1): weight GB/s and pct_bw
+//   GemvInCache/<type>            decode on a 1024 x 2048 matrix that stays in cache:
+//                                 the GB/s the instructions allow
 //   Gemm/<type>/<rows>/<cols>     prefill (n = 512): GFLOP/s or GMAC/s and pct_peak
 //                                 (of the peak measured around it, see PeakBracket)
+//   Attention/<ctx>/<n_q>         one layer's paged attention (F16 KV): n_q = 1 is
+//                                 decode at context ctx, n_q = ctx prefill
 //   DecodeTinyLlama/<type>        every matrix of the 22 layers and the output head
 //   PrefillTinyLlamaLayer/<type>  one layer's seven matrices for 512 tokens
 //   BatchStepTinyLlama/<type>/<n> one batched-decode step: every matrix of the 22
@@ -30,6 +34,7 @@
 #include "base/aligned_buffer.h"
 #include "base/random.h"
 #include "base/thread_pool.h"
+#include "kernels/attention.h"
 #include "kernels/matmul.h"
 #include "kernels/simd_target.h"
 #include "kernels/throughput_probe.h"
@@ -228,6 +233,24 @@ void BM_Gemv(benchmark::State& state) {
   state.SetLabel(std::string(dtype_name(type)));
 }
 
+// GEMV on one matrix small enough to stay in the second-level caches (1024 x 2048):
+// the rate the kernel's instructions allow when memory is not the limit, in weight
+// GB/s. Decode reaches its share of the bandwidth only where this is well above it.
+void BM_GemvInCache(benchmark::State& state) {
+  const DType type = kTypes[state.range(0)];
+  const auto src = make_source(type, 1024, 2048);
+  const WeightMatrix w = pack(*src);
+  const auto x = random_activations(1, 2048);
+  std::vector<float> y(1024);
+  for (auto _ : state) {
+    matmul(w, x.data(), 1, y.data(), pool());
+    benchmark::ClobberMemory();
+  }
+  const double gb = static_cast<double>(w.packed_bytes()) * 1e-9 * static_cast<double>(state.iterations());
+  state.counters["GB/s"] = benchmark::Counter(gb, benchmark::Counter::kIsRate);
+  state.SetLabel(std::string(dtype_name(type)));
+}
+
 // As BandwidthBracket for the peak rate of the instruction mix: GEMM shares the cores
 // with whatever else runs, so the peak is measured right before and after it too.
 class PeakBracket {
@@ -397,6 +420,48 @@ void BM_BatchStepTinyLlama(benchmark::State& state) {
   bracket.report(state, type, model.macs_per_token * static_cast<double>(n));
 }
 
+// Paged attention of one TinyLlama layer (32 query heads, 4 KV heads of 64, F16 KV in
+// blocks of 16 scattered through a cache of 22 layers' size, so that reads come from
+// memory as in a model): n_q query tokens at the end of a context of ctx positions.
+// Counts 4 flops per (query head, key, dimension): scores and weighted values.
+void BM_Attention(benchmark::State& state) {
+  const int ctx = static_cast<int>(state.range(0)), n_q = static_cast<int>(state.range(1));
+  constexpr int kHeads = 32, kKv = 4, kHd = 64, kBlock = 16, kLayers = 22;
+  const int blocks = (ctx + kBlock - 1) / kBlock;
+  KvLayerView view = KvLayerView::make(nullptr, nullptr, DType::kF16, DType::kF16, kBlock, kKv, kHd);
+  const int64_t pool_blocks = int64_t{blocks} * kLayers;
+  AlignedBuffer k(static_cast<size_t>(pool_blocks * kBlock * view.k_row_bytes()));
+  AlignedBuffer v(static_cast<size_t>(pool_blocks * kBlock * view.v_row_bytes()));
+  // Layer l's sequence owns every kLayers-th block from l (as if 22 layers interleaved).
+  std::vector<std::vector<int32_t>> tables(kLayers);
+  for (int l = 0; l < kLayers; ++l)
+    for (int b = 0; b < blocks; ++b) tables[static_cast<size_t>(l)].push_back(static_cast<int32_t>(b * kLayers + l));
+  view.k = reinterpret_cast<uint8_t*>(k.data());
+  view.v = reinterpret_cast<uint8_t*>(v.data());
+  Rng rng(3);
+  std::vector<float> kr(static_cast<size_t>(kKv * kHd)), vr(kr.size());
+  for (int l = 0; l < kLayers; ++l) {
+    for (int p = 0; p < ctx; ++p) {
+      for (auto& x : kr) x = static_cast<float>(rng.normal());
+      for (auto& x : vr) x = static_cast<float>(rng.normal());
+      kv_store(view, tables[static_cast<size_t>(l)].data(), p, kr.data(), vr.data());
+    }
+  }
+  std::vector<float> q(static_cast<size_t>(n_q * kHeads * kHd)), out(q.size());
+  for (auto& x : q) x = static_cast<float>(rng.normal());
+  int l = 0;
+  for (auto _ : state) {
+    AttentionQuery query{q.data(), n_q, ctx - n_q, tables[static_cast<size_t>(l)].data(), out.data()};
+    paged_attention(query, view, kHeads, 0.125f, pool());
+    l = (l + 1) % kLayers;
+    benchmark::ClobberMemory();
+  }
+  // Causal: query i sees ctx - n_q + i + 1 positions.
+  const double keys = static_cast<double>(n_q) * (ctx - n_q) + n_q * (n_q + 1) / 2.0;
+  state.counters["GFLOP/s"] = benchmark::Counter(4.0 * kHeads * kHd * keys * static_cast<double>(state.iterations()) * 1e-9,
+                                                 benchmark::Counter::kIsRate);
+}
+
 void matrix_args(benchmark::internal::Benchmark* b) {
   for (int t = 0; t < static_cast<int>(std::size(kTypes)); ++t)
     for (Shape s : {Shape{2048, 2048}, Shape{5632, 2048}, Shape{2048, 5632}, Shape{32000, 2048}}) b->Args({t, s.rows, s.cols});
@@ -422,6 +487,8 @@ BENCHMARK(BM_MemoryReadBandwidth)->Arg(1)->Arg(4)->Arg(8)->UseManualTime()->Unit
 BENCHMARK(BM_PeakFma)->Iterations(1);
 BENCHMARK(BM_PeakInt8Dot)->Iterations(1);
 BENCHMARK(BM_Gemv)->Apply(matrix_args)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_GemvInCache)->Apply(type_args)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Attention)->Args({512, 1})->Args({2048, 1})->Args({512, 512})->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_GemmBatch)->Apply(batch_matrix_args)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Gemm)->Apply(matrix_args)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_DecodeTinyLlama)->Apply(type_args)->UseRealTime()->Unit(benchmark::kMillisecond);

@@ -21,120 +21,6 @@ void kv_store(const KvLayerView& kv, const int32_t* block_table, int64_t pos, co
 
 namespace {
 
-// ---------------------------------------------------------------------------------
-// The block primitives of the tile loop, per SIMD target:
-//   block_scores_t:   out[j] = dot(q, k_j) * scale   over a transposed block (below)
-//   softmax_step:     the online softmax's max and exponentials (the kernel table's)
-//   block_accumulate: acc = acc * c + sum_j p[j] * v_j   (rows in order; rows of one KV
-//                     head are `stride` floats apart, decoded rows and F32 cache alike)
-
-void block_accumulate_scalar(float* acc, float c, const float* p, const float* v, int64_t stride, int rows, int hd) {
-  for (int d = 0; d < hd; ++d) acc[d] *= c;
-  for (int j = 0; j < rows; ++j, v += stride)
-    for (int d = 0; d < hd; ++d) acc[d] += p[j] * v[d];
-}
-
-__attribute__((target("avx2,fma"))) void block_accumulate_avx2(float* acc, float c, const float* p, const float* v,
-                                                               int64_t stride, int rows, int hd) {
-  const __m256 vc = _mm256_set1_ps(c);
-  int d = 0;
-  for (; d + 8 <= hd; d += 8) {
-    __m256 a = _mm256_mul_ps(_mm256_loadu_ps(acc + d), vc);
-    const float* vr = v + d;
-    for (int j = 0; j < rows; ++j, vr += stride) a = _mm256_fmadd_ps(_mm256_set1_ps(p[j]), _mm256_loadu_ps(vr), a);
-    _mm256_storeu_ps(acc + d, a);
-  }
-  for (; d < hd; ++d) {
-    float a = acc[d] * c;
-    for (int j = 0; j < rows; ++j) a += p[j] * v[j * stride + d];
-    acc[d] = a;
-  }
-}
-
-__attribute__((target("avx512f"))) void block_accumulate_avx512(float* acc, float c, const float* p, const float* v,
-                                                                 int64_t stride, int rows, int hd) {
-  const __m512 vc = _mm512_set1_ps(c);
-  // Four vectors of the row (64 dimensions) at a time: four independent chains over
-  // the rows instead of one. Each lane still sees the same operations in order.
-  for (int d0 = 0; d0 < hd; d0 += 64) {
-    __mmask16 m[4];
-    __m512 a[4];
-#pragma GCC unroll 4
-    for (int u = 0; u < 4; ++u) {
-      const int d = d0 + 16 * u;
-      const int left = hd - d;
-      m[u] = left >= 16 ? static_cast<__mmask16>(0xFFFF)
-                        : left > 0 ? static_cast<__mmask16>((1u << left) - 1) : static_cast<__mmask16>(0);
-      a[u] = _mm512_mul_ps(_mm512_maskz_loadu_ps(m[u], acc + d), vc);
-    }
-    const float* vr = v + d0;
-    for (int j = 0; j < rows; ++j, vr += stride) {
-      const __m512 pj = _mm512_set1_ps(p[j]);
-#pragma GCC unroll 4
-      for (int u = 0; u < 4; ++u) a[u] = _mm512_fmadd_ps(pj, _mm512_maskz_loadu_ps(m[u], vr + 16 * u), a[u]);
-    }
-#pragma GCC unroll 4
-    for (int u = 0; u < 4; ++u) _mm512_mask_storeu_ps(acc + d0 + 16 * u, m[u], a[u]);
-  }
-}
-
-// Scores against a transposed block: kt[d * B + j] is dimension d of key j, so one
-// vector holds the scores of 16 (8) keys and no horizontal sums are needed. Four
-// partial sums over d (d mod 4) keep four multiply-add chains in flight. out[0, B)
-// for any block size B.
-void block_scores_t_scalar(const float* q, const float* kt, int B, int hd, float scale, float* out) {
-  for (int j = 0; j < B; ++j) {
-    float part[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    for (int d = 0; d < hd; ++d) part[d % 4] += q[d] * kt[d * B + j];
-    out[j] = ((part[0] + part[1]) + (part[2] + part[3])) * scale;
-  }
-}
-__attribute__((target("avx2,fma"))) void block_scores_t_avx2(const float* q, const float* kt, int B, int hd,
-                                                             float scale, float* out) {
-  int j = 0;
-  for (; j + 8 <= B; j += 8) {
-    __m256 p0 = _mm256_setzero_ps(), p1 = p0, p2 = p0, p3 = p0;
-    const float* k = kt + j;
-    int d = 0;
-    for (; d + 4 <= hd; d += 4, k += 4 * B) {
-      p0 = _mm256_fmadd_ps(_mm256_set1_ps(q[d]), _mm256_loadu_ps(k), p0);
-      p1 = _mm256_fmadd_ps(_mm256_set1_ps(q[d + 1]), _mm256_loadu_ps(k + B), p1);
-      p2 = _mm256_fmadd_ps(_mm256_set1_ps(q[d + 2]), _mm256_loadu_ps(k + 2 * B), p2);
-      p3 = _mm256_fmadd_ps(_mm256_set1_ps(q[d + 3]), _mm256_loadu_ps(k + 3 * B), p3);
-    }
-    if (d < hd) p0 = _mm256_fmadd_ps(_mm256_set1_ps(q[d]), _mm256_loadu_ps(k), p0);
-    if (d + 1 < hd) p1 = _mm256_fmadd_ps(_mm256_set1_ps(q[d + 1]), _mm256_loadu_ps(k + B), p1);
-    if (d + 2 < hd) p2 = _mm256_fmadd_ps(_mm256_set1_ps(q[d + 2]), _mm256_loadu_ps(k + 2 * B), p2);
-    const __m256 sum = _mm256_add_ps(_mm256_add_ps(p0, p1), _mm256_add_ps(p2, p3));
-    _mm256_storeu_ps(out + j, _mm256_mul_ps(sum, _mm256_set1_ps(scale)));
-  }
-  for (; j < B; ++j) {
-    float part[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    for (int d = 0; d < hd; ++d) part[d % 4] = std::fma(q[d], kt[d * B + j], part[d % 4]);
-    out[j] = ((part[0] + part[1]) + (part[2] + part[3])) * scale;
-  }
-}
-__attribute__((target("avx512f"))) void block_scores_t_avx512(const float* q, const float* kt, int B, int hd,
-                                                               float scale, float* out) {
-  for (int j = 0; j < B; j += 16) {
-    const __mmask16 m = B - j >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << (B - j)) - 1);
-    __m512 p0 = _mm512_setzero_ps(), p1 = p0, p2 = p0, p3 = p0;
-    const float* k = kt + j;
-    int d = 0;
-    for (; d + 4 <= hd; d += 4, k += 4 * B) {
-      p0 = _mm512_fmadd_ps(_mm512_set1_ps(q[d]), _mm512_maskz_loadu_ps(m, k), p0);
-      p1 = _mm512_fmadd_ps(_mm512_set1_ps(q[d + 1]), _mm512_maskz_loadu_ps(m, k + B), p1);
-      p2 = _mm512_fmadd_ps(_mm512_set1_ps(q[d + 2]), _mm512_maskz_loadu_ps(m, k + 2 * B), p2);
-      p3 = _mm512_fmadd_ps(_mm512_set1_ps(q[d + 3]), _mm512_maskz_loadu_ps(m, k + 3 * B), p3);
-    }
-    if (d < hd) p0 = _mm512_fmadd_ps(_mm512_set1_ps(q[d]), _mm512_maskz_loadu_ps(m, k), p0);
-    if (d + 1 < hd) p1 = _mm512_fmadd_ps(_mm512_set1_ps(q[d + 1]), _mm512_maskz_loadu_ps(m, k + B), p1);
-    if (d + 2 < hd) p2 = _mm512_fmadd_ps(_mm512_set1_ps(q[d + 2]), _mm512_maskz_loadu_ps(m, k + 2 * B), p2);
-    const __m512 sum = _mm512_add_ps(_mm512_add_ps(p0, p1), _mm512_add_ps(p2, p3));
-    _mm512_mask_storeu_ps(out + j, m, _mm512_mul_ps(sum, _mm512_set1_ps(scale)));
-  }
-}
-
 // GCC 12 warns about the undefined source register inside _mm512_cvtph_ps.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -155,20 +41,66 @@ __attribute__((target("avx2,f16c"))) void f16_row_avx2(const uint16_t* src, floa
 void f16_row_scalar(const uint16_t* src, float* dst, int64_t n) { dequantize_row(DType::kF16, src, dst, n); }
 #pragma GCC diagnostic pop
 
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+// Keys transposed straight from the cache for the common shape (AVX-512, blocks of
+// 16 rows, F16 or F32 keys, head_dim a multiple of 16): 16 x 16 tiles go through
+// registers instead of a decode to rows and an element-by-element transpose.
+__attribute__((target("avx512f"))) void transpose16(__m512 (&r)[16]) {
+  __m512 t[16];
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  for (int i = 0; i < 4; ++i) {
+    r[4 * i] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
+    r[4 * i + 1] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
+    r[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+    r[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
+  }
+  for (int i = 0; i < 4; ++i) {
+    t[i] = _mm512_shuffle_f32x4(r[i], r[4 + i], 0x88);
+    t[4 + i] = _mm512_shuffle_f32x4(r[i], r[4 + i], 0xDD);
+    t[8 + i] = _mm512_shuffle_f32x4(r[8 + i], r[12 + i], 0x88);
+    t[12 + i] = _mm512_shuffle_f32x4(r[8 + i], r[12 + i], 0xDD);
+  }
+  for (int i = 0; i < 8; ++i) {
+    r[i] = _mm512_shuffle_f32x4(t[i], t[8 + i], 0x88);
+    r[8 + i] = _mm512_shuffle_f32x4(t[i], t[8 + i], 0xDD);
+  }
+}
+
+bool keys_transposable_avx512(const KvLayerView& kv) {
+  return kv.block_size == 16 && kv.head_dim % 16 == 0 && (kv.k_type == DType::kF16 || kv.k_type == DType::kF32);
+}
+
+// kt[d * 16 + j] = dimension d of key j of head kvh, rows [0, n) of `block`; columns
+// from n on are zero.
+__attribute__((target("avx512f"))) void keys_transposed_avx512(const KvLayerView& kv, int32_t block, int n, int kvh,
+                                                                float* kt) {
+  const bool f16 = kv.k_type == DType::kF16;
+  const int64_t skip = static_cast<int64_t>(kvh) * kv.head_dim * (f16 ? 2 : 4);
+  for (int d0 = 0; d0 < kv.head_dim; d0 += 16) {
+    __m512 r[16];
+    for (int j = 0; j < 16; ++j) {
+      const uint8_t* src = kv.k_row(block, j) + skip + d0 * (f16 ? 2 : 4);
+      r[j] = j >= n ? _mm512_setzero_ps()
+             : f16  ? _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src)))
+                    : _mm512_loadu_ps(reinterpret_cast<const float*>(src));
+    }
+    transpose16(r);
+    for (int i = 0; i < 16; ++i) _mm512_storeu_ps(kt + (d0 + i) * 16, r[i]);
+  }
+}
+#pragma GCC diagnostic pop
+
 using F16RowFn = void (*)(const uint16_t*, float*, int64_t);
 
-struct BlockOps {
-  void (*accumulate)(float* acc, float c, const float* p, const float* v, int64_t stride, int rows, int hd);
-  F16RowFn f16_row;  // F16 cache rows to floats
-  void (*scores_t)(const float* q, const float* kt, int B, int hd, float scale, float* out);
-  float (*softmax_step)(float* x, int64_t n, float m_old, float* m_new);  // the kernel table's
-};
-
-BlockOps ops_for(SimdTarget t) {
+F16RowFn f16_row_for(SimdTarget t) {
   switch (t) {
-    case SimdTarget::kAvx512: return {block_accumulate_avx512, f16_row_avx512, block_scores_t_avx512, avx512_kernels().softmax_step};
-    case SimdTarget::kAvx2: return {block_accumulate_avx2, f16_row_avx2, block_scores_t_avx2, avx2_kernels().softmax_step};
-    default: return {block_accumulate_scalar, f16_row_scalar, block_scores_t_scalar, scalar_kernels().softmax_step};
+    case SimdTarget::kAvx512: return f16_row_avx512;
+    case SimdTarget::kAvx2: return f16_row_avx2;
+    default: return f16_row_scalar;
   }
 }
 
@@ -226,55 +158,97 @@ class BlockRows {
   int kvh_ = 0;
 };
 
+// Brings the part of head `kvh` of every row of `block` (keys and values) towards the
+// caches.
+void prefetch_block(const KvLayerView& kv, int32_t block, int kvh) {
+  // Head `kvh`'s bytes of a row, or the whole row where the type's blocks straddle heads.
+  auto part = [&](DType type, int64_t stride, int64_t* skip, int64_t* bytes) {
+    if (kv.head_dim % dtype_info(type).block_size != 0) {
+      *skip = 0;
+      *bytes = stride;
+      return;
+    }
+    *skip = dtype_row_bytes(type, static_cast<int64_t>(kvh) * kv.head_dim);
+    *bytes = dtype_row_bytes(type, kv.head_dim);
+  };
+  int64_t k_skip, k_bytes, v_skip, v_bytes;
+  part(kv.k_type, kv.k_stride, &k_skip, &k_bytes);
+  part(kv.v_type, kv.v_stride, &v_skip, &v_bytes);
+  for (int r = 0; r < kv.block_size; ++r) {
+    const uint8_t* k = kv.k_row(block, r) + k_skip;
+    const uint8_t* v = kv.v_row(block, r) + v_skip;
+    for (int64_t i = 0; i < k_bytes; i += 64) __builtin_prefetch(k + i, 0, 3);
+    for (int64_t i = 0; i < v_bytes; i += 64) __builtin_prefetch(v + i, 0, 3);
+  }
+}
+
 // One task: KV head `kvh`, query tokens [i0, i1) of the chunk, all heads of the group.
+// Row r = (i - i0) * group + g is query token i, head kvh * group + g.
 void attend_tile(const AttentionQuery& q, const KvLayerView& kv, int n_heads, float scale, int kvh, int i0, int i1,
-                 const BlockOps& ops) {
+                 const KernelTable& kt_ops, F16RowFn f16_row) {
   const int hd = kv.head_dim, B = kv.block_size;
   const int group = n_heads / kv.n_kv_heads;
-  const int n_rows = (i1 - i0) * group;  // (token, head) pairs of this tile
+  const int n_rows = (i1 - i0) * group;
+  const int score_stride = (B + 15) / 16 * 16;
   std::vector<float> m(static_cast<size_t>(n_rows), -INFINITY), l(static_cast<size_t>(n_rows), 0.0f);
-  std::vector<float> acc(static_cast<size_t>(n_rows) * hd, 0.0f), s(static_cast<size_t>(B));
-  // The block's keys transposed ([hd][B]); rows past the block's last are zeros or
-  // an earlier block's, and their scores are never used.
+  std::vector<float> acc(static_cast<size_t>(n_rows) * hd, 0.0f), scores(static_cast<size_t>(n_rows) * score_stride);
+  std::vector<const float*> qrow(static_cast<size_t>(n_rows));
+  for (int i = i0; i < i1; ++i)
+    for (int g = 0; g < group; ++g)
+      qrow[static_cast<size_t>((i - i0) * group + g)] = q.q + (static_cast<int64_t>(i) * n_heads + kvh * group + g) * hd;
+  // The block's keys transposed ([hd][B]); only the columns of keys a row may see
+  // are read.
   std::vector<float> kt(static_cast<size_t>(hd) * B, 0.0f);
-  BlockRows keys(kv, true, ops.f16_row), vals(kv, false, ops.f16_row);
+  BlockRows keys(kv, true, f16_row), vals(kv, false, f16_row);
+  const bool keys_fast = kt_ops.target == SimdTarget::kAvx512 && keys_transposable_avx512(kv);
+  AttentionRows a;
+  a.block = B;
+  a.head_dim = hd;
+  a.scale = scale;
+  a.kt = kt.data();
+  a.scores = scores.data();
+  // Rows [r0, r0 + rows) see keys [0, valid) of the loaded block.
+  auto run = [&](int r0, int rows, int valid) {
+    a.rows = rows;
+    a.valid = valid;
+    a.q = qrow.data() + r0;
+    a.m = m.data() + r0;
+    a.l = l.data() + r0;
+    a.acc = acc.data() + static_cast<int64_t>(r0) * hd;
+    kt_ops.attention_rows(a);
+  };
   const int64_t last_pos = q.first_pos + i1 - 1;
   for (int64_t b = 0; b * B <= last_pos; ++b) {
     const int64_t base = b * B;
     const int rows = static_cast<int>(std::min<int64_t>(B, last_pos - base + 1));
-    keys.load(q.block_table[b], rows, kvh);
-    vals.load(q.block_table[b], rows, kvh);
-    for (int j = 0; j < rows; ++j) {
-      const float* k = keys.row(j);
-      for (int d = 0; d < hd; ++d) kt[static_cast<size_t>(d) * B + j] = k[d];
-    }
-    for (int i = i0; i < i1; ++i) {
-      const int64_t pos = q.first_pos + i;
-      if (pos < base) continue;
-      const int valid = static_cast<int>(std::min<int64_t>(rows, pos - base + 1));  // causal
-      for (int g = 0; g < group; ++g) {
-        const int h = kvh * group + g;
-        const float* qv = q.q + (static_cast<int64_t>(i) * n_heads + h) * hd;
-        const int r = (i - i0) * group + g;
-        ops.scores_t(qv, kt.data(), B, hd, scale, s.data());
-        float m_new;
-        const float sum = ops.softmax_step(s.data(), valid, m[r], &m_new);
-        const float c = std::exp(m[r] - m_new);  // 0 on the first block (m = -inf)
-        ops.accumulate(acc.data() + static_cast<int64_t>(r) * hd, c, s.data(), vals.rows(), vals.stride(), valid, hd);
-        l[r] = l[r] * c + sum;
-        m[r] = m_new;
+    // The next block sits anywhere in the pool, out of the hardware prefetchers'
+    // sight: ask for its rows now, while this block is computed.
+    if ((b + 1) * B <= last_pos) prefetch_block(kv, q.block_table[b + 1], kvh);
+    if (keys_fast) {
+      keys_transposed_avx512(kv, q.block_table[b], rows, kvh, kt.data());
+    } else {
+      keys.load(q.block_table[b], rows, kvh);
+      for (int j = 0; j < rows; ++j) {
+        const float* k = keys.row(j);
+        for (int d = 0; d < hd; ++d) kt[static_cast<size_t>(d) * B + j] = k[d];
       }
     }
+    vals.load(q.block_table[b], rows, kvh);
+    a.v = vals.rows();
+    a.v_stride = vals.stride();
+    // Tokens before the block see none of it; tokens inside it (causal) see a prefix
+    // of it, each in a call of its own; the rest see all `rows` keys, in one call.
+    int i = static_cast<int>(std::clamp<int64_t>(base - q.first_pos, i0, i1));
+    for (; i < i1 && q.first_pos + i < base + rows - 1; ++i)
+      run((i - i0) * group, group, static_cast<int>(q.first_pos + i - base + 1));
+    if (i < i1) run((i - i0) * group, (i1 - i) * group, rows);
   }
-  for (int i = i0; i < i1; ++i) {
-    for (int g = 0; g < group; ++g) {
-      const int h = kvh * group + g;
-      const int r = (i - i0) * group + g;
-      float* out = q.out + (static_cast<int64_t>(i) * n_heads + h) * hd;
-      const float inv = 1.0f / l[r];
-      const float* a = acc.data() + static_cast<int64_t>(r) * hd;
-      for (int d = 0; d < hd; ++d) out[d] = a[d] * inv;
-    }
+  for (int r = 0; r < n_rows; ++r) {
+    const int i = i0 + r / group, g = r % group;
+    float* out = q.out + (static_cast<int64_t>(i) * n_heads + kvh * group + g) * hd;
+    const float inv = 1.0f / l[static_cast<size_t>(r)];
+    const float* ar = acc.data() + static_cast<int64_t>(r) * hd;
+    for (int d = 0; d < hd; ++d) out[d] = ar[d] * inv;
   }
 }
 
@@ -326,7 +300,8 @@ void paged_attention(const AttentionQuery& query, const KvLayerView& kv, int n_h
 }  // namespace ref
 
 void paged_attention(const AttentionQuery& query, const KvLayerView& kv, int n_heads, float scale, ThreadPool& pool) {
-  const BlockOps ops = ops_for(active_simd_target());
+  const KernelTable& kt_ops = active_kernels();
+  const F16RowFn f16_row = f16_row_for(active_simd_target());
   // Query tiles of up to 32 tokens keep the tile's accumulators small; with few KV
   // heads, more tiles give every thread work.
   const int tile = std::max(1, std::min(32, (query.n_q + pool.num_threads() - 1) / pool.num_threads()));
@@ -337,7 +312,7 @@ void paged_attention(const AttentionQuery& query, const KvLayerView& kv, int n_h
     for (int64_t t = b; t < e; ++t) {
       const int kvh = static_cast<int>(t / tiles);
       const int i0 = static_cast<int>(t % tiles) * tile;
-      attend_tile(query, kv, n_heads, scale, kvh, i0, std::min(query.n_q, i0 + tile), ops);
+      attend_tile(query, kv, n_heads, scale, kvh, i0, std::min(query.n_q, i0 + tile), kt_ops, f16_row);
     }
   });
 }

@@ -64,6 +64,7 @@ TEST(AttentionTest, EveryTargetMatchesReferenceForEveryKvType) {
   const Case cases[] = {
       {8, 4, 8, 16, 0, 14, DType::kF32, DType::kF32},     // stories260K shape, prefill
       {8, 2, 64, 16, 37, 1, DType::kF32, DType::kF32},    // GQA decode
+      {8, 2, 64, 16, 50, 7, DType::kF16, DType::kF16},    // F16 keys transposed in registers, partial block
       {4, 1, 128, 8, 20, 9, DType::kF16, DType::kF16},    // MQA chunk straddling blocks
       {8, 8, 64, 32, 100, 3, DType::kBF16, DType::kBF16},
       {6, 2, 64, 16, 45, 17, DType::kQ8_0, DType::kQ8_0},

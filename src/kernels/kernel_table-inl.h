@@ -23,5 +23,6 @@ inline KernelTable make_kernel_table() {
   t.gelu = gelu;
   t.add_inplace = add_inplace;
   t.dot_f32 = dot_f32;
+  t.attention_rows = attention_rows;
   return t;
 }

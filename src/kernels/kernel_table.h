@@ -51,6 +51,25 @@ using MatmulFn = void (*)(const MatmulCall& call);
 // Quantizes token row `t` of x ([n, cols]) into `out`.
 using QuantizeRowFn = void (*)(const float* x, int64_t t, int bias, const QuantizedActivations& out);
 
+// One block of keys for `rows` query rows of paged attention, all seeing keys
+// [0, valid) of the block: updates each row's online-softmax state (m, l, acc). See
+// attention_rows-inl.h for the operations and their order.
+struct AttentionRows {
+  int rows = 0;
+  const float* const* q = nullptr;  // q[r]: query row r, head_dim floats
+  float* m = nullptr;               // m[r], l[r]: running max and sum of row r
+  float* l = nullptr;
+  float* acc = nullptr;             // row r's weighted values at acc + r * head_dim
+  float* scores = nullptr;          // scratch: rows x (block rounded up to 16) floats
+  int valid = 0;                    // 1 <= valid <= block
+  int block = 0;                    // keys in the block
+  int head_dim = 0;
+  float scale = 1.0f;
+  const float* kt = nullptr;        // keys transposed: kt[d * block + j]
+  const float* v = nullptr;         // value row j at v + j * v_stride
+  int64_t v_stride = 0;
+};
+
 struct KernelTable {
   SimdTarget target;
   // The offset Q8_0 weights carry into the integer dot product (their packed values
@@ -72,6 +91,7 @@ struct KernelTable {
   void (*gelu)(const float* x, int64_t n, float* out);
   void (*add_inplace)(float* y, const float* x, int64_t n);
   float (*dot_f32)(const float* a, const float* b, int64_t n);
+  void (*attention_rows)(const AttentionRows& a);
 };
 
 const KernelTable& scalar_kernels();

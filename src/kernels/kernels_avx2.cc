@@ -27,6 +27,7 @@ namespace avx2 {
 #include "kernels/matmul_q6_k-inl.h"
 #include "kernels/quantize_act-inl.h"
 #include "kernels/ops-inl.h"
+#include "kernels/attention_rows-inl.h"
 #include "kernels/kernel_table-inl.h"
 }  // namespace avx2
 }  // namespace llms

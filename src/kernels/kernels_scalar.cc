@@ -20,6 +20,7 @@ namespace scalar {
 #include "kernels/matmul_q6_k-inl.h"
 #include "kernels/quantize_act-inl.h"
 #include "kernels/ops-inl.h"
+#include "kernels/attention_rows-inl.h"
 #include "kernels/kernel_table-inl.h"
 }  // namespace scalar
 

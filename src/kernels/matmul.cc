@@ -2,9 +2,11 @@
 // the panels of W across the pool and runs the active target's kernel on each range.
 #include "kernels/matmul.h"
 
+#include <algorithm>
 #include <limits>
 
 #include "base/aligned_buffer.h"
+#include "base/check.h"
 #include "kernels/kernel_table.h"
 #include "quant/row_convert.h"
 
@@ -19,8 +21,8 @@ constexpr int64_t kPanelAlign = 4;
 // Quantizing activations is split across the pool from this many tokens.
 constexpr int64_t kMinParallelTokens = 64;
 
-// Per calling thread, grown on demand and reused: matmul never allocates in steady
-// state.
+// Per calling thread and activation format, grown on demand and reused: matmul never
+// allocates in steady state.
 struct ActivationScratch {
   AlignedBuffer q, d, corr, pairs;
 };
@@ -29,9 +31,31 @@ void ensure(AlignedBuffer& b, int64_t bytes) {
   if (static_cast<int64_t>(b.size()) < bytes) b.resize(static_cast<size_t>(bytes), false);
 }
 
-QuantizedActivations quantize_activations(const KernelTable& k, bool k_blocks, int bias, const float* x, int64_t n,
+// How a weight kind wants its activations: float, or quantized in blocks of 32 with a
+// bias (Q8_0, Q4_0) or in 256-value super-blocks (k-quants). Kinds with the same
+// format share one quantization of x.
+enum class ActFormat { kFloat = 0, kQ8Blocks, kQ4Blocks, kKBlocks };
+constexpr int kNumActFormats = 4;
+
+ActFormat act_format(PackedKind kind) {
+  switch (kind) {
+    case PackedKind::kF32:
+    case PackedKind::kF16:
+    case PackedKind::kBF16: return ActFormat::kFloat;
+    case PackedKind::kQ8_0: return ActFormat::kQ8Blocks;
+    case PackedKind::kQ4_0: return ActFormat::kQ4Blocks;
+    case PackedKind::kQ4_K:
+    case PackedKind::kQ6_K: return ActFormat::kKBlocks;
+  }
+  return ActFormat::kFloat;
+}
+
+QuantizedActivations quantize_activations(const KernelTable& k, ActFormat format, const float* x, int64_t n,
                                           int64_t cols, ThreadPool& pool) {
-  thread_local ActivationScratch s;
+  thread_local ActivationScratch scratch[kNumActFormats];
+  ActivationScratch& s = scratch[static_cast<int>(format)];
+  const bool k_blocks = format == ActFormat::kKBlocks;
+  const int bias = format == ActFormat::kQ8Blocks ? k.q8_0_bias : format == ActFormat::kQ4Blocks ? 8 : 0;
   const int64_t block = k_blocks ? 256 : 32, corr_block = k_blocks ? 16 : 32;
   ensure(s.q, n * cols);
   ensure(s.d, n * (cols / block) * 4);
@@ -56,33 +80,51 @@ QuantizedActivations quantize_activations(const KernelTable& k, bool k_blocks, i
 bool matmul_supports(DType type) { return can_dequantize(type); }
 
 void matmul(const WeightMatrix& w, const float* x, int64_t n, float* y, ThreadPool& pool) {
-  if (n <= 0) return;
-  const PackedWeights& pw = w.packed();
+  const MatmulOutput out{&w, y};
+  matmul_shared_input({&out, 1}, x, n, pool);
+}
+
+void matmul_shared_input(std::span<const MatmulOutput> outs, const float* x, int64_t n, ThreadPool& pool) {
+  if (n <= 0 || outs.empty()) return;
   const KernelTable& k = active_kernels();
-  MatmulCall call;
-  call.w = &pw;
-  call.n = n;
-  call.y = y;
-  QuantizedActivations qa;
-  switch (pw.kind) {
-    case PackedKind::kF32:
-    case PackedKind::kF16:
-    case PackedKind::kBF16: call.x = x; break;
-    case PackedKind::kQ8_0: qa = quantize_activations(k, false, k.q8_0_bias, x, n, pw.cols, pool); break;
-    case PackedKind::kQ4_0: qa = quantize_activations(k, false, 8, x, n, pw.cols, pool); break;
-    case PackedKind::kQ4_K:
-    case PackedKind::kQ6_K: qa = quantize_activations(k, true, 0, x, n, pw.cols, pool); break;
+  // Each activation format once, then one call per output with its panels' offset in
+  // the concatenation of all outputs' panels.
+  constexpr int kMaxOutputs = 8;
+  LLMS_CHECK(outs.size() <= kMaxOutputs, "matmul_shared_input: too many outputs");
+  QuantizedActivations qa[kNumActFormats];
+  bool quantized[kNumActFormats] = {};
+  MatmulCall calls[kMaxOutputs];
+  int64_t first_panel[kMaxOutputs + 1] = {0};
+  int64_t macs = 0;
+  for (size_t i = 0; i < outs.size(); ++i) {
+    const PackedWeights& pw = outs[i].w->packed();
+    LLMS_CHECK(pw.cols == outs[0].w->packed().cols, "matmul_shared_input: outputs differ in columns");
+    const ActFormat f = act_format(pw.kind);
+    const int fi = static_cast<int>(f);
+    if (f != ActFormat::kFloat && !quantized[fi]) {
+      qa[fi] = quantize_activations(k, f, x, n, pw.cols, pool);
+      quantized[fi] = true;
+    }
+    MatmulCall& call = calls[i];
+    call.w = &pw;
+    call.n = n;
+    call.y = outs[i].y;
+    call.x = f == ActFormat::kFloat ? static_cast<const void*>(x) : &qa[fi];
+    first_panel[i + 1] = first_panel[i] + pw.num_panels;
+    macs += pw.num_panels * kPanelRows * pw.cols * n;
   }
-  if (call.x == nullptr) call.x = &qa;
-  const MatmulFn fn = k.matmul[static_cast<int>(pw.kind)];
-  const int64_t macs = pw.num_panels * kPanelRows * pw.cols * n;
+  const int64_t total = first_panel[outs.size()];
   const int64_t min_parallel = macs < kMinParallelMacs ? std::numeric_limits<int64_t>::max() : 0;
   // Ranges of whole groups of kPanelAlign panels keep the GEMV tiles wide.
-  pool.parallel_for(pw.num_panels, kPanelAlign, min_parallel, [&](int64_t p0, int64_t p1) {
-    MatmulCall part = call;
-    part.panel_begin = p0;
-    part.panel_end = p1;
-    fn(part);
+  pool.parallel_for(total, kPanelAlign, min_parallel, [&](int64_t p0, int64_t p1) {
+    for (size_t i = 0; i < outs.size(); ++i) {
+      const int64_t b = std::max(p0, first_panel[i]), e = std::min(p1, first_panel[i + 1]);
+      if (b >= e) continue;
+      MatmulCall part = calls[i];
+      part.panel_begin = b - first_panel[i];
+      part.panel_end = e - first_panel[i];
+      k.matmul[static_cast<int>(part.w->kind)](part);
+    }
   });
 }
 

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "base/thread_pool.h"
 #include "kernels/weight_matrix.h"
@@ -25,6 +26,17 @@ bool matmul_supports(DType type);
 
 // x: [n, w.cols()] row-major floats; y: [n, w.rows()].
 void matmul(const WeightMatrix& w, const float* x, int64_t n, float* y, ThreadPool& pool);
+
+// Several products of the same input (Q, K and V; gate and up), y_i = W_i x, as one
+// job for the pool: x is quantized once per activation format and the panels of all
+// W_i are split across the threads together, saving a wake-up and a wait per product.
+// Each y_i is bit-identical to matmul(W_i, x, n, y_i). The W_i have the same number
+// of columns; at most 8 of them.
+struct MatmulOutput {
+  const WeightMatrix* w;
+  float* y;  // [n, w->rows()]
+};
+void matmul_shared_input(std::span<const MatmulOutput> outs, const float* x, int64_t n, ThreadPool& pool);
 
 // Scalar reference, computed from the file's GGUF rows (not the repacked ones):
 // float types: acc = fma(w[c], x[c], acc) for c ascending; integer types: activations

@@ -159,6 +159,39 @@ TEST(MatmulTest, LongRowsAndLargeBatchesMatchReferenceExactly) {
   }
 }
 
+// Products sharing one input in one pool job equal the products made one at a time,
+// bit for bit, on every target: every kind side by side (float and each activation
+// format, two of the same format), row counts that split panels and align groups
+// unevenly, for decode and batches.
+TEST(MatmulTest, SharedInputProductsEqualSeparateProducts) {
+  ThreadPool pool(2);
+  const int64_t cols = 512;  // whole blocks of every type
+  const DType types[] = {DType::kQ8_0, DType::kF16, DType::kQ4_0, DType::kQ4_K, DType::kQ8_0, DType::kQ6_K, DType::kF32};
+  const int64_t rows[] = {70, 16, 33, 129, 5, 48, 64};
+  std::vector<TestMatrix> mats;
+  for (size_t i = 0; i < std::size(types); ++i) mats.push_back(quantized_matrix(types[i], rows[i], cols, 300 + i));
+  const auto x = activations(9, cols, 11);
+  for (SimdTarget target : supported_simd_targets()) {
+    ScopedSimdTarget scoped(target);
+    for (int64_t n : {1, 2, 9}) {
+      std::vector<std::vector<float>> got(mats.size()), want(mats.size());
+      std::vector<MatmulOutput> outs;
+      for (size_t i = 0; i < mats.size(); ++i) {
+        want[i].resize(static_cast<size_t>(n * rows[i]));
+        got[i].assign(want[i].size(), -1.0f);
+        matmul(mats[i].w, x.data(), n, want[i].data(), pool);
+        outs.push_back({&mats[i].w, got[i].data()});
+      }
+      matmul_shared_input(outs, x.data(), n, pool);
+      for (size_t i = 0; i < mats.size(); ++i) {
+        expect_same_bits(got[i], want[i],
+                         std::string(dtype_name(types[i])) + " output " + std::to_string(i) + " " +
+                             simd_target_name(target) + " n " + std::to_string(n));
+      }
+    }
+  }
+}
+
 TEST(MatmulTest, RandomBlocksMatchReferenceExactly) {
   // Levels and scales at the ends of their ranges: no target may saturate or overflow.
   ThreadPool pool(2);

@@ -31,6 +31,12 @@ LLMS_SIMD void store_part_f(float* p, VF v, int n) {
   _mm256_maskstore_ps(p, lane_mask8(n), v.lo);
   _mm256_maskstore_ps(p + 8, lane_mask8(n - 8), v.hi);
 }
+// Lanes [0, n) of a, the rest of b; lane 0 as a float.
+LLMS_SIMD VF select_part_f(VF a, VF b, int n) {
+  return {_mm256_blendv_ps(b.lo, a.lo, _mm256_castsi256_ps(lane_mask8(n))),
+          _mm256_blendv_ps(b.hi, a.hi, _mm256_castsi256_ps(lane_mask8(n - 8)))};
+}
+LLMS_SIMD float first_f(VF v) { return _mm256_cvtss_f32(v.lo); }
 #define LLMS_AVX2_F2(name, op) \
   LLMS_SIMD VF name(VF a, VF b) { return {op(a.lo, b.lo), op(a.hi, b.hi)}; }
 LLMS_AVX2_F2(add_f, _mm256_add_ps)
@@ -133,11 +139,14 @@ LLMS_SIMD void store_i8(int8_t* p, VI v) {
   _mm_storeu_si128(reinterpret_cast<__m128i*>(p), b);
 }
 
+// Query rows attention_rows() carries through a block together.
+inline constexpr int kAttentionRows = 2;
 inline constexpr int kGemvPanels = 4;  // a power of two
 inline constexpr int kFloatGemmPanels = 1, kFloatGemmTokens = 6;
 inline constexpr int kQ8GemmPanels = 1, kQ8GemmTokens = 3;
 inline constexpr int kKGemmTokens = 2;
 inline constexpr int64_t kQ8GemmChunk = 64, kKGemmChunk = 8, kFloatGemmChunk = 2048;
+inline constexpr int64_t kGemvPrefetchBytes = 1024;  // how far ahead GEMV streams prefetch
 inline constexpr int kPrefetchLocality = 2;
 inline constexpr int kQ8_0Bias = 0;
 inline constexpr bool kHighNibbleInPlace = false;  // maddubs saturates past u = 127

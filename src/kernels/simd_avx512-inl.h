@@ -19,6 +19,9 @@ LLMS_SIMD __mmask16 lane_mask(int n) { return static_cast<__mmask16>((1u << n) -
 // Loads/stores the first n (< 16) lanes; the other lanes read as zero.
 LLMS_SIMD VF load_part_f(const float* p, int n) { return _mm512_maskz_loadu_ps(lane_mask(n), p); }
 LLMS_SIMD void store_part_f(float* p, VF v, int n) { _mm512_mask_storeu_ps(p, lane_mask(n), v); }
+// Lanes [0, n) of a, the rest of b; lane 0 as a float.
+LLMS_SIMD VF select_part_f(VF a, VF b, int n) { return _mm512_mask_blend_ps(lane_mask(n), b, a); }
+LLMS_SIMD float first_f(VF v) { return _mm512_cvtss_f32(v); }
 LLMS_SIMD VF add_f(VF a, VF b) { return _mm512_add_ps(a, b); }
 LLMS_SIMD VF sub_f(VF a, VF b) { return _mm512_sub_ps(a, b); }
 LLMS_SIMD VF mul_f(VF a, VF b) { return _mm512_mul_ps(a, b); }
@@ -90,11 +93,14 @@ LLMS_SIMD int32_t reduce_add_i32(VI v) { return _mm512_reduce_add_epi32(v); }
 LLMS_SIMD void store_i8(int8_t* p, VI v) { _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm512_cvtepi32_epi8(v)); }
 
 // Matmul tile shapes: panels per tile and tokens per tile, for GEMV (n = 1) and GEMM.
+// Query rows attention_rows() carries through a block together.
+inline constexpr int kAttentionRows = 4;
 inline constexpr int kGemvPanels = 8;  // a power of two
 inline constexpr int kFloatGemmPanels = 2, kFloatGemmTokens = 12;
 inline constexpr int kQ8GemmPanels = 2, kQ8GemmTokens = 4;
 inline constexpr int kKGemmTokens = 6;
 inline constexpr int64_t kQ8GemmChunk = 16, kKGemmChunk = 8, kFloatGemmChunk = 2048;
+inline constexpr int64_t kGemvPrefetchBytes = 1024;  // how far ahead GEMV streams prefetch
 inline constexpr int kPrefetchLocality = 1;
 inline constexpr int kQ8_0Bias = 128;
 inline constexpr bool kHighNibbleInPlace = true;  // dot_u8s8 exact for any u

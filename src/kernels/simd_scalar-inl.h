@@ -37,6 +37,9 @@ LLMS_SIMD void store_f(float* p, VF a) {
   for (int i = 0; i < 16; ++i) p[i] = a.v[i];
 }
 LLMS_SIMD VF load_part_f(const float* p, int n) { LLMS_LANES(i < n ? p[i] : 0.0f); }
+// Lanes [0, n) of a, the rest of b; lane 0 as a float.
+LLMS_SIMD VF select_part_f(VF a, VF b, int n) { LLMS_LANES(i < n ? a.v[i] : b.v[i]); }
+LLMS_SIMD float first_f(VF a) { return a.v[0]; }
 LLMS_SIMD void store_part_f(float* p, VF a, int n) {
   for (int i = 0; i < n; ++i) p[i] = a.v[i];
 }
@@ -129,11 +132,14 @@ LLMS_SIMD void store_i8(int8_t* p, VI a) {
 #undef LLMS_LANES
 #undef LLMS_ILANES
 
+// Query rows attention_rows() carries through a block together.
+inline constexpr int kAttentionRows = 4;
 inline constexpr int kGemvPanels = 1;  // a power of two
 inline constexpr int kFloatGemmPanels = 1, kFloatGemmTokens = 4;
 inline constexpr int kQ8GemmPanels = 1, kQ8GemmTokens = 4;
 inline constexpr int kKGemmTokens = 4;
 inline constexpr int64_t kQ8GemmChunk = 64, kKGemmChunk = 8, kFloatGemmChunk = 2048;
+inline constexpr int64_t kGemvPrefetchBytes = 1024;  // how far ahead GEMV streams prefetch
 inline constexpr int kPrefetchLocality = 2;
 inline constexpr int kQ8_0Bias = 128;
 inline constexpr bool kHighNibbleInPlace = true;

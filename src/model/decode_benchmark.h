@@ -2,7 +2,9 @@
 // what the machine can do, measured in the same run: sustained memory read bandwidth
 // (decode reads every weight once per token, so it is bandwidth-bound) and the peak
 // arithmetic rate of the kernels' instruction mix (prefill is compute-bound): float
-// FMA for float weights, int8 dot products for quantized ones.
+// FMA for float weights, int8 dot products for quantized ones. The bandwidth probe
+// reads one token's weight bytes before every decoded token, so that decode is
+// compared with the bandwidth of the same seconds.
 #pragma once
 
 #include <cstdint>
@@ -26,7 +28,8 @@ struct DecodeBenchResult {
   int64_t bytes_per_token = 0;  // weights read per decoded token
   double prefill_tok_s = 0;
   double decode_tok_s = 0;
-  double bandwidth_gb_s = 0;    // the machine's measured read bandwidth
+  double bandwidth_gb_s = 0;    // read bandwidth over the probes interleaved with decode
+  double best_bandwidth_gb_s = 0;  // best single probe pass at start (for reference)
   double achieved_gb_s = 0;     // bytes_per_token * decode_tok_s
   double pct_bandwidth = 0;
   double peak_gops = 0;         // peak of the instruction mix (FMA flops or int8 ops), all threads

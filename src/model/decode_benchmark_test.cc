@@ -35,6 +35,9 @@ TEST(DecodeBenchmarkTest, CountsTheBytesEveryTokenReads) {
   EXPECT_EQ(r->model_bytes, static_cast<int64_t>(std::filesystem::file_size(path)));
   EXPECT_GT(r->decode_tok_s, 0);
   EXPECT_NEAR(r->achieved_gb_s, r->bytes_per_token * r->decode_tok_s / 1e9, 1e-9);
+  ASSERT_GT(r->bandwidth_gb_s, 0);
+  EXPECT_GT(r->best_bandwidth_gb_s, 0);
+  EXPECT_NEAR(r->pct_bandwidth, 100.0 * r->achieved_gb_s / r->bandwidth_gb_s, 1e-9);
   o.prefill_tokens = 4000;
   EXPECT_EQ(run_decode_benchmark(*model, o).status().code(), StatusCode::kInvalidArgument);
   std::filesystem::remove(path);

@@ -123,9 +123,11 @@ void Model::attention_block(int l, std::span<const SequenceChunk> chunks, int64_
   float* v = s.v_.as<float>();    // [n, kv_dim]
   float* att = s.att_.as<float>();  // [n, q_dim]
   for (int64_t t = 0; t < n; ++t) rmsnorm(x + t * c.n_embd, L.attn_norm.data(), c.n_embd, c.rms_eps, xn + t * c.n_embd);
-  product(L.wq, l, "attn_q", xn, n, q, s, pool);
-  product(L.wk, l, "attn_k", xn, n, k, s, pool);
-  product(L.wv, l, "attn_v", xn, n, v, s, pool);
+  {
+    const MatmulOutput outs[] = {{&L.wq, q}, {&L.wk, k}, {&L.wv, v}};
+    const char* const whats[] = {"attn_q", "attn_k", "attn_v"};
+    products(outs, l, whats, xn, n, s, pool);
+  }
   if (!L.bq.empty()) {
     for (int64_t t = 0; t < n; ++t) {
       add_inplace(q + t * c.q_dim(), L.bq.data(), c.q_dim());
@@ -165,22 +167,27 @@ void Model::ffn_block(int l, int64_t n, ForwardState& s, ThreadPool& pool) const
   float* gate = s.gate_.as<float>();  // [n, n_ff]
   float* up = s.up_.as<float>();      // [n, n_ff]
   for (int64_t t = 0; t < n; ++t) rmsnorm(x + t * c.n_embd, L.ffn_norm.data(), c.n_embd, c.rms_eps, xn + t * c.n_embd);
-  product(L.w_gate, l, "ffn_gate", xn, n, gate, s, pool);
-  product(L.w_up, l, "ffn_up", xn, n, up, s, pool);
+  {
+    const MatmulOutput outs[] = {{&L.w_gate, gate}, {&L.w_up, up}};
+    const char* const whats[] = {"ffn_gate", "ffn_up"};
+    products(outs, l, whats, xn, n, s, pool);
+  }
   silu_mul(gate, up, n * c.n_ff, gate);
   float* tmp = s.tmp_.as<float>();
   product(L.w_down, l, "ffn_down", gate, n, tmp, s, pool);
   add_inplace(x, tmp, n * c.n_embd);
 }
 
-void Model::product(const WeightMatrix& w, int layer, const char* what, const float* x, int64_t n, float* y,
-                    ForwardState& s, ThreadPool& pool) const {
+void Model::products(std::span<const MatmulOutput> outs, int layer, std::span<const char* const> whats,
+                     const float* x, int64_t n, ForwardState& s, ThreadPool& pool) const {
   if (s.observer_ != nullptr) {
-    const std::string name = layer < 0 ? (weights_.tied_output ? "token_embd.weight" : "output.weight")
-                                       : fmt::format("blk.{}.{}.weight", layer, what);
-    s.observer_->on_matmul(name, w, x, n);
+    for (size_t i = 0; i < outs.size(); ++i) {
+      const std::string name = layer < 0 ? (weights_.tied_output ? "token_embd.weight" : "output.weight")
+                                         : fmt::format("blk.{}.{}.weight", layer, whats[i]);
+      s.observer_->on_matmul(name, *outs[i].w, x, n);
+    }
   }
-  matmul(w, x, n, y, pool);
+  matmul_shared_input(outs, x, n, pool);
 }
 
 void Model::compute_logits(std::span<const SequenceChunk> chunks, ForwardState& s, ThreadPool& pool,

@@ -16,6 +16,7 @@
 #include "base/hash.h"
 #include "base/thread_pool.h"
 #include "io/gguf_file.h"
+#include "kernels/matmul.h"
 #include "kv/kv_cache.h"
 #include "model/batch.h"
 #include "model/config.h"
@@ -74,9 +75,15 @@ class Model {
                        ForwardState& s, ThreadPool& pool) const;
   void ffn_block(int layer, int64_t n_tokens, ForwardState& s, ThreadPool& pool) const;
   void compute_logits(std::span<const SequenceChunk> chunks, ForwardState& s, ThreadPool& pool, ForwardOutput& out) const;
-  // matmul() that also reports to the state's observer, naming the weight.
+  // One product of x with each of `outs` (the weights named whats[i]) in one pool job
+  // (matmul_shared_input()), also reported to the state's observer.
+  void products(std::span<const MatmulOutput> outs, int layer, std::span<const char* const> whats, const float* x,
+                int64_t n, ForwardState& s, ThreadPool& pool) const;
   void product(const WeightMatrix& w, int layer, const char* what, const float* x, int64_t n, float* y,
-               ForwardState& s, ThreadPool& pool) const;
+               ForwardState& s, ThreadPool& pool) const {
+    const MatmulOutput out{&w, y};
+    products({&out, 1}, layer, {&what, 1}, x, n, s, pool);
+  }
 
   GgufFile file_;
   ModelConfig config_;

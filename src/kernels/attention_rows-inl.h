@@ -1,0 +1,127 @@
+// One step of paged attention's online softmax for several query rows against one
+// block of keys (see AttentionRows in kernel_table.h). Per row r, in order:
+//   s[j]  = ((p0 + p1) + (p2 + p3)) * scale, p_u = fma chain over d = u (mod 4) of
+//           q[d] * kt[d][j], for j < valid
+//   m'    = max(m, s[j]);  e[j] = exp(s[j] - m');  c = exp(m - m')
+//   l     = l * c + sum(e)            (16 lanes, then reduce_add_f)
+//   acc   = acc * c, then acc = fma(e[j], v_j, acc) for j = 0 .. valid - 1
+// Rows are independent: processing kAttentionRows of them together only interleaves
+// their instruction streams (the keys and values are loaded once for all of them), so
+// a row's result does not depend on which rows share its call.
+// Spliced into a target namespace after ops-inl.h.
+
+// Scores of keys [j, j + k) (k = 16 when kFull) for R rows, four partial sums each.
+template <int R, bool kFull>
+LLMS_SIMD void attention_scores(const AttentionRows& a, const float* const (&q)[R], float* const (&s)[R], int j, int k) {
+  const int B = a.block, hd = a.head_dim;
+  auto load = [&](const float* p) { return kFull ? load_f(p) : load_part_f(p, k); };
+  VF p[R][4];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) p[r][0] = p[r][1] = p[r][2] = p[r][3] = zero_f();
+  const float* kt = a.kt + j;
+  int d = 0;
+  for (; d + 4 <= hd; d += 4, kt += 4 * B) {
+#pragma GCC unroll 4
+    for (int u = 0; u < 4; ++u) {
+      const VF kv = load(kt + u * B);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) p[r][u] = fma_f(set1_f(q[r][d + u]), kv, p[r][u]);
+    }
+  }
+#pragma GCC unroll 3
+  for (int u = 0; u < 3; ++u) {
+    if (d + u < hd) {
+      const VF kv = load(kt + u * B);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) p[r][u] = fma_f(set1_f(q[r][d + u]), kv, p[r][u]);
+    }
+  }
+  const VF scale = set1_f(a.scale);
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    const VF v = mul_f(add_f(add_f(p[r][0], p[r][1]), add_f(p[r][2], p[r][3])), scale);
+    if (kFull) {
+      store_f(s[r] + j, v);
+    } else {
+      store_part_f(s[r] + j, v, k);
+    }
+  }
+}
+
+template <int R>
+LLMS_SIMD void attention_rows_tile(const AttentionRows& a, int r0) {
+  const int B = a.block, hd = a.head_dim, valid = a.valid;
+  const int stride = (B + 15) / 16 * 16;
+  float* s[R];
+  const float* q[R];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) s[r] = a.scores + (r0 + r) * stride, q[r] = a.q[r0 + r];
+  int j = 0;
+  for (; j + 16 <= valid; j += 16) attention_scores<R, true>(a, q, s, j, 16);
+  if (j < valid) attention_scores<R, false>(a, q, s, j, valid - j);
+  // Online softmax: new maxima, exponentials, and the factor c of the old state.
+  float c[R];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    const float m_old = a.m[r0 + r];
+    VF mx = set1_f(m_old);
+    for (int j = 0; j < valid; j += 16) {
+      const int k = std::min(16, valid - j);
+      // Missing lanes repeat m_old, which is already in the max.
+      mx = k == 16 ? max_f(mx, load_f(s[r] + j)) : max_f(mx, select_part_f(load_part_f(s[r] + j, k), set1_f(m_old), k));
+    }
+    const float m_new = reduce_max_f(mx);
+    const VF vm = set1_f(m_new);
+    VF sum = zero_f();
+    for (int j = 0; j < valid; j += 16) {
+      const int k = std::min(16, valid - j);
+      const VF e = exp_f(sub_f(load_n(s[r] + j, k), vm));
+      store_n(s[r] + j, e, k);
+      sum = add_f(sum, k == 16 ? e : select_part_f(e, zero_f(), k));
+    }
+    c[r] = first_f(exp_f(set1_f(m_old - m_new)));
+    a.l[r0 + r] = a.l[r0 + r] * c[r] + reduce_add_f(sum);
+    a.m[r0 + r] = m_new;
+  }
+  // acc = acc * c + sum_j e[j] v_j, 64 dimensions (four vectors) at a time.
+  for (int d0 = 0; d0 < hd; d0 += 64) {
+    int width[4];
+#pragma GCC unroll 4
+    for (int u = 0; u < 4; ++u) width[u] = std::clamp(hd - d0 - 16 * u, 0, 16);
+    VF acc[R][4];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      float* row = a.acc + static_cast<int64_t>(r0 + r) * hd + d0;
+#pragma GCC unroll 4
+      for (int u = 0; u < 4; ++u) acc[r][u] = mul_f(load_n(row + 16 * u, width[u]), set1_f(c[r]));
+    }
+    const float* v = a.v + d0;
+    for (int j = 0; j < valid; ++j, v += a.v_stride) {
+      VF vv[4];
+#pragma GCC unroll 4
+      for (int u = 0; u < 4; ++u) vv[u] = load_n(v + 16 * u, width[u]);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        const VF e = set1_f(s[r][j]);
+#pragma GCC unroll 4
+        for (int u = 0; u < 4; ++u) acc[r][u] = fma_f(e, vv[u], acc[r][u]);
+      }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      float* row = a.acc + static_cast<int64_t>(r0 + r) * hd + d0;
+#pragma GCC unroll 4
+      for (int u = 0; u < 4; ++u)
+        if (width[u] > 0) store_n(row + 16 * u, acc[r][u], width[u]);
+    }
+  }
+}
+
+void attention_rows(const AttentionRows& a) {
+  int r = 0;
+  for (; r + kAttentionRows <= a.rows; r += kAttentionRows) attention_rows_tile<kAttentionRows>(a, r);
+  if constexpr (kAttentionRows > 2) {
+    for (; r + 2 <= a.rows; r += 2) attention_rows_tile<2>(a, r);
+  }
+  for (; r < a.rows; ++r) attention_rows_tile<1>(a, r);
+}
