@@ -3,6 +3,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <vector>
 
@@ -308,12 +309,20 @@ void paged_attention(const AttentionQuery& query, const KvLayerView& kv, int n_h
   const int tiles = (query.n_q + tile - 1) / tile;
   const int64_t tasks = static_cast<int64_t>(kv.n_kv_heads) * tiles;
   const int64_t work = static_cast<int64_t>(query.n_q) * (query.first_pos + query.n_q) * n_heads;
-  pool.parallel_for(tasks, 1, work < 4096 ? tasks + 1 : 1, [&](int64_t b, int64_t e) {
-    for (int64_t t = b; t < e; ++t) {
-      const int kvh = static_cast<int>(t / tiles);
-      const int i0 = static_cast<int>(t % tiles) * tile;
-      attend_tile(query, kv, n_heads, scale, kvh, i0, std::min(query.n_q, i0 + tile), kt_ops, f16_row);
-    }
+  // Causal: a later query tile sees more keys. Threads claim tasks one at a time, the
+  // costliest (last tiles) first, so that they finish together.
+  auto task = [&](int64_t t) {
+    const int kvh = static_cast<int>(t % kv.n_kv_heads);
+    const int i0 = static_cast<int>(tiles - 1 - t / kv.n_kv_heads) * tile;
+    attend_tile(query, kv, n_heads, scale, kvh, i0, std::min(query.n_q, i0 + tile), kt_ops, f16_row);
+  };
+  if (work < 4096 || tasks == 1 || pool.num_threads() == 1) {
+    for (int64_t t = 0; t < tasks; ++t) task(t);
+    return;
+  }
+  std::atomic<int64_t> next{0};
+  pool.run(static_cast<int>(std::min<int64_t>(pool.num_threads(), tasks)), [&](int) {
+    for (int64_t t = next.fetch_add(1, std::memory_order_relaxed); t < tasks; t = next.fetch_add(1, std::memory_order_relaxed)) task(t);
   });
 }
 
