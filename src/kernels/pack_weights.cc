@@ -1,6 +1,5 @@
 // Rearranges GGUF rows into the panel layouts described in packed_weights.h. Runs
 // once per tensor at load, so it is plain scalar code.
-#include <sys/mman.h>
 
 #include <cstdint>
 #include <cstring>
@@ -109,23 +108,6 @@ void pack_q6_k(const Tensor& t, int64_t p, uint8_t* dst) {
   }
 }
 
-// Decode streams every panel from memory at each step. Huge pages spare the TLB and
-// let the hardware prefetcher run past 4 KiB boundaries (measured: single-stream reads
-// go from 24 to 31 GB/s on the reference machine), so large buffers ask for them
-// before their first touch. The advice may be ignored; that is harmless.
-void allocate_panels(AlignedBuffer& buf, int64_t bytes) {
-  buf.resize(static_cast<size_t>(bytes), /*zero=*/false);
-#if defined(MADV_HUGEPAGE)
-  constexpr int64_t kHuge = int64_t{2} << 20, kPage = 4096;
-  if (bytes >= kHuge) {
-    const auto addr = reinterpret_cast<uintptr_t>(buf.data());
-    const uintptr_t begin = (addr + kPage - 1) / kPage * kPage, end = (addr + bytes) / kPage * kPage;
-    if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
-  }
-#endif
-  std::memset(buf.data(), 0, static_cast<size_t>(bytes));  // padding rows and slots read as zero
-}
-
 }  // namespace
 
 bool packed_kind_for(DType type, PackedKind* kind) {
@@ -165,9 +147,9 @@ void pack_weights(const Tensor& t, PackedWeights* out) {
     case PackedKind::kQ4_K: out->panel_bytes = nb256 * 2304; break;
     case PackedKind::kQ6_K: out->panel_bytes = paired_panel_bytes(nb256, 3328); break;
   }
-  allocate_panels(out->data, out->num_bytes());
+  out->data = PanelMemory::allocate(out->num_bytes());  // zeroed: padding rows and slots read as zero
   for (int64_t p = 0; p < out->num_panels; ++p) {
-    uint8_t* dst = out->data.as<uint8_t>() + p * out->panel_bytes;
+    uint8_t* dst = out->data.data() + p * out->panel_bytes;
     switch (kind) {
       case PackedKind::kF32: pack_plain<uint32_t>(t, p, dst); break;
       case PackedKind::kF16:

@@ -29,7 +29,7 @@
 
 #include <cstdint>
 
-#include "base/aligned_buffer.h"
+#include "kernels/panel_memory.h"
 #include "tensor/tensor.h"
 
 namespace llms {
@@ -46,9 +46,9 @@ struct PackedWeights {
   int64_t cols = 0;
   int64_t num_panels = 0;
   int64_t panel_bytes = 0;  // a multiple of 64
-  AlignedBuffer data;
+  PanelMemory data;
 
-  const uint8_t* panel(int64_t p) const { return data.as<uint8_t>() + p * panel_bytes; }
+  const uint8_t* panel(int64_t p) const { return data.data() + p * panel_bytes; }
   int64_t num_bytes() const { return num_panels * panel_bytes; }
 };
 

@@ -34,7 +34,9 @@ KvCache::KvCache(const KvCacheConfig& config) : config_(config) {
   const int64_t rows = static_cast<int64_t>(config.num_blocks) * config.block_size;
   k_layer_bytes_ = rows * dtype_row_bytes(config.k_type, row);
   v_layer_bytes_ = rows * dtype_row_bytes(config.v_type, row);
-  storage_.resize(static_cast<size_t>((k_layer_bytes_ + v_layer_bytes_) * config.n_layer), /*zero=*/false);
+  // Huge pages: attention streams the blocks; untouched, so memory is only taken as
+  // blocks are first written.
+  storage_ = AlignedBuffer::huge(static_cast<size_t>((k_layer_bytes_ + v_layer_bytes_) * config.n_layer), /*zero=*/false);
 }
 
 KvLayerView KvCache::layer(int l) {
