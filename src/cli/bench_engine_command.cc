@@ -21,6 +21,7 @@ struct Options {
   double max_delay_ms = 20;
   int threads = 0;
   std::string kv_type = "f32";
+  std::string output_dist = "uniform";
   bool json = false;
 };
 
@@ -29,6 +30,8 @@ void run(const Options& o) {
   if (model->config().synthetic) log_info("{}: synthetic model (random weights): speed only", o.model);
   auto tokenizer = value_or_fail(Tokenizer::from_gguf(model->file()));
   const DType kv = dtype_or_fail(o.kv_type, "--kv-type");
+  LoadSpec load = o.load;
+  load.output_log_uniform = o.output_dist == "log-uniform";
   nlohmann::json all = nlohmann::json::array();
   if (!o.json) {
     std::printf("%-11s %9s %10s %10s %10s %10s %10s %8s\n", "policy", "requests", "tok/s", "ttft_p50", "ttft_p99",
@@ -43,7 +46,7 @@ void run(const Options& o) {
     c.max_delay_ms = o.max_delay_ms;
     c.threads = o.threads;
     c.k_type = c.v_type = kv;
-    const LoadResult r = value_or_fail(run_load(*model, *tokenizer, c, o.load));
+    const LoadResult r = value_or_fail(run_load(*model, *tokenizer, c, load));
     if (o.json) {
       all.push_back({{"policy", r.policy}, {"completed", r.completed}, {"generated_tokens", r.generated_tokens},
                      {"seconds", r.seconds}, {"tokens_per_s", r.tokens_per_s}, {"ttft_p50_s", r.ttft_p50_s},
@@ -72,6 +75,9 @@ void add_bench_engine_command(CLI::App& app) {
   cmd->add_option("--prompt-max", o->load.prompt_max, "Longest prompt (tokens)")->capture_default_str();
   cmd->add_option("--output-min", o->load.output_min, "Fewest generated tokens")->capture_default_str();
   cmd->add_option("--output-max", o->load.output_max, "Most generated tokens")->capture_default_str();
+  cmd->add_option("--output-dist", o->output_dist, "Output lengths: uniform or log-uniform over [min, max]")
+      ->check(CLI::IsMember({"uniform", "log-uniform"}))
+      ->capture_default_str();
   cmd->add_option("--seed", o->load.seed, "Seed of the request mix")->capture_default_str();
   cmd->add_option("--max-batch-tokens", o->max_batch_tokens, "Token budget per step")->capture_default_str();
   cmd->add_option("--max-running", o->max_running, "Running sequences at most")->capture_default_str();

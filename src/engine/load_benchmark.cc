@@ -18,9 +18,7 @@ double percentile(std::vector<double> v, double q) {
   return v[std::min(v.size() - 1, rank == 0 ? 0 : rank - 1)];
 }
 
-namespace {
-
-std::vector<RequestParams> make_requests(const LoadSpec& spec, int vocab) {
+std::vector<RequestParams> make_load_requests(const LoadSpec& spec, int vocab) {
   Rng rng(spec.seed);
   std::vector<RequestParams> out;
   for (int i = 0; i < spec.requests; ++i) {
@@ -28,7 +26,12 @@ std::vector<RequestParams> make_requests(const LoadSpec& spec, int vocab) {
     const int len = spec.prompt_min + static_cast<int>(rng.below(spec.prompt_max - spec.prompt_min + 1));
     p.prompt.push_back(1);
     for (int t = 1; t < len; ++t) p.prompt.push_back(3 + static_cast<int32_t>(rng.below(vocab - 3)));
-    p.max_tokens = spec.output_min + static_cast<int>(rng.below(spec.output_max - spec.output_min + 1));
+    if (spec.output_log_uniform) {
+      const double lo = std::log(spec.output_min), hi = std::log(spec.output_max + 1.0);
+      p.max_tokens = std::min(spec.output_max, static_cast<int>(std::exp(lo + (hi - lo) * rng.uniform())));
+    } else {
+      p.max_tokens = spec.output_min + static_cast<int>(rng.below(spec.output_max - spec.output_min + 1));
+    }
     p.ignore_eos = true;
     p.sampling.temperature = 0.0f;
     p.timeout_s = 3600;
@@ -36,8 +39,6 @@ std::vector<RequestParams> make_requests(const LoadSpec& spec, int vocab) {
   }
   return out;
 }
-
-}  // namespace
 
 Result<LoadResult> run_load(const Model& model, const Tokenizer& tokenizer, const EngineConfig& config,
                             const LoadSpec& spec) {
@@ -49,7 +50,7 @@ Result<LoadResult> run_load(const Model& model, const Tokenizer& tokenizer, cons
   c.max_waiting_requests = std::max(c.max_waiting_requests, spec.concurrency);
   c.result_cache_bytes = 0;  // every request must reach the model
   LLMS_ASSIGN_OR_RETURN(auto engine, Engine::create(model, tokenizer, c));
-  const auto requests = make_requests(spec, model.config().n_vocab);
+  const auto requests = make_load_requests(spec, model.config().n_vocab);
   engine->start();
 
   std::mutex mu;

@@ -11,6 +11,7 @@
 
 #include "base/status.h"
 #include "engine/engine_config.h"
+#include "engine/request.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 
@@ -20,7 +21,11 @@ struct LoadSpec {
   int requests = 32;
   int concurrency = 32;
   int prompt_min = 64, prompt_max = 256;  // prompt tokens, uniform
-  int output_min = 64, output_max = 128;  // max_tokens, uniform (EOS ignored)
+  int output_min = 64, output_max = 128;  // max_tokens (EOS ignored)
+  // How output lengths spread over [output_min, output_max]: evenly, or evenly in
+  // their logarithm (log-uniform: as many requests in 16-64 as in 64-256 and in
+  // 256-1024, like chat traffic, where most answers are short and a few are long).
+  bool output_log_uniform = false;
   uint64_t seed = 1;
 };
 
@@ -35,6 +40,10 @@ struct LoadResult {
   double itl_mean_s = 0;
   int64_t preemptions = 0;
 };
+
+// The requests of a load: prompts (BOS, then random tokens of a `vocab`-token
+// vocabulary) and output lengths drawn from spec.seed; greedy, EOS ignored.
+std::vector<RequestParams> make_load_requests(const LoadSpec& spec, int vocab);
 
 // Runs the load against a fresh engine with `config`.
 Result<LoadResult> run_load(const Model& model, const Tokenizer& tokenizer, const EngineConfig& config,
