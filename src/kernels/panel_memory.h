@@ -6,8 +6,9 @@
 // prefetchers stop at every page boundary.
 //
 // A chunk is freed when the last PanelMemory carved from it is, so unloading a model
-// returns its memory. Chunk bytes past the last allocation are never touched, so they
-// cost address space, not memory.
+// returns its memory, except for a part of the one chunk the next model loaded may have
+// continued (at most one chunk, freed with that model). Chunk bytes past the last
+// allocation are never touched, so they cost address space, not memory.
 //
 // Thread-safety: allocate() may be called from any thread; a PanelMemory is
 // immutable once filled and shared like the PackedWeights that holds it.
