@@ -202,6 +202,7 @@ void attend_tile(const AttentionQuery& q, const KvLayerView& kv, int n_heads, fl
   std::vector<float> kt(static_cast<size_t>(hd) * B, 0.0f);
   BlockRows keys(kv, true, f16_row), vals(kv, false, f16_row);
   const bool keys_fast = kt_ops.target == SimdTarget::kAvx512 && keys_transposable_avx512(kv);
+  const bool values_f16 = kv.v_type == DType::kF16 && hd % 16 == 0;
   AttentionRows a;
   a.block = B;
   a.head_dim = hd;
@@ -234,9 +235,14 @@ void attend_tile(const AttentionQuery& q, const KvLayerView& kv, int n_heads, fl
         for (int d = 0; d < hd; ++d) kt[static_cast<size_t>(d) * B + j] = k[d];
       }
     }
-    vals.load(q.block_table[b], rows, kvh);
-    a.v = vals.rows();
-    a.v_stride = vals.stride();
+    if (values_f16) {  // read in place
+      a.v_f16 = reinterpret_cast<const uint16_t*>(kv.v_row(q.block_table[b], 0)) + static_cast<int64_t>(kvh) * hd;
+      a.v_stride = kv.v_stride / 2;
+    } else {
+      vals.load(q.block_table[b], rows, kvh);
+      a.v = vals.rows();
+      a.v_stride = vals.stride();
+    }
     // Tokens before the block see none of it; tokens inside it (causal) see a prefix
     // of it, each in a call of its own; the rest see all `rows` keys, in one call.
     int i = static_cast<int>(std::clamp<int64_t>(base - q.first_pos, i0, i1));

@@ -95,17 +95,25 @@ LLMS_SIMD void attention_rows_tile(const AttentionRows& a, int r0) {
 #pragma GCC unroll 4
       for (int u = 0; u < 4; ++u) acc[r][u] = mul_f(load_n(row + 16 * u, width[u]), set1_f(c[r]));
     }
-    const float* v = a.v + d0;
-    for (int j = 0; j < valid; ++j, v += a.v_stride) {
-      VF vv[4];
+    auto accumulate = [&](auto load_v) {
+      for (int j = 0; j < valid; ++j) {
+        VF vv[4];
 #pragma GCC unroll 4
-      for (int u = 0; u < 4; ++u) vv[u] = load_n(v + 16 * u, width[u]);
+        for (int u = 0; u < 4; ++u) vv[u] = load_v(j, u);
 #pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) {
-        const VF e = set1_f(s[r][j]);
+        for (int r = 0; r < R; ++r) {
+          const VF e = set1_f(s[r][j]);
 #pragma GCC unroll 4
-        for (int u = 0; u < 4; ++u) acc[r][u] = fma_f(e, vv[u], acc[r][u]);
+          for (int u = 0; u < 4; ++u) acc[r][u] = fma_f(e, vv[u], acc[r][u]);
+        }
       }
+    };
+    if (a.v_f16 != nullptr) {  // widths are 0 or 16
+      accumulate([&](int j, int u) {
+        return width[u] > 0 ? load_f16(a.v_f16 + j * a.v_stride + d0 + 16 * u) : zero_f();
+      });
+    } else {
+      accumulate([&](int j, int u) { return load_n(a.v + j * a.v_stride + d0 + 16 * u, width[u]); });
     }
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {

@@ -67,7 +67,8 @@ struct AttentionRows {
   float scale = 1.0f;
   const float* kt = nullptr;        // keys transposed: kt[d * block + j]
   const float* v = nullptr;         // value row j at v + j * v_stride
-  int64_t v_stride = 0;
+  const uint16_t* v_f16 = nullptr;  // or F16 value rows (head_dim a multiple of 16)
+  int64_t v_stride = 0;             // in floats, or halves for v_f16
 };
 
 struct KernelTable {
