@@ -63,6 +63,12 @@ struct Q4_KKind {
       VI isum[P][T], msum[P][T];
       for (int p = 0; p < P; ++p) {
         base[p] = w.panel(args.p0 + p) + sb * 2304;
+        if constexpr (T == 1) {
+          // Decode: ask for the whole super-block at once, so that its 36 lines are in
+          // flight together (measured 3-5% faster TinyLlama Q4_K decode; prefetching
+          // further ahead was slower).
+          for (int i = 0; i < 2304; i += 64) __builtin_prefetch(base[p] + i, 0, kPrefetchLocality);
+        }
         unpack_q4k_scales(base[p] + 64, sc[p], mins[p]);
 #pragma GCC unroll 16
         for (int t = 0; t < T; ++t) {
