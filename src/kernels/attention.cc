@@ -23,25 +23,18 @@ void kv_store(const KvLayerView& kv, const int32_t* block_table, int64_t pos, co
 
 namespace {
 
-// GCC 12 warns about the undefined source register inside _mm512_cvtph_ps.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-// F16 rows decoded with the target's conversion instruction; exact, as the scalar
-// decoding (every half is a float), so the results do not depend on the target.
-__attribute__((target("avx512f"))) void f16_row_avx512(const uint16_t* src, float* dst, int64_t n) {
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16)
-    _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i))));
-  if (i < n) dequantize_row(DType::kF16, src + i, dst + i, n - i);
+// Where head `kvh`'s values sit in a cache row of `type` (`row_bytes` long): `skip`
+// bytes in, `bytes` long, `elems` values; or the whole row (head_only false) where
+// the type's blocks straddle heads.
+struct HeadPart {
+  bool head_only;
+  int64_t skip, bytes, elems;
+};
+HeadPart head_part(const KvLayerView& kv, DType type, int64_t row_bytes, int kvh) {
+  if (kv.head_dim % dtype_info(type).block_size != 0) return {false, 0, row_bytes, kv.row_elems()};
+  return {true, dtype_row_bytes(type, static_cast<int64_t>(kvh) * kv.head_dim), dtype_row_bytes(type, kv.head_dim),
+          kv.head_dim};
 }
-__attribute__((target("avx2,f16c"))) void f16_row_avx2(const uint16_t* src, float* dst, int64_t n) {
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))));
-  if (i < n) dequantize_row(DType::kF16, src + i, dst + i, n - i);
-}
-void f16_row_scalar(const uint16_t* src, float* dst, int64_t n) { dequantize_row(DType::kF16, src, dst, n); }
-#pragma GCC diagnostic pop
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -81,7 +74,7 @@ bool keys_transposable_avx512(const KvLayerView& kv) {
 __attribute__((target("avx512f"))) void keys_transposed_avx512(const KvLayerView& kv, int32_t block, int n, int kvh,
                                                                 float* kt) {
   const bool f16 = kv.k_type == DType::kF16;
-  const int64_t skip = static_cast<int64_t>(kvh) * kv.head_dim * (f16 ? 2 : 4);
+  const int64_t skip = head_part(kv, kv.k_type, kv.k_stride, kvh).skip;
   for (int d0 = 0; d0 < kv.head_dim; d0 += 16) {
     __m512 r[16];
     for (int j = 0; j < 16; ++j) {
@@ -98,14 +91,6 @@ __attribute__((target("avx512f"))) void keys_transposed_avx512(const KvLayerView
 
 using F16RowFn = void (*)(const uint16_t*, float*, int64_t);
 
-F16RowFn f16_row_for(SimdTarget t) {
-  switch (t) {
-    case SimdTarget::kAvx512: return f16_row_avx512;
-    case SimdTarget::kAvx2: return f16_row_avx2;
-    default: return f16_row_scalar;
-  }
-}
-
 // ---------------------------------------------------------------------------------
 
 // Rows of one KV block as floats, for one KV head: points into the cache for F32;
@@ -116,7 +101,7 @@ class BlockRows {
  public:
   BlockRows(const KvLayerView& kv, bool is_k, F16RowFn f16_row)
       : kv_(kv), is_k_(is_k), type_(is_k ? kv.k_type : kv.v_type), f16_row_(f16_row) {
-    head_only_ = type_ != DType::kF32 && kv.head_dim % dtype_info(type_).block_size == 0;
+    head_only_ = type_ != DType::kF32 && head_part(kv, type_, 0, 0).head_only;
     stride_ = head_only_ ? kv.head_dim : kv.row_elems();
     if (type_ != DType::kF32) buf_.resize(static_cast<size_t>(kv.block_size * stride_));
   }
@@ -125,15 +110,14 @@ class BlockRows {
     block_ = block;
     kvh_ = kvh;
     if (type_ == DType::kF32) return;
-    const int64_t elems = head_only_ ? kv_.head_dim : kv_.row_elems();
-    const int64_t skip = head_only_ ? dtype_row_bytes(type_, static_cast<int64_t>(kvh) * kv_.head_dim) : 0;
+    const HeadPart part = head_part(kv_, type_, is_k_ ? kv_.k_stride : kv_.v_stride, kvh);
     for (int r = 0; r < n; ++r) {
-      const uint8_t* src = (is_k_ ? kv_.k_row(block, r) : kv_.v_row(block, r)) + skip;
+      const uint8_t* src = (is_k_ ? kv_.k_row(block, r) : kv_.v_row(block, r)) + part.skip;
       float* dst = buf_.data() + r * stride_;
       if (type_ == DType::kF16) {
-        f16_row_(reinterpret_cast<const uint16_t*>(src), dst, elems);
+        f16_row_(reinterpret_cast<const uint16_t*>(src), dst, part.elems);
       } else {
-        dequantize_row(type_, src, dst, elems);
+        dequantize_row(type_, src, dst, part.elems);
       }
     }
   }
@@ -163,31 +147,17 @@ class BlockRows {
 // Brings the part of head `kvh` of every row of `block` (keys and values) towards the
 // caches.
 void prefetch_block(const KvLayerView& kv, int32_t block, int kvh) {
-  // Head `kvh`'s bytes of a row, or the whole row where the type's blocks straddle heads.
-  auto part = [&](DType type, int64_t stride, int64_t* skip, int64_t* bytes) {
-    if (kv.head_dim % dtype_info(type).block_size != 0) {
-      *skip = 0;
-      *bytes = stride;
-      return;
-    }
-    *skip = dtype_row_bytes(type, static_cast<int64_t>(kvh) * kv.head_dim);
-    *bytes = dtype_row_bytes(type, kv.head_dim);
-  };
-  int64_t k_skip, k_bytes, v_skip, v_bytes;
-  part(kv.k_type, kv.k_stride, &k_skip, &k_bytes);
-  part(kv.v_type, kv.v_stride, &v_skip, &v_bytes);
+  const HeadPart k = head_part(kv, kv.k_type, kv.k_stride, kvh), v = head_part(kv, kv.v_type, kv.v_stride, kvh);
   for (int r = 0; r < kv.block_size; ++r) {
-    const uint8_t* k = kv.k_row(block, r) + k_skip;
-    const uint8_t* v = kv.v_row(block, r) + v_skip;
-    for (int64_t i = 0; i < k_bytes; i += 64) __builtin_prefetch(k + i, 0, 3);
-    for (int64_t i = 0; i < v_bytes; i += 64) __builtin_prefetch(v + i, 0, 3);
+    for (int64_t i = 0; i < k.bytes; i += 64) __builtin_prefetch(kv.k_row(block, r) + k.skip + i, 0, 3);
+    for (int64_t i = 0; i < v.bytes; i += 64) __builtin_prefetch(kv.v_row(block, r) + v.skip + i, 0, 3);
   }
 }
 
 // One task: KV head `kvh`, query tokens [i0, i1) of the chunk, all heads of the group.
 // Row r = (i - i0) * group + g is query token i, head kvh * group + g.
 void attend_tile(const AttentionQuery& q, const KvLayerView& kv, int n_heads, float scale, int kvh, int i0, int i1,
-                 const KernelTable& kt_ops, F16RowFn f16_row) {
+                 const KernelTable& kt_ops) {
   const int hd = kv.head_dim, B = kv.block_size;
   const int group = n_heads / kv.n_kv_heads;
   const int n_rows = (i1 - i0) * group;
@@ -203,10 +173,11 @@ void attend_tile(const AttentionQuery& q, const KvLayerView& kv, int n_heads, fl
   std::vector<float> kt(static_cast<size_t>(hd) * B, 0.0f);
   const bool keys_fast = kt_ops.target == SimdTarget::kAvx512 && keys_transposable_avx512(kv);
   const bool values_f16 = kv.v_type == DType::kF16 && hd % 16 == 0;
+  const int64_t v_skip = head_part(kv, kv.v_type, kv.v_stride, kvh).skip;
   // Rows decoded to floats, for the keys and values not read in place.
   std::optional<BlockRows> keys, vals;
-  if (!keys_fast) keys.emplace(kv, true, f16_row);
-  if (!values_f16) vals.emplace(kv, false, f16_row);
+  if (!keys_fast) keys.emplace(kv, true, kt_ops.f16_row);
+  if (!values_f16) vals.emplace(kv, false, kt_ops.f16_row);
   AttentionRows a;
   a.block = B;
   a.head_dim = hd;
@@ -241,7 +212,7 @@ void attend_tile(const AttentionQuery& q, const KvLayerView& kv, int n_heads, fl
       }
     }
     if (values_f16) {  // read in place
-      a.v_f16 = reinterpret_cast<const uint16_t*>(kv.v_row(q.block_table[b], 0)) + static_cast<int64_t>(kvh) * hd;
+      a.v_f16 = reinterpret_cast<const uint16_t*>(kv.v_row(q.block_table[b], 0) + v_skip);
       a.v_stride = kv.v_stride / 2;
     } else {
       vals->load(q.block_table[b], rows, kvh);
@@ -313,7 +284,6 @@ void paged_attention(const AttentionQuery& query, const KvLayerView& kv, int n_h
 
 void paged_attention(const AttentionQuery& query, const KvLayerView& kv, int n_heads, float scale, ThreadPool& pool) {
   const KernelTable& kt_ops = active_kernels();
-  const F16RowFn f16_row = f16_row_for(active_simd_target());
   // Query tiles of up to 32 tokens keep the tile's accumulators small; with few KV
   // heads, more tiles give every thread work.
   const int tile = std::max(1, std::min(32, (query.n_q + pool.num_threads() - 1) / pool.num_threads()));
@@ -325,7 +295,7 @@ void paged_attention(const AttentionQuery& query, const KvLayerView& kv, int n_h
   auto task = [&](int64_t t) {
     const int kvh = static_cast<int>(t % kv.n_kv_heads);
     const int i0 = static_cast<int>(tiles - 1 - t / kv.n_kv_heads) * tile;
-    attend_tile(query, kv, n_heads, scale, kvh, i0, std::min(query.n_q, i0 + tile), kt_ops, f16_row);
+    attend_tile(query, kv, n_heads, scale, kvh, i0, std::min(query.n_q, i0 + tile), kt_ops);
   };
   if (work < 4096 || tasks == 1 || pool.num_threads() == 1) {
     for (int64_t t = 0; t < tasks; ++t) task(t);

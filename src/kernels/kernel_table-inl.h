@@ -23,6 +23,7 @@ inline KernelTable make_kernel_table() {
   t.gelu = gelu;
   t.add_inplace = add_inplace;
   t.dot_f32 = dot_f32;
+  t.f16_row = f16_row;
   t.attention_rows = attention_rows;
   return t;
 }

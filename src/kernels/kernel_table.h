@@ -92,6 +92,7 @@ struct KernelTable {
   void (*gelu)(const float* x, int64_t n, float* out);
   void (*add_inplace)(float* y, const float* x, int64_t n);
   float (*dot_f32)(const float* a, const float* b, int64_t n);
+  void (*f16_row)(const uint16_t* src, float* dst, int64_t n);
   void (*attention_rows)(const AttentionRows& a);
 };
 

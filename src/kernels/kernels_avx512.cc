@@ -11,6 +11,7 @@
 #endif
 
 #include "kernels/kernel_table.h"
+#include "quant/half.h"
 
 #if defined(__x86_64__)
 #pragma GCC push_options

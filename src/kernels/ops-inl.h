@@ -37,6 +37,13 @@ LLMS_SIMD void store_n(float* p, VF v, int n) {
   }
 }
 
+// F16 to float, exact on every target (every half is a float).
+void f16_row(const uint16_t* src, float* dst, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) store_f(dst + i, load_f16(src + i));
+  for (; i < n; ++i) dst[i] = f16_to_f32(src[i]);
+}
+
 float dot_f32(const float* a, const float* b, int64_t n) {
   VF acc = zero_f();
   for_each_vec(n, [&](int64_t i, int m) { acc = fma_f(load_n(a + i, m), load_n(b + i, m), acc); });

@@ -7,7 +7,9 @@
 #include <vector>
 
 #include "base/random.h"
+#include "kernels/kernel_table.h"
 #include "kernels/simd_target.h"
+#include "quant/half.h"
 
 namespace llms {
 namespace {
@@ -174,6 +176,26 @@ TEST(OpsTest, SoftmaxAndActivationsSurviveExtremeInputs) {
     gelu(g.data(), 4, out.data());
     EXPECT_NEAR(out[0], 0.0f, 1e-30f);
     EXPECT_EQ(out[3], 1000.0f);
+  }
+}
+
+// The F16 row conversion (KV cache rows) gives every half's exact float on every
+// target, whatever the row's length: all 65,536 bit patterns, NaNs staying NaN.
+TEST(OpsTest, F16RowsConvertEveryHalfExactly) {
+  std::vector<uint16_t> all(65536 + 7);
+  for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<uint16_t>(i);
+  for (SimdTarget target : supported_simd_targets()) {
+    ScopedSimdTarget scoped(target);
+    std::vector<float> got(all.size());
+    active_kernels().f16_row(all.data(), got.data(), static_cast<int64_t>(all.size()));
+    for (size_t i = 0; i < all.size(); ++i) {
+      const float want = f16_to_f32(all[i]);
+      if (std::isnan(want)) {
+        ASSERT_TRUE(std::isnan(got[i])) << simd_target_name(target) << " half " << i;
+      } else {
+        ASSERT_EQ(float_to_bits(got[i]), float_to_bits(want)) << simd_target_name(target) << " half " << i;
+      }
+    }
   }
 }
 
