@@ -1,10 +1,9 @@
 #include "kernels/attention.h"
 
-#include <immintrin.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstring>
 #include <optional>
 #include <vector>
 
@@ -14,11 +13,56 @@
 
 namespace llms {
 
+namespace {
+
+// Bytes of one value of a type stored per head (F32, F16, BF16).
+int64_t value_bytes(DType type) { return dtype_row_bytes(type, 1); }
+
+// Where value `e` (head e / head_dim, dimension e % head_dim) of row `row` sits in a
+// tiled block.
+uint8_t* tiled_value(const KvLayerView& kv, bool is_k, int32_t block, int row, int64_t e) {
+  const int kvh = static_cast<int>(e / kv.head_dim);
+  const int64_t d = e % kv.head_dim;
+  const int64_t es = value_bytes(is_k ? kv.k_type : kv.v_type);
+  return is_k ? kv.k_head(block, kvh) + (d * kv.block_size + row) * es
+              : kv.v_head(block, kvh) + (static_cast<int64_t>(row) * kv.head_dim + d) * es;
+}
+
+void store_row(const KvLayerView& kv, bool is_k, int32_t block, int row, const float* x) {
+  const DType type = is_k ? kv.k_type : kv.v_type;
+  if (!(is_k ? kv.k_tiled : kv.v_tiled)) {
+    quantize_row(type, x, is_k ? kv.k_row(block, row) : kv.v_row(block, row), kv.row_elems());
+    return;
+  }
+  const int64_t es = value_bytes(type), hd = kv.head_dim;
+  std::vector<uint8_t> bytes(static_cast<size_t>(kv.row_elems() * es));
+  quantize_row(type, x, bytes.data(), kv.row_elems());
+  for (int h = 0; h < kv.n_kv_heads; ++h) {
+    const uint8_t* src = bytes.data() + h * hd * es;
+    if (is_k) {
+      for (int64_t d = 0; d < hd; ++d) std::memcpy(tiled_value(kv, true, block, row, h * hd + d), src + d * es, es);
+    } else {
+      std::memcpy(tiled_value(kv, false, block, row, h * hd), src, static_cast<size_t>(hd * es));
+    }
+  }
+}
+
+}  // namespace
+
 void kv_store(const KvLayerView& kv, const int32_t* block_table, int64_t pos, const float* k, const float* v) {
   const int32_t block = block_table[pos / kv.block_size];
   const int row = static_cast<int>(pos % kv.block_size);
-  quantize_row(kv.k_type, k, kv.k_row(block, row), kv.row_elems());
-  quantize_row(kv.v_type, v, kv.v_row(block, row), kv.row_elems());
+  store_row(kv, true, block, row, k);
+  store_row(kv, false, block, row, v);
+}
+
+void kv_load_row(const KvLayerView& kv, bool is_k, int32_t block, int row, float* out) {
+  const DType type = is_k ? kv.k_type : kv.v_type;
+  if (!(is_k ? kv.k_tiled : kv.v_tiled)) {
+    dequantize_row(type, is_k ? kv.k_row(block, row) : kv.v_row(block, row), out, kv.row_elems());
+    return;
+  }
+  for (int64_t e = 0; e < kv.row_elems(); ++e) dequantize_row(type, tiled_value(kv, is_k, block, row, e), out + e, 1);
 }
 
 namespace {
@@ -36,121 +80,95 @@ HeadPart head_part(const KvLayerView& kv, DType type, int64_t row_bytes, int kvh
           kv.head_dim};
 }
 
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-// Keys transposed straight from the cache for the common shape (AVX-512, blocks of
-// 16 rows, F16 or F32 keys, head_dim a multiple of 16): 16 x 16 tiles go through
-// registers instead of a decode to rows and an element-by-element transpose.
-__attribute__((target("avx512f"))) void transpose16(__m512 (&r)[16]) {
-  __m512 t[16];
-  for (int i = 0; i < 8; ++i) {
-    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-  }
-  for (int i = 0; i < 4; ++i) {
-    r[4 * i] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
-    r[4 * i + 1] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
-    r[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
-    r[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
-  }
-  for (int i = 0; i < 4; ++i) {
-    t[i] = _mm512_shuffle_f32x4(r[i], r[4 + i], 0x88);
-    t[4 + i] = _mm512_shuffle_f32x4(r[i], r[4 + i], 0xDD);
-    t[8 + i] = _mm512_shuffle_f32x4(r[8 + i], r[12 + i], 0x88);
-    t[12 + i] = _mm512_shuffle_f32x4(r[8 + i], r[12 + i], 0xDD);
-  }
-  for (int i = 0; i < 8; ++i) {
-    r[i] = _mm512_shuffle_f32x4(t[i], t[8 + i], 0x88);
-    r[8 + i] = _mm512_shuffle_f32x4(t[i], t[8 + i], 0xDD);
-  }
-}
-
-bool keys_transposable_avx512(const KvLayerView& kv) {
-  return kv.block_size == 16 && kv.head_dim % 16 == 0 && (kv.k_type == DType::kF16 || kv.k_type == DType::kF32);
-}
-
-// kt[d * 16 + j] = dimension d of key j of head kvh, rows [0, n) of `block`; columns
-// from n on are zero.
-__attribute__((target("avx512f"))) void keys_transposed_avx512(const KvLayerView& kv, int32_t block, int n, int kvh,
-                                                                float* kt) {
-  const bool f16 = kv.k_type == DType::kF16;
-  const int64_t skip = head_part(kv, kv.k_type, kv.k_stride, kvh).skip;
-  for (int d0 = 0; d0 < kv.head_dim; d0 += 16) {
-    __m512 r[16];
-    for (int j = 0; j < 16; ++j) {
-      const uint8_t* src = kv.k_row(block, j) + skip + d0 * (f16 ? 2 : 4);
-      r[j] = j >= n ? _mm512_setzero_ps()
-             : f16  ? _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src)))
-                    : _mm512_loadu_ps(reinterpret_cast<const float*>(src));
-    }
-    transpose16(r);
-    for (int i = 0; i < 16; ++i) _mm512_storeu_ps(kt + (d0 + i) * 16, r[i]);
-  }
-}
-#pragma GCC diagnostic pop
 
 using F16RowFn = void (*)(const uint16_t*, float*, int64_t);
 
 // ---------------------------------------------------------------------------------
 
-// Rows of one KV block as floats, for one KV head: points into the cache for F32;
-// else decodes the head's part of each row when the type's blocks do not straddle
-// heads (F16, BF16, and 32-value blocks when head_dim is a multiple of 32), or whole
-// rows when they do.
-class BlockRows {
+// One block of keys or values of head `kvh`, in the form attention_rows() reads:
+// keys transposed (kt[d * block + j]), values as rows. Tiled F32 and F16 blocks are
+// read in place (F16 keys only for a few query rows, F16 values only when head_dim is
+// a multiple of 16); BF16 blocks and the rows of quantized types are decoded to floats
+// first.
+class BlockSource {
  public:
-  BlockRows(const KvLayerView& kv, bool is_k, F16RowFn f16_row)
-      : kv_(kv), is_k_(is_k), type_(is_k ? kv.k_type : kv.v_type), f16_row_(f16_row) {
-    head_only_ = type_ != DType::kF32 && head_part(kv, type_, 0, 0).head_only;
-    stride_ = head_only_ ? kv.head_dim : kv.row_elems();
-    if (type_ != DType::kF32) buf_.resize(static_cast<size_t>(kv.block_size * stride_));
+  // `many_rows`: the block serves many query rows, so F16 keys are converted once
+  // rather than by every row tile.
+  BlockSource(const KvLayerView& kv, bool is_k, F16RowFn f16_row, bool many_rows)
+      : kv_(kv), is_k_(is_k), type_(is_k ? kv.k_type : kv.v_type), tiled_(is_k ? kv.k_tiled : kv.v_tiled),
+        f16_row_(f16_row) {
+    const int64_t hd = kv.head_dim, B = kv.block_size;
+    in_place_ = tiled_ && (type_ == DType::kF32 || (type_ == DType::kF16 && (is_k ? !many_rows : hd % 16 == 0)));
+    if (!in_place_) buf_.resize(static_cast<size_t>(hd * B));
+    if (!tiled_) row_.resize(static_cast<size_t>(kv.row_elems()));
   }
-  // Makes rows [0, n) of `block` available; row(r) then points at head `kvh`.
-  void load(int32_t block, int n, int kvh) {
-    block_ = block;
-    kvh_ = kvh;
-    if (type_ == DType::kF32) return;
-    const HeadPart part = head_part(kv_, type_, is_k_ ? kv_.k_stride : kv_.v_stride, kvh);
-    for (int r = 0; r < n; ++r) {
-      const uint8_t* src = (is_k_ ? kv_.k_row(block, r) : kv_.v_row(block, r)) + part.skip;
-      float* dst = buf_.data() + r * stride_;
+
+  // Rows [0, n) of `block` for head kvh into `a` (kt or kt_f16; v or v_f16, v_stride).
+  void load(int32_t block, int n, int kvh, AttentionRows& a) {
+    const int64_t hd = kv_.head_dim, B = kv_.block_size;
+    const uint8_t* head = tiled_ ? (is_k_ ? kv_.k_head(block, kvh) : kv_.v_head(block, kvh)) : nullptr;
+    const float* f32 = nullptr;
+    const uint16_t* f16 = nullptr;
+    if (in_place_) {
+      (type_ == DType::kF16 ? reinterpret_cast<const void*&>(f16) : reinterpret_cast<const void*&>(f32)) = head;
+    } else if (tiled_) {
+      // Keys: all head_dim x block values (columns past n are never read); values: n rows.
+      const int64_t count = is_k_ ? hd * B : n * hd;
       if (type_ == DType::kF16) {
-        f16_row_(reinterpret_cast<const uint16_t*>(src), dst, part.elems);
+        f16_row_(reinterpret_cast<const uint16_t*>(head), buf_.data(), count);
       } else {
-        dequantize_row(type_, src, dst, part.elems);
+        dequantize_row(type_, head, buf_.data(), count);
       }
+      f32 = buf_.data();
+    } else {
+      const HeadPart part = head_part(kv_, type_, is_k_ ? kv_.k_stride : kv_.v_stride, kvh);
+      for (int r = 0; r < n; ++r) {
+        dequantize_row(type_, (is_k_ ? kv_.k_row(block, r) : kv_.v_row(block, r)) + part.skip, row_.data(), part.elems);
+        const float* src = row_.data() + (part.head_only ? 0 : kvh * hd);
+        if (is_k_) {
+          for (int64_t d = 0; d < hd; ++d) buf_[static_cast<size_t>(d * B + r)] = src[d];
+        } else {
+          std::memcpy(buf_.data() + r * hd, src, static_cast<size_t>(hd) * sizeof(float));
+        }
+      }
+      f32 = buf_.data();
     }
-  }
-  // Row 0 of the loaded block for the head; rows are stride() floats apart.
-  const float* rows() const { return row(0); }
-  int64_t stride() const { return stride_; }
-  const float* row(int r) const {
-    if (type_ == DType::kF32) {
-      return reinterpret_cast<const float*>(is_k_ ? kv_.k_row(block_, r) : kv_.v_row(block_, r)) +
-             static_cast<int64_t>(kvh_) * kv_.head_dim;
+    if (is_k_) {
+      a.kt = f32;
+      a.kt_f16 = f16;
+    } else {
+      a.v = f32;
+      a.v_f16 = f16;
+      a.v_stride = hd;
     }
-    return buf_.data() + r * stride_ + (head_only_ ? 0 : static_cast<int64_t>(kvh_) * kv_.head_dim);
   }
 
  private:
   const KvLayerView& kv_;
   bool is_k_;
   DType type_;
+  bool tiled_;
   F16RowFn f16_row_;
-  bool head_only_ = false;
-  int64_t stride_ = 0;
-  std::vector<float> buf_;
-  int32_t block_ = 0;
-  int kvh_ = 0;
+  bool in_place_ = false;
+  std::vector<float> buf_;  // decoded keys (transposed) or value rows of one head
+  std::vector<float> row_;  // one decoded cache row (row layout)
 };
 
-// Brings the part of head `kvh` of every row of `block` (keys and values) towards the
-// caches.
+// Brings head `kvh`'s keys and values of `block` towards the caches: two contiguous
+// runs in the tiled layout, a piece of every row in the row layout.
 void prefetch_block(const KvLayerView& kv, int32_t block, int kvh) {
-  const HeadPart k = head_part(kv, kv.k_type, kv.k_stride, kvh), v = head_part(kv, kv.v_type, kv.v_stride, kvh);
-  for (int r = 0; r < kv.block_size; ++r) {
-    for (int64_t i = 0; i < k.bytes; i += 64) __builtin_prefetch(kv.k_row(block, r) + k.skip + i, 0, 3);
-    for (int64_t i = 0; i < v.bytes; i += 64) __builtin_prefetch(kv.v_row(block, r) + v.skip + i, 0, 3);
+  auto run = [](const uint8_t* p, int64_t bytes) {
+    for (int64_t i = 0; i < bytes; i += 64) __builtin_prefetch(p + i, 0, 3);
+  };
+  for (bool is_k : {true, false}) {
+    const bool tiled = is_k ? kv.k_tiled : kv.v_tiled;
+    const int64_t block_bytes = is_k ? kv.k_block_bytes() : kv.v_block_bytes();
+    if (tiled) {
+      run(is_k ? kv.k_head(block, kvh) : kv.v_head(block, kvh), block_bytes / kv.n_kv_heads);
+      continue;
+    }
+    const HeadPart part = head_part(kv, is_k ? kv.k_type : kv.v_type, is_k ? kv.k_stride : kv.v_stride, kvh);
+    for (int r = 0; r < kv.block_size; ++r) run((is_k ? kv.k_row(block, r) : kv.v_row(block, r)) + part.skip, part.bytes);
   }
 }
 
@@ -168,21 +186,12 @@ void attend_tile(const AttentionQuery& q, const KvLayerView& kv, int n_heads, fl
   for (int i = i0; i < i1; ++i)
     for (int g = 0; g < group; ++g)
       qrow[static_cast<size_t>((i - i0) * group + g)] = q.q + (static_cast<int64_t>(i) * n_heads + kvh * group + g) * hd;
-  // The block's keys transposed ([hd][B]); only the columns of keys a row may see
-  // are read.
-  std::vector<float> kt(static_cast<size_t>(hd) * B, 0.0f);
-  const bool keys_fast = kt_ops.target == SimdTarget::kAvx512 && keys_transposable_avx512(kv);
-  const bool values_f16 = kv.v_type == DType::kF16 && hd % 16 == 0;
-  const int64_t v_skip = head_part(kv, kv.v_type, kv.v_stride, kvh).skip;
-  // Rows decoded to floats, for the keys and values not read in place.
-  std::optional<BlockRows> keys, vals;
-  if (!keys_fast) keys.emplace(kv, true, kt_ops.f16_row);
-  if (!values_f16) vals.emplace(kv, false, kt_ops.f16_row);
+  const bool many_rows = n_rows > 8;
+  BlockSource keys(kv, true, kt_ops.f16_row, many_rows), vals(kv, false, kt_ops.f16_row, many_rows);
   AttentionRows a;
   a.block = B;
   a.head_dim = hd;
   a.scale = scale;
-  a.kt = kt.data();
   a.scores = scores.data();
   // Rows [r0, r0 + rows) see keys [0, valid) of the loaded block.
   auto run = [&](int r0, int rows, int valid) {
@@ -199,26 +208,10 @@ void attend_tile(const AttentionQuery& q, const KvLayerView& kv, int n_heads, fl
     const int64_t base = b * B;
     const int rows = static_cast<int>(std::min<int64_t>(B, last_pos - base + 1));
     // The next block sits anywhere in the pool, out of the hardware prefetchers'
-    // sight: ask for its rows now, while this block is computed (a TinyLlama token at
-    // 512-712 positions: 1.4-1.7 ms of attention with, 1.8-2.1 ms without).
+    // sight: ask for its keys and values now, while this block is computed.
     if ((b + 1) * B <= last_pos) prefetch_block(kv, q.block_table[b + 1], kvh);
-    if (keys_fast) {
-      keys_transposed_avx512(kv, q.block_table[b], rows, kvh, kt.data());
-    } else {
-      keys->load(q.block_table[b], rows, kvh);
-      for (int j = 0; j < rows; ++j) {
-        const float* k = keys->row(j);
-        for (int d = 0; d < hd; ++d) kt[static_cast<size_t>(d) * B + j] = k[d];
-      }
-    }
-    if (values_f16) {  // read in place
-      a.v_f16 = reinterpret_cast<const uint16_t*>(kv.v_row(q.block_table[b], 0) + v_skip);
-      a.v_stride = kv.v_stride / 2;
-    } else {
-      vals->load(q.block_table[b], rows, kvh);
-      a.v = vals->rows();
-      a.v_stride = vals->stride();
-    }
+    keys.load(q.block_table[b], rows, kvh, a);
+    vals.load(q.block_table[b], rows, kvh, a);
     // Tokens before the block see none of it; tokens inside it (causal) see a prefix
     // of it, each in a call of its own; the rest see all `rows` keys, in one call.
     int i = static_cast<int>(std::clamp<int64_t>(base - q.first_pos, i0, i1));
@@ -248,7 +241,7 @@ void attend_one(const AttentionQuery& query, const KvLayerView& kv, int n_heads,
   float max = -INFINITY;
   for (int64_t p = 0; p < n_ctx; ++p) {
     const int32_t block = query.block_table[p / kv.block_size];
-    dequantize_row(kv.k_type, kv.k_row(block, static_cast<int>(p % kv.block_size)), row.data(), kv.row_elems());
+    kv_load_row(kv, true, block, static_cast<int>(p % kv.block_size), row.data());
     const float* k = row.data() + static_cast<int64_t>(kvh) * hd;
     float s = 0.0f;
     for (int d = 0; d < hd; ++d) s += q[d] * k[d];
@@ -264,7 +257,7 @@ void attend_one(const AttentionQuery& query, const KvLayerView& kv, int n_heads,
   for (int d = 0; d < hd; ++d) out[d] = 0.0f;
   for (int64_t p = 0; p < n_ctx; ++p) {
     const int32_t block = query.block_table[p / kv.block_size];
-    dequantize_row(kv.v_type, kv.v_row(block, static_cast<int>(p % kv.block_size)), row.data(), kv.row_elems());
+    kv_load_row(kv, false, block, static_cast<int>(p % kv.block_size), row.data());
     const float* v = row.data() + static_cast<int64_t>(kvh) * hd;
     const float w = scores[p] / sum;
     for (int d = 0; d < hd; ++d) out[d] += w * v[d];

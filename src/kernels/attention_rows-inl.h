@@ -10,15 +10,28 @@
 // a row's result does not depend on which rows share its call.
 // Spliced into a target namespace after ops-inl.h.
 
-// Scores of keys [j, j + k) (k = 16 when kFull) for R rows, four partial sums each.
-template <int R, bool kFull>
+// Scores of keys [j, j + k) (k = 16 when kFull) for R rows, four partial sums each;
+// keys from a.kt_f16 when kF16, else a.kt.
+template <int R, bool kFull, bool kF16>
 LLMS_SIMD void attention_scores(const AttentionRows& a, const float* const (&q)[R], float* const (&s)[R], int j, int k) {
   const int B = a.block, hd = a.head_dim;
-  auto load = [&](const float* p) { return kFull ? load_f(p) : load_part_f(p, k); };
+  auto load = [&](const auto* p) {
+    if constexpr (kF16) {
+      return kFull ? load_f16(p) : load_part_f16(p, k);
+    } else {
+      return kFull ? load_f(p) : load_part_f(p, k);
+    }
+  };
   VF p[R][4];
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) p[r][0] = p[r][1] = p[r][2] = p[r][3] = zero_f();
-  const float* kt = a.kt + j;
+  const auto* kt = [&] {
+    if constexpr (kF16) {
+      return a.kt_f16 + j;
+    } else {
+      return a.kt + j;
+    }
+  }();
   int d = 0;
   for (; d + 4 <= hd; d += 4, kt += 4 * B) {
 #pragma GCC unroll 4
@@ -57,8 +70,13 @@ LLMS_SIMD void attention_rows_tile(const AttentionRows& a, int r0) {
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) s[r] = a.scores + (r0 + r) * stride, q[r] = a.q[r0 + r];
   int j = 0;
-  for (; j + 16 <= valid; j += 16) attention_scores<R, true>(a, q, s, j, 16);
-  if (j < valid) attention_scores<R, false>(a, q, s, j, valid - j);
+  if (a.kt_f16 != nullptr) {
+    for (; j + 16 <= valid; j += 16) attention_scores<R, true, true>(a, q, s, j, 16);
+    if (j < valid) attention_scores<R, false, true>(a, q, s, j, valid - j);
+  } else {
+    for (; j + 16 <= valid; j += 16) attention_scores<R, true, false>(a, q, s, j, 16);
+    if (j < valid) attention_scores<R, false, false>(a, q, s, j, valid - j);
+  }
   // Online softmax: new maxima, exponentials, and the factor c of the old state.
   float c[R];
 #pragma GCC unroll 8

@@ -66,6 +66,7 @@ struct AttentionRows {
   int head_dim = 0;
   float scale = 1.0f;
   const float* kt = nullptr;        // keys transposed: kt[d * block + j]
+  const uint16_t* kt_f16 = nullptr; // or the same in F16
   const float* v = nullptr;         // value row j at v + j * v_stride
   const uint16_t* v_f16 = nullptr;  // or F16 value rows (head_dim a multiple of 16)
   int64_t v_stride = 0;             // in floats, or halves for v_f16

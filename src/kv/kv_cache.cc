@@ -48,8 +48,8 @@ KvLayerView KvCache::layer(int l) {
 void KvCache::copy_block(int32_t src, int32_t dst) {
   for (int l = 0; l < config_.n_layer; ++l) {
     const KvLayerView v = layer(l);
-    std::memcpy(v.k_row(dst, 0), v.k_row(src, 0), static_cast<size_t>(v.k_row_bytes() * v.block_size));
-    std::memcpy(v.v_row(dst, 0), v.v_row(src, 0), static_cast<size_t>(v.v_row_bytes() * v.block_size));
+    std::memcpy(v.k_block(dst), v.k_block(src), static_cast<size_t>(v.k_block_bytes()));
+    std::memcpy(v.v_block(dst), v.v_block(src), static_cast<size_t>(v.v_block_bytes()));
   }
 }
 

@@ -2,8 +2,9 @@
 // `block_size` token rows. It only stores bytes; which sequence owns which block is
 // the business of the block pool (block_pool.h).
 //
-// Layout per layer: K [num_blocks, block_size, n_kv_heads * head_dim] in k_type, V the
-// same in v_type.
+// Layout per layer: K [num_blocks] blocks of k_type, V the same in v_type; inside a
+// block, per KV head for float types and per token row for quantized ones (see
+// KvLayerView in kernels/attention.h).
 //
 // Thread-safety: the owner (the engine thread) writes through the forward pass; no
 // internal locking.
