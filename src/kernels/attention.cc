@@ -85,28 +85,30 @@ using F16RowFn = void (*)(const uint16_t*, float*, int64_t);
 
 // ---------------------------------------------------------------------------------
 
-// One block of keys or values of head `kvh`, in the form attention_rows() reads:
-// keys transposed (kt[d * block + j]), values as rows. Tiled F32 and F16 blocks are
-// read in place (F16 keys only for a few query rows, F16 values only when head_dim is
-// a multiple of 16); BF16 blocks and the rows of quantized types are decoded to floats
-// first.
-class BlockSource {
+// The blocks of a span, keys or values of head `kvh`, in the form attention_rows()
+// reads: keys transposed (kt[d * block + j]), values as rows. Tiled F32 and F16 blocks
+// are read in place (F16 keys only for a few query rows, F16 values only when head_dim
+// is a multiple of 16); BF16 blocks and the rows of quantized types are decoded to
+// floats first.
+class SpanSource {
  public:
-  // `many_rows`: the block serves many query rows, so F16 keys are converted once
+  // `many_rows`: the blocks serve many query rows, so F16 keys are converted once
   // rather than by every row tile.
-  BlockSource(const KvLayerView& kv, bool is_k, F16RowFn f16_row, bool many_rows)
+  SpanSource(const KvLayerView& kv, bool is_k, F16RowFn f16_row, bool many_rows, int span)
       : kv_(kv), is_k_(is_k), type_(is_k ? kv.k_type : kv.v_type), tiled_(is_k ? kv.k_tiled : kv.v_tiled),
         f16_row_(f16_row) {
     const int64_t hd = kv.head_dim, B = kv.block_size;
     in_place_ = tiled_ && (type_ == DType::kF32 || (type_ == DType::kF16 && (is_k ? !many_rows : hd % 16 == 0)));
-    if (!in_place_) buf_.resize(static_cast<size_t>(hd * B));
+    if (!in_place_) buf_.resize(static_cast<size_t>(span * hd * B));
     if (!tiled_) row_.resize(static_cast<size_t>(kv.row_elems()));
   }
 
-  // Rows [0, n) of `block` for head kvh into `a` (kt or kt_f16; v or v_f16, v_stride).
-  void load(int32_t block, int n, int kvh, AttentionRows& a) {
+  // Rows [0, n) of `block`, block g of the span, for head kvh into `a` (kt[g] or
+  // kt_f16[g]; v[g] or v_f16[g], v_stride).
+  void load(int g, int32_t block, int n, int kvh, AttentionRows& a) {
     const int64_t hd = kv_.head_dim, B = kv_.block_size;
     const uint8_t* head = tiled_ ? (is_k_ ? kv_.k_head(block, kvh) : kv_.v_head(block, kvh)) : nullptr;
+    float* buf = buf_.data() + g * hd * B;
     const float* f32 = nullptr;
     const uint16_t* f16 = nullptr;
     if (in_place_) {
@@ -115,30 +117,30 @@ class BlockSource {
       // Keys: all head_dim x block values (columns past n are never read); values: n rows.
       const int64_t count = is_k_ ? hd * B : n * hd;
       if (type_ == DType::kF16) {
-        f16_row_(reinterpret_cast<const uint16_t*>(head), buf_.data(), count);
+        f16_row_(reinterpret_cast<const uint16_t*>(head), buf, count);
       } else {
-        dequantize_row(type_, head, buf_.data(), count);
+        dequantize_row(type_, head, buf, count);
       }
-      f32 = buf_.data();
+      f32 = buf;
     } else {
       const HeadPart part = head_part(kv_, type_, is_k_ ? kv_.k_stride : kv_.v_stride, kvh);
       for (int r = 0; r < n; ++r) {
         dequantize_row(type_, (is_k_ ? kv_.k_row(block, r) : kv_.v_row(block, r)) + part.skip, row_.data(), part.elems);
         const float* src = row_.data() + (part.head_only ? 0 : kvh * hd);
         if (is_k_) {
-          for (int64_t d = 0; d < hd; ++d) buf_[static_cast<size_t>(d * B + r)] = src[d];
+          for (int64_t d = 0; d < hd; ++d) buf[d * B + r] = src[d];
         } else {
-          std::memcpy(buf_.data() + r * hd, src, static_cast<size_t>(hd) * sizeof(float));
+          std::memcpy(buf + r * hd, src, static_cast<size_t>(hd) * sizeof(float));
         }
       }
-      f32 = buf_.data();
+      f32 = buf;
     }
     if (is_k_) {
-      a.kt = f32;
-      a.kt_f16 = f16;
+      a.kt[g] = f32;
+      a.kt_f16[g] = f16;
     } else {
-      a.v = f32;
-      a.v_f16 = f16;
+      a.v[g] = f32;
+      a.v_f16[g] = f16;
       a.v_stride = hd;
     }
   }
@@ -150,7 +152,7 @@ class BlockSource {
   bool tiled_;
   F16RowFn f16_row_;
   bool in_place_ = false;
-  std::vector<float> buf_;  // decoded keys (transposed) or value rows of one head
+  std::vector<float> buf_;  // per block of the span: decoded keys (transposed) or value rows
   std::vector<float> row_;  // one decoded cache row (row layout)
 };
 
@@ -183,7 +185,10 @@ void attend_tile(const AttentionQuery& q, const KvLayerView& kv, int n_heads, fl
   const int hd = kv.head_dim, B = kv.block_size;
   const int group = n_heads / kv.n_kv_heads;
   const int n_rows = (i1 - i0) * group;
-  const int score_stride = (B + 15) / 16 * 16;
+  // Spans of about 64 keys: consecutive blocks of the sequence, aligned to multiples
+  // of `span` blocks, so that a query sees the same spans however it is chunked.
+  const int span = std::clamp(64 / B, 1, kMaxSpanBlocks);
+  const int score_stride = (span * B + 15) / 16 * 16;
   std::vector<float> m(static_cast<size_t>(n_rows), -INFINITY), l(static_cast<size_t>(n_rows), 0.0f);
   std::vector<float> acc(static_cast<size_t>(n_rows) * hd, 0.0f), scores(static_cast<size_t>(n_rows) * score_stride);
   std::vector<const float*> qrow(static_cast<size_t>(n_rows));
@@ -191,13 +196,13 @@ void attend_tile(const AttentionQuery& q, const KvLayerView& kv, int n_heads, fl
     for (int g = 0; g < group; ++g)
       qrow[static_cast<size_t>((i - i0) * group + g)] = q.q + (static_cast<int64_t>(i) * n_heads + kvh * group + g) * hd;
   const bool many_rows = n_rows > 8;
-  BlockSource keys(kv, true, kt_ops.f16_row, many_rows), vals(kv, false, kt_ops.f16_row, many_rows);
+  SpanSource keys(kv, true, kt_ops.f16_row, many_rows, span), vals(kv, false, kt_ops.f16_row, many_rows, span);
   AttentionRows a;
   a.block = B;
   a.head_dim = hd;
   a.scale = scale;
   a.scores = scores.data();
-  // Rows [r0, r0 + rows) see keys [0, valid) of the loaded block.
+  // Rows [r0, r0 + rows) see keys [0, valid) of the loaded span.
   auto run = [&](int r0, int rows, int valid) {
     a.rows = rows;
     a.valid = valid;
@@ -208,20 +213,26 @@ void attend_tile(const AttentionQuery& q, const KvLayerView& kv, int n_heads, fl
     kt_ops.attention_rows(a);
   };
   const int64_t last_pos = q.first_pos + i1 - 1;
-  for (int64_t b = 0; b * B <= last_pos; ++b) {
-    const int64_t base = b * B;
-    const int rows = static_cast<int>(std::min<int64_t>(B, last_pos - base + 1));
-    // The next block sits anywhere in the pool, out of the hardware prefetchers'
-    // sight: ask for its keys and values now, while this block is computed.
-    if ((b + 1) * B <= last_pos) prefetch_block(kv, q.block_table[b + 1], kvh);
-    keys.load(q.block_table[b], rows, kvh, a);
-    vals.load(q.block_table[b], rows, kvh, a);
-    // Tokens before the block see none of it; tokens inside it (causal) see a prefix
-    // of it, each in a call of its own; the rest see all `rows` keys, in one call.
+  const int64_t last_block = last_pos / B;
+  for (int64_t b0 = 0; b0 <= last_block; b0 += span) {
+    const int64_t base = b0 * B;
+    const int n_blocks = static_cast<int>(std::min<int64_t>(span, last_block - b0 + 1));
+    const int keys_in_span = static_cast<int>(std::min<int64_t>(int64_t{span} * B, last_pos - base + 1));
+    // The next span's blocks sit anywhere in the pool, out of the hardware
+    // prefetchers' sight: ask for their keys and values now, while this span is
+    // computed.
+    for (int64_t b = b0 + span; b <= std::min(last_block, b0 + 2 * span - 1); ++b) prefetch_block(kv, q.block_table[b], kvh);
+    for (int g = 0; g < n_blocks; ++g) {
+      const int rows = std::min(B, keys_in_span - g * B);
+      keys.load(g, q.block_table[b0 + g], rows, kvh, a);
+      vals.load(g, q.block_table[b0 + g], rows, kvh, a);
+    }
+    // Tokens before the span see none of it; tokens inside it (causal) see a prefix
+    // of it, each in a call of its own; the rest see all its keys, in one call.
     int i = static_cast<int>(std::clamp<int64_t>(base - q.first_pos, i0, i1));
-    for (; i < i1 && q.first_pos + i < base + rows - 1; ++i)
+    for (; i < i1 && q.first_pos + i < base + keys_in_span - 1; ++i)
       run((i - i0) * group, group, static_cast<int>(q.first_pos + i - base + 1));
-    if (i < i1) run((i - i0) * group, (i1 - i) * group, rows);
+    if (i < i1) run((i - i0) * group, (i1 - i) * group, keys_in_span);
   }
   for (int r = 0; r < n_rows; ++r) {
     const int i = i0 + r / group, g = r % group;

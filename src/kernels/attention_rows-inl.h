@@ -1,19 +1,21 @@
-// One step of paged attention's online softmax for several query rows against one
-// block of keys (see AttentionRows in kernel_table.h). Per row r, in order:
+// One step of paged attention's online softmax for several query rows against a span
+// of KV blocks (see AttentionRows in kernel_table.h). Per row r, in order, j running
+// over the keys of the span:
 //   s[j]  = ((p0 + p1) + (p2 + p3)) * scale, p_u = fma chain over d = u (mod 4) of
 //           q[d] * kt[d][j], for j < valid
 //   m'    = max(m, s[j]);  e[j] = exp(s[j] - m');  c = exp(m - m')
-//   l     = l * c + sum(e)            (16 lanes, then reduce_add_f)
+//   l     = l * c + sum(e)            (16 lanes in order of j, then reduce_add_f)
 //   acc   = acc * c, then acc = fma(e[j], v_j, acc) for j = 0 .. valid - 1
 // Rows are independent: processing kAttentionRows of them together only interleaves
 // their instruction streams (the keys and values are loaded once for all of them), so
 // a row's result does not depend on which rows share its call.
 // Spliced into a target namespace after ops-inl.h.
 
-// Scores of keys [j, j + k) (k = 16 when kFull) for R rows, four partial sums each;
-// keys from a.kt_f16 when kF16, else a.kt.
+// Scores of keys [j, j + k) of the span's block g (k = 16 when kFull) for R rows, four
+// partial sums each; keys from a.kt_f16[g] when kF16, else a.kt[g].
 template <int R, bool kFull, bool kF16>
-LLMS_SIMD void attention_scores(const AttentionRows& a, const float* const (&q)[R], float* const (&s)[R], int j, int k) {
+LLMS_SIMD void attention_scores(const AttentionRows& a, int g, const float* const (&q)[R], float* const (&s)[R], int j,
+                                int k) {
   const int B = a.block, hd = a.head_dim;
   auto load = [&](const auto* p) {
     if constexpr (kF16) {
@@ -27,9 +29,9 @@ LLMS_SIMD void attention_scores(const AttentionRows& a, const float* const (&q)[
   for (int r = 0; r < R; ++r) p[r][0] = p[r][1] = p[r][2] = p[r][3] = zero_f();
   const auto* kt = [&] {
     if constexpr (kF16) {
-      return a.kt_f16 + j;
+      return a.kt_f16[g] + j;
     } else {
-      return a.kt + j;
+      return a.kt[g] + j;
     }
   }();
   int d = 0;
@@ -54,9 +56,9 @@ LLMS_SIMD void attention_scores(const AttentionRows& a, const float* const (&q)[
   for (int r = 0; r < R; ++r) {
     const VF v = mul_f(add_f(add_f(p[r][0], p[r][1]), add_f(p[r][2], p[r][3])), scale);
     if (kFull) {
-      store_f(s[r] + j, v);
+      store_f(s[r] + g * B + j, v);
     } else {
-      store_part_f(s[r] + j, v, k);
+      store_part_f(s[r] + g * B + j, v, k);
     }
   }
 }
@@ -64,18 +66,22 @@ LLMS_SIMD void attention_scores(const AttentionRows& a, const float* const (&q)[
 template <int R>
 LLMS_SIMD void attention_rows_tile(const AttentionRows& a, int r0) {
   const int B = a.block, hd = a.head_dim, valid = a.valid;
-  const int stride = (B + 15) / 16 * 16;
+  const int n_blocks = (valid + B - 1) / B;
+  const int stride = (n_blocks * B + 15) / 16 * 16;
   float* s[R];
   const float* q[R];
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) s[r] = a.scores + (r0 + r) * stride, q[r] = a.q[r0 + r];
-  int j = 0;
-  if (a.kt_f16 != nullptr) {
-    for (; j + 16 <= valid; j += 16) attention_scores<R, true, true>(a, q, s, j, 16);
-    if (j < valid) attention_scores<R, false, true>(a, q, s, j, valid - j);
-  } else {
-    for (; j + 16 <= valid; j += 16) attention_scores<R, true, false>(a, q, s, j, 16);
-    if (j < valid) attention_scores<R, false, false>(a, q, s, j, valid - j);
+  for (int g = 0; g < n_blocks; ++g) {
+    const int keys = std::min(B, valid - g * B);
+    int j = 0;
+    if (a.kt_f16[0] != nullptr) {
+      for (; j + 16 <= keys; j += 16) attention_scores<R, true, true>(a, g, q, s, j, 16);
+      if (j < keys) attention_scores<R, false, true>(a, g, q, s, j, keys - j);
+    } else {
+      for (; j + 16 <= keys; j += 16) attention_scores<R, true, false>(a, g, q, s, j, 16);
+      if (j < keys) attention_scores<R, false, false>(a, g, q, s, j, keys - j);
+    }
   }
   // Online softmax: new maxima, exponentials, and the factor c of the old state.
   float c[R];
@@ -113,25 +119,29 @@ LLMS_SIMD void attention_rows_tile(const AttentionRows& a, int r0) {
 #pragma GCC unroll 4
       for (int u = 0; u < 4; ++u) acc[r][u] = mul_f(load_n(row + 16 * u, width[u]), set1_f(c[r]));
     }
+    // Key j of the span is row j % B of block j / B.
     auto accumulate = [&](auto load_v) {
-      for (int j = 0; j < valid; ++j) {
-        VF vv[4];
+      for (int g = 0; g < n_blocks; ++g) {
+        const int keys = std::min(B, valid - g * B);
+        for (int j = 0; j < keys; ++j) {
+          VF vv[4];
 #pragma GCC unroll 4
-        for (int u = 0; u < 4; ++u) vv[u] = load_v(j, u);
+          for (int u = 0; u < 4; ++u) vv[u] = load_v(g, j, u);
 #pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) {
-          const VF e = set1_f(s[r][j]);
+          for (int r = 0; r < R; ++r) {
+            const VF e = set1_f(s[r][g * B + j]);
 #pragma GCC unroll 4
-          for (int u = 0; u < 4; ++u) acc[r][u] = fma_f(e, vv[u], acc[r][u]);
+            for (int u = 0; u < 4; ++u) acc[r][u] = fma_f(e, vv[u], acc[r][u]);
+          }
         }
       }
     };
-    if (a.v_f16 != nullptr) {  // widths are 0 or 16
-      accumulate([&](int j, int u) {
-        return width[u] > 0 ? load_f16(a.v_f16 + j * a.v_stride + d0 + 16 * u) : zero_f();
+    if (a.v_f16[0] != nullptr) {  // widths are 0 or 16
+      accumulate([&](int g, int j, int u) {
+        return width[u] > 0 ? load_f16(a.v_f16[g] + j * a.v_stride + d0 + 16 * u) : zero_f();
       });
     } else {
-      accumulate([&](int j, int u) { return load_n(a.v + j * a.v_stride + d0 + 16 * u, width[u]); });
+      accumulate([&](int g, int j, int u) { return load_n(a.v[g] + j * a.v_stride + d0 + 16 * u, width[u]); });
     }
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {

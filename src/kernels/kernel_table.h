@@ -51,24 +51,33 @@ using MatmulFn = void (*)(const MatmulCall& call);
 // Quantizes token row `t` of x ([n, cols]) into `out`.
 using QuantizeRowFn = void (*)(const float* x, int64_t t, int bias, const QuantizedActivations& out);
 
-// One block of keys for `rows` query rows of paged attention, all seeing keys
-// [0, valid) of the block: updates each row's online-softmax state (m, l, acc). See
-// attention_rows-inl.h for the operations and their order.
+// The most KV blocks one attention_rows() call takes (a span of consecutive blocks
+// of one sequence, about 64 keys: the softmax's reductions and rescaling are paid per
+// call, not per block).
+inline constexpr int kMaxSpanBlocks = 8;
+
+// A span of KV blocks for `rows` query rows of paged attention, all seeing keys
+// [0, valid) of the span (key j of the span is key j % block of its block j / block):
+// updates each row's online-softmax state (m, l, acc). See attention_rows-inl.h for
+// the operations and their order.
 struct AttentionRows {
   int rows = 0;
   const float* const* q = nullptr;  // q[r]: query row r, head_dim floats
   float* m = nullptr;               // m[r], l[r]: running max and sum of row r
   float* l = nullptr;
   float* acc = nullptr;             // row r's weighted values at acc + r * head_dim
-  float* scores = nullptr;          // scratch: rows x (block rounded up to 16) floats
-  int valid = 0;                    // 1 <= valid <= block
-  int block = 0;                    // keys in the block
+  float* scores = nullptr;          // scratch: rows x (span keys rounded up to 16) floats
+  int valid = 0;                    // 1 <= valid <= blocks of the span x block
+  int block = 0;                    // keys in a block
   int head_dim = 0;
   float scale = 1.0f;
-  const float* kt = nullptr;        // keys transposed: kt[d * block + j]
-  const uint16_t* kt_f16 = nullptr; // or the same in F16
-  const float* v = nullptr;         // value row j at v + j * v_stride
-  const uint16_t* v_f16 = nullptr;  // or F16 value rows (head_dim a multiple of 16)
+  // Per block g of the span: keys transposed (kt[g][d * block + j]), or the same in
+  // F16 (the same form for every block of a span); value row j at v[g] + j * v_stride,
+  // or F16 value rows (head_dim a multiple of 16).
+  const float* kt[kMaxSpanBlocks] = {};
+  const uint16_t* kt_f16[kMaxSpanBlocks] = {};
+  const float* v[kMaxSpanBlocks] = {};
+  const uint16_t* v_f16[kMaxSpanBlocks] = {};
   int64_t v_stride = 0;             // in floats, or halves for v_f16
 };
 
