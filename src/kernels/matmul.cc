@@ -16,8 +16,8 @@ namespace {
 // Below this many multiply-adds a product runs on the calling thread: waking the
 // workers costs more than it saves.
 constexpr int64_t kMinParallelMacs = 1 << 16;
-// Threads take panels in groups of this many (GEMV tiles are up to 8 panels wide).
-constexpr int64_t kPanelAlign = 4;
+// Threads take whole groups of interleaved panels (GEMV tiles are up to 8 panels wide).
+constexpr int64_t kPanelAlign = kGroupPanels;
 // Quantizing activations is split across the pool from this many tokens.
 constexpr int64_t kMinParallelTokens = 64;
 

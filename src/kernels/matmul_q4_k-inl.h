@@ -62,7 +62,7 @@ struct Q4_KKind {
       VI sc[P][8], mins[P][4];
       VI isum[P][T], msum[P][T];
       for (int p = 0; p < P; ++p) {
-        base[p] = w.panel(args.p0 + p) + sb * 2304;
+        base[p] = w.panel(args.p0 + p) + sb * w.stride(args.p0 + p);
         if constexpr (T == 1) {
           // Decode: ask for the whole super-block at once, so that its 36 lines are in
           // flight together (measured 3-5% faster TinyLlama Q4_K decode; prefetching

@@ -27,7 +27,7 @@ struct Q6_KKind {
       const uint8_t* body[P];
       VI isum[P][T];
       for (int p = 0; p < P; ++p) {
-        body[p] = w.panel(args.p0 + p) + paired_q_offset(sb, 3328);
+        body[p] = w.panel(args.p0 + p) + paired_q_offset(sb, 3328, w.stride(args.p0 + p));
         for (int t = 0; t < T; ++t) isum[p][t] = zero_i();
       }
       for (int j = 0; j < 16; ++j) {
@@ -53,7 +53,7 @@ struct Q6_KKind {
         }
       }
       for (int p = 0; p < P; ++p) {
-        const VF d = load_f16(reinterpret_cast<const uint16_t*>(w.panel(args.p0 + p) + paired_d_offset(sb, 3328)));
+        const VF d = load_f16(reinterpret_cast<const uint16_t*>(w.panel(args.p0 + p) + paired_d_offset(sb, w.stride(args.p0 + p))));
 #pragma GCC unroll 16
         for (int t = 0; t < T; ++t) acc[p][t] = fma_f(cvt_i2f(isum[p][t]), mul_f(d, set1_f(x[t].d[sb * n])), acc[p][t]);
       }

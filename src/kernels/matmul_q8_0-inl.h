@@ -18,35 +18,41 @@ struct Q8_0Kind {
     const PackedWeights& w = *c.w;
     const auto& a = *static_cast<const QuantizedActivations*>(c.x);
     const uint8_t* panel[P];
-    for (int p = 0; p < P; ++p) panel[p] = w.panel(args.p0 + p);
+    int64_t stride[P];
+    for (int p = 0; p < P; ++p) panel[p] = w.panel(args.p0 + p), stride[p] = w.stride(args.p0 + p);
     TokenQ x[T];
     for (int t = 0; t < T; ++t) x[t] = token_q(a, token_of(args, t), 32);
     const int64_t n = a.n;
     VF acc[P][T];
     load_acc(args, acc);
     ChunkPrefetch<P> pf(c, args, b1 - b0);
-    for (int64_t b = b0; b < b1; ++b) {
-      pf.step_once();
-      const int64_t q_off = paired_q_offset(b, 512), d_off = paired_d_offset(b, 512);
-      VI isum[P][T];
-#pragma GCC unroll 16
-      for (int p = 0; p < P; ++p)
-#pragma GCC unroll 16
-        for (int t = 0; t < T; ++t) isum[p][t] = set1_i32(x[t].corr[b * n]);
-#pragma GCC unroll 8
-      for (int s = 0; s < 8; ++s) {
-#pragma GCC unroll 16
-        for (int p = 0; p < P; ++p) {
-          const VI wv = load_i(panel[p] + q_off + s * 64);
-#pragma GCC unroll 16
-          for (int t = 0; t < T; ++t) isum[p][t] = dot_q8(isum[p][t], wv, bcast_i32(x[t].q + b * n * 32 + 4 * s));
-        }
-      }
+    // Pair by pair (a stripe), and within it panel by panel, so that a GEMV reads its
+    // group's stripes in ascending order. Per lane the blocks still come in order.
+    for (int64_t b_pair = b0; b_pair < b1; b_pair = (b_pair / 2 + 1) * 2) {
+      const int64_t b_end = std::min(b1, (b_pair / 2 + 1) * 2);
+      for (int64_t b = b_pair; b < b_end; ++b) pf.step_once();
 #pragma GCC unroll 16
       for (int p = 0; p < P; ++p) {
-        const VF d = load_f16(reinterpret_cast<const uint16_t*>(panel[p] + d_off));
+        for (int64_t b = b_pair; b < b_end; ++b) {
+          // Two exact integer partial sums (even and odd steps) for a shorter chain.
+          VI isum[T], odd[T];
 #pragma GCC unroll 16
-        for (int t = 0; t < T; ++t) acc[p][t] = fma_f(cvt_i2f(isum[p][t]), mul_f(d, set1_f(x[t].d[b * n])), acc[p][t]);
+          for (int t = 0; t < T; ++t) isum[t] = set1_i32(x[t].corr[b * n]), odd[t] = zero_i();
+          const uint8_t* q = panel[p] + paired_q_offset(b, 512, stride[p]);
+#pragma GCC unroll 8
+          for (int s = 0; s < 8; ++s) {
+            const VI wv = load_i(q + s * 64);
+#pragma GCC unroll 16
+            for (int t = 0; t < T; ++t) {
+              VI& sum = s % 2 == 0 ? isum[t] : odd[t];
+              sum = dot_q8(sum, wv, bcast_i32(x[t].q + b * n * 32 + 4 * s));
+            }
+          }
+          const VF d = load_f16(reinterpret_cast<const uint16_t*>(panel[p] + paired_d_offset(b, stride[p])));
+#pragma GCC unroll 16
+          for (int t = 0; t < T; ++t)
+            acc[p][t] = fma_f(cvt_i2f(add_i32(isum[t], odd[t])), mul_f(d, set1_f(x[t].d[b * n])), acc[p][t]);
+        }
       }
     }
     store_acc(args, acc);

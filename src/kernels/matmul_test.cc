@@ -145,6 +145,42 @@ TEST(MatmulTest, EveryTargetMatchesReferenceExactly) {
   }
 }
 
+// Panels come in interleaved groups of kGroupPanels: 19 panels make two whole groups
+// and a last group of 3, split between threads; odd block counts leave a half pair.
+TEST(MatmulTest, PanelGroupsAndAPartialLastGroupMatchReferenceExactly) {
+  ThreadPool pool(2);
+  for (DType type : kKernelTypes) {
+    const int64_t rows = 19 * kPanelRows - 5, cols = cols_for(type, 3);
+    const TestMatrix m = quantized_matrix(type, rows, cols, 300);
+    const auto x = activations(9, cols, 8);
+    for (int64_t n : {1, 2, 9}) expect_every_target_matches_reference(m, x, n, pool, "panel groups");
+  }
+}
+
+// Where a block's scale lands, computed from the layout's description in
+// packed_weights.h: stripes (block pairs) of the 8 panels of a group one after the
+// other, a pair led by the 16 rows' scales of its first, then its second block.
+TEST(MatmulTest, PairedBlocksAreInterleavedAsDocumented) {
+  for (DType type : {DType::kQ8_0, DType::kQ4_0}) {
+    const int64_t rows = 19 * kPanelRows, blocks = 6, cols = 32 * blocks;
+    const TestMatrix m = quantized_matrix(type, rows, cols, 5);
+    const PackedWeights& pw = m.w.packed();
+    const int64_t pair = type == DType::kQ8_0 ? 64 + 2 * 512 : 64 + 2 * 256;
+    const int64_t panel_bytes = blocks / 2 * pair, block_bytes = dtype_info(type).type_size;
+    ASSERT_EQ(pw.num_bytes(), 19 * panel_bytes);
+    for (int64_t row : {int64_t{0}, int64_t{37}, int64_t{8 * 16 + 5}, int64_t{16 * 16 + 15}, rows - 1}) {
+      const int64_t p = row / 16, group = p / 8, in_group = p % 8, group_size = std::min<int64_t>(8, 19 - 8 * group);
+      for (int64_t b = 0; b < blocks; ++b) {
+        const int64_t at = group * 8 * panel_bytes + b / 2 * group_size * pair + in_group * pair + 32 * (b % 2) + 2 * (row % 16);
+        uint16_t packed = 0, file = 0;
+        std::memcpy(&packed, pw.data.data() + at, 2);
+        std::memcpy(&file, m.bytes.data() + row * dtype_row_bytes(type, cols) + b * block_bytes, 2);
+        EXPECT_EQ(packed, file) << dtype_name(type) << " row " << row << " block " << b;
+      }
+    }
+  }
+}
+
 // Rows long enough to span several of the GEMM's column chunks (and a partial last
 // one), and batches around and beyond the tokens one pass over a panel keeps.
 TEST(MatmulTest, LongRowsAndLargeBatchesMatchReferenceExactly) {

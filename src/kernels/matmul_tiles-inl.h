@@ -31,9 +31,10 @@ struct TileArgs {
   VF* acc;
   int64_t stride;
   // Weights of the next chunk that this tile brings towards the caches, spread over
-  // its units: bytes [pf, pf + pf_bytes) of each of its P panels (panel i's part
-  // i * panel_bytes further on); none when pf_bytes is 0.
-  const uint8_t* pf;
+  // its units: bytes [pf, pf + pf_bytes) of panels [pf_panel, pf_panel + P) (as
+  // PackedWeights::at() counts them); none when pf_bytes is 0.
+  int64_t pf_panel;
+  int64_t pf;
   int64_t pf_bytes;
 };
 
@@ -90,23 +91,24 @@ inline void token_tail(const MatmulCall& c, TileArgs a, int64_t k0, int64_t k1) 
 // of its `count` units, up to the end of the call's range.
 template <int P>
 struct ChunkPrefetch {
-  LLMS_SIMD ChunkPrefetch(const MatmulCall& c, const TileArgs& a, int64_t count) {
-    const PackedWeights& w = *c.w;
-    const uint8_t* range_end = w.panel(c.panel_end);
+  LLMS_SIMD ChunkPrefetch(const MatmulCall& c, const TileArgs& a, int64_t count) : w(*c.w), panel0(a.pf_panel) {
     step = (a.pf_bytes + count - 1) / count;
     for (int p = 0; p < P; ++p) {
-      next[p] = a.pf + p * w.panel_bytes;
-      end[p] = std::min(next[p] + a.pf_bytes, std::max(next[p], range_end));
+      next[p] = a.pf;
+      // Nothing past the call's panels.
+      end[p] = a.pf_panel + p < c.panel_end ? a.pf + a.pf_bytes : a.pf;
     }
   }
   LLMS_SIMD void step_once() {
     for (int p = 0; p < P; ++p) {
-      const uint8_t* stop = std::min(end[p], next[p] + step);
-      for (; next[p] < stop; next[p] += 64) __builtin_prefetch(next[p], 0, kPrefetchLocality);
+      const int64_t stop = std::min(end[p], next[p] + step);
+      for (; next[p] < stop; next[p] += 64) __builtin_prefetch(w.at(panel0 + p, next[p]), 0, kPrefetchLocality);
     }
   }
-  const uint8_t* next[P];
-  const uint8_t* end[P];
+  const PackedWeights& w;
+  int64_t panel0;
+  int64_t next[P];
+  int64_t end[P];
   int64_t step;
 };
 
@@ -117,10 +119,12 @@ inline void next_chunk(const MatmulCall& c, int64_t p, int64_t k1, int64_t units
   const PackedWeights& w = *c.w;
   const int64_t unit_bytes = w.panel_bytes / units;
   if (k1 < units) {
-    a->pf = w.panel(p) + k1 * unit_bytes;
+    a->pf_panel = p;
+    a->pf = k1 * unit_bytes;
     a->pf_bytes = (std::min(units, k1 + Kind::kChunk) - k1) * unit_bytes;
   } else {
-    a->pf = w.panel(p + P);
+    a->pf_panel = p + P;
+    a->pf = 0;
     a->pf_bytes = std::min(units, Kind::kChunk) * unit_bytes;
   }
 }
@@ -139,10 +143,9 @@ void gemm_panels(const MatmulCall& c, int64_t p) {
     for (int64_t k0 = 0; k0 < units; k0 += Kind::kChunk) {
       const int64_t k1 = std::min(units, k0 + Kind::kChunk);
       // The next chunk's weights, in equal slices over this chunk's tiles.
-      TileArgs a{p, s0, T, acc, kBatchTokens, nullptr, 0};
+      TileArgs a{p, s0, T, acc, kBatchTokens, 0, 0, 0};
       next_chunk<Kind, P>(c, p, k1, units, &a);
-      const int64_t tiles = (ns + T - 1) / T, pf_total = a.pf_bytes;
-      const uint8_t* pf_start = a.pf;
+      const int64_t tiles = (ns + T - 1) / T, pf_total = a.pf_bytes, pf_start = a.pf;
       for (int64_t i = 0; i < tiles; ++i, a.t0 += T, a.acc += T) {
         a.pf = pf_start + pf_total * i / tiles;
         a.pf_bytes = pf_total * (i + 1) / tiles - pf_total * i / tiles;
@@ -166,7 +169,7 @@ inline void gemv_panels(const MatmulCall& c, int64_t p, int64_t end) {
   for (; p + P <= end; p += P) {
     VF acc[P];
     for (int i = 0; i < P; ++i) acc[i] = zero_f();
-    Kind::template tile<P, 1>(c, TileArgs{p, 0, 1, acc, 1, nullptr, 0}, 0, units);
+    Kind::template tile<P, 1>(c, TileArgs{p, 0, 1, acc, 1, 0, 0, 0}, 0, units);
     for (int i = 0; i < P; ++i) store_rows(c.y, p + i, c.w->rows, acc[i]);
   }
   if constexpr (P > 1) gemv_panels<Kind, P / 2>(c, p, end);

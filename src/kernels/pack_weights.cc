@@ -1,8 +1,10 @@
 // Rearranges GGUF rows into the panel layouts described in packed_weights.h. Runs
 // once per tensor at load, so it is plain scalar code.
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "base/check.h"
 #include "kernels/packed_weights.h"
@@ -35,8 +37,8 @@ void pack_q8_0(const Tensor& t, int64_t p, uint8_t* dst) {
   for (int r = 0; r < kPanelRows; ++r) {
     const auto* src = reinterpret_cast<const BlockQ8_0*>(source_row(t, p, r));
     for (int64_t b = 0; b < nb; ++b) {
-      set_f16(dst + paired_d_offset(b, 512) + 2 * r, src ? src[b].d : 0);
-      uint8_t* body = dst + paired_q_offset(b, 512);
+      set_f16(dst + paired_d_offset(b, paired_stripe_bytes(512)) + 2 * r, src ? src[b].d : 0);
+      uint8_t* body = dst + paired_q_offset(b, 512, paired_stripe_bytes(512));
       for (int s = 0; s < 8; ++s)
         for (int i = 0; i < 4; ++i)
           body[s * 64 + 4 * r + i] = static_cast<uint8_t>((src ? src[b].qs[4 * s + i] : 0) ^ 0x80);
@@ -49,8 +51,8 @@ void pack_q4_0(const Tensor& t, int64_t p, uint8_t* dst) {
   for (int r = 0; r < kPanelRows; ++r) {
     const auto* src = reinterpret_cast<const BlockQ4_0*>(source_row(t, p, r));
     for (int64_t b = 0; b < nb; ++b) {
-      set_f16(dst + paired_d_offset(b, 256) + 2 * r, src ? src[b].d : 0);
-      uint8_t* body = dst + paired_q_offset(b, 256);
+      set_f16(dst + paired_d_offset(b, paired_stripe_bytes(256)) + 2 * r, src ? src[b].d : 0);
+      uint8_t* body = dst + paired_q_offset(b, 256, paired_stripe_bytes(256));
       for (int u = 0; u < 4; ++u)
         for (int i = 0; i < 4; ++i) body[u * 64 + 4 * r + i] = src ? src[b].qs[4 * u + i] : 0x88;
     }
@@ -88,8 +90,8 @@ void pack_q6_k(const Tensor& t, int64_t p, uint8_t* dst) {
   for (int r = 0; r < kPanelRows; ++r) {
     const auto* src = reinterpret_cast<const BlockQ6_K*>(source_row(t, p, r));
     for (int64_t b = 0; b < nb; ++b) {
-      set_f16(dst + paired_d_offset(b, 3328) + 2 * r, src ? src[b].d : 0);
-      uint8_t* base = dst + paired_q_offset(b, 3328);
+      set_f16(dst + paired_d_offset(b, paired_stripe_bytes(3328)) + 2 * r, src ? src[b].d : 0);
+      uint8_t* base = dst + paired_q_offset(b, 3328, paired_stripe_bytes(3328));
       for (int j = 0; j < 16; ++j) base[16 * j + r] = static_cast<uint8_t>(src ? src[b].scales[j] : 0);
       int q[kQK_K];
       for (int e = 0; e < kQK_K; ++e) q[e] = src ? q6_level(src[b], e) : 32;
@@ -139,17 +141,30 @@ void pack_weights(const Tensor& t, PackedWeights* out) {
   out->num_panels = (rows + kPanelRows - 1) / kPanelRows;
   const int64_t nb32 = cols / kQK, nb256 = cols / kQK_K;
   switch (kind) {
-    case PackedKind::kF32: out->panel_bytes = cols * 64; break;
+    case PackedKind::kF32: out->panel_bytes = out->stripe_bytes = cols * 64; break;
     case PackedKind::kF16:
-    case PackedKind::kBF16: out->panel_bytes = round_up(cols * 32, 64); break;
-    case PackedKind::kQ8_0: out->panel_bytes = paired_panel_bytes(nb32, 512); break;
-    case PackedKind::kQ4_0: out->panel_bytes = paired_panel_bytes(nb32, 256); break;
-    case PackedKind::kQ4_K: out->panel_bytes = nb256 * 2304; break;
-    case PackedKind::kQ6_K: out->panel_bytes = paired_panel_bytes(nb256, 3328); break;
+    case PackedKind::kBF16: out->panel_bytes = out->stripe_bytes = round_up(cols * 32, 64); break;
+    case PackedKind::kQ8_0:
+      out->panel_bytes = paired_panel_bytes(nb32, 512);
+      out->stripe_bytes = paired_stripe_bytes(512);
+      break;
+    case PackedKind::kQ4_0:
+      out->panel_bytes = paired_panel_bytes(nb32, 256);
+      out->stripe_bytes = paired_stripe_bytes(256);
+      break;
+    case PackedKind::kQ4_K: out->panel_bytes = nb256 * 2304, out->stripe_bytes = 2304; break;
+    case PackedKind::kQ6_K:
+      out->panel_bytes = paired_panel_bytes(nb256, 3328);
+      out->stripe_bytes = paired_stripe_bytes(3328);
+      break;
   }
   out->data = PanelMemory::allocate(out->num_bytes());  // zeroed: padding rows and slots read as zero
+  // Each panel is laid out contiguously here, then its stripes go to their places in
+  // the panel's group.
+  std::vector<uint8_t> panel(static_cast<size_t>(out->panel_bytes));
   for (int64_t p = 0; p < out->num_panels; ++p) {
-    uint8_t* dst = out->data.data() + p * out->panel_bytes;
+    std::fill(panel.begin(), panel.end(), uint8_t{0});
+    uint8_t* dst = panel.data();
     switch (kind) {
       case PackedKind::kF32: pack_plain<uint32_t>(t, p, dst); break;
       case PackedKind::kF16:
@@ -158,6 +173,10 @@ void pack_weights(const Tensor& t, PackedWeights* out) {
       case PackedKind::kQ4_0: pack_q4_0(t, p, dst); break;
       case PackedKind::kQ4_K: pack_q4_k(t, p, dst); break;
       case PackedKind::kQ6_K: pack_q6_k(t, p, dst); break;
+    }
+    uint8_t* first = out->data.data() + (out->panel(p) - out->data.data());
+    for (int64_t k = 0; k < out->panel_bytes / out->stripe_bytes; ++k) {
+      std::memcpy(first + k * out->stride(p), dst + k * out->stripe_bytes, static_cast<size_t>(out->stripe_bytes));
     }
   }
 }

@@ -11,7 +11,7 @@
 // 64 bytes, byte 4r + i holding column 4s + i of row r):
 //   F32, F16, BF16: [cols][16] values.
 //   Q8_0, Q4_0, Q6_K: blocks in pairs, each pair led by the f16 scales d [16] of its
-//         two blocks (64 bytes), so a panel is one stream (paired_*() below):
+//         two blocks (64 bytes) (paired_*() below):
 //   Q8_0: a block is 8 steps of q + 128.
 //   Q4_0: a block is 4 units of 64 bytes: unit u holds step u in its low nibbles and
 //         step u + 4 in its high nibbles (GGUF nibble order).
@@ -24,9 +24,18 @@
 //         nibbles, steps 2 and 3 in B's, and the top two bits of step s in bits 2s,
 //         2s + 1 of C.
 //
+// Panels are stored in groups of kGroupPanels, interleaved stripe by stripe: stripe k
+// of every panel of a group, then stripe k + 1 of each, and so on. A stripe is a
+// block pair (Q8_0, Q4_0, Q6_K) or a super-block (Q4_K), the whole panel for the float
+// types (so their panels stay contiguous). A decode GEMV, which walks a group's panels
+// together, then reads one ascending stream of memory per thread: the hardware
+// prefetchers follow that at the full read bandwidth, which eight streams a panel
+// apart did not reach (84-86% of it for Q4_0 at 58 GB/s).
+//
 // Thread-safety: immutable after pack_weights(); shared by all threads.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 #include "kernels/panel_memory.h"
@@ -35,6 +44,7 @@
 namespace llms {
 
 inline constexpr int kPanelRows = 16;
+inline constexpr int64_t kGroupPanels = 8;
 
 // The weight types with matmul kernels, indexing the kernel tables.
 enum class PackedKind { kF32 = 0, kF16, kBF16, kQ8_0, kQ4_0, kQ4_K, kQ6_K };
@@ -45,17 +55,33 @@ struct PackedWeights {
   int64_t rows = 0;
   int64_t cols = 0;
   int64_t num_panels = 0;
-  int64_t panel_bytes = 0;  // a multiple of 64
+  int64_t panel_bytes = 0;   // a multiple of stripe_bytes
+  int64_t stripe_bytes = 0;  // a multiple of 64
   PanelMemory data;
 
-  const uint8_t* panel(int64_t p) const { return data.data() + p * panel_bytes; }
+  // Stripe 0 of panel p; stripe k is k * stride(p) bytes further on.
+  const uint8_t* panel(int64_t p) const {
+    return data.data() + p / kGroupPanels * kGroupPanels * panel_bytes + p % kGroupPanels * stripe_bytes;
+  }
+  int64_t stride(int64_t p) const {
+    return std::min(kGroupPanels, num_panels - p / kGroupPanels * kGroupPanels) * stripe_bytes;
+  }
+  // Byte v of panel p as if the panel were contiguous (v < panel_bytes).
+  const uint8_t* at(int64_t p, int64_t v) const { return panel(p) + v / stripe_bytes * stride(p) + v % stripe_bytes; }
   int64_t num_bytes() const { return num_panels * panel_bytes; }
 };
 
-// Offsets in a panel of paired blocks whose quantized part takes q_bytes.
-inline int64_t paired_d_offset(int64_t b, int64_t q_bytes) { return b / 2 * (64 + 2 * q_bytes) + 32 * (b % 2); }
-inline int64_t paired_q_offset(int64_t b, int64_t q_bytes) { return b / 2 * (64 + 2 * q_bytes) + 64 + q_bytes * (b % 2); }
-inline int64_t paired_panel_bytes(int64_t blocks, int64_t q_bytes) { return (blocks + 1) / 2 * 64 + blocks * q_bytes; }
+// Offsets from stripe 0 of a panel of paired blocks whose quantized part takes q_bytes
+// (a stripe is a pair), `stride` = the panel's stride().
+inline int64_t paired_d_offset(int64_t b, int64_t stride) { return b / 2 * stride + 32 * (b % 2); }
+inline int64_t paired_q_offset(int64_t b, int64_t q_bytes, int64_t stride) {
+  return b / 2 * stride + 64 + q_bytes * (b % 2);
+}
+inline int64_t paired_stripe_bytes(int64_t q_bytes) { return 64 + 2 * q_bytes; }
+// Whole pairs: the second block of a last, odd pair reads as zeros.
+inline int64_t paired_panel_bytes(int64_t blocks, int64_t q_bytes) {
+  return (blocks + 1) / 2 * paired_stripe_bytes(q_bytes);
+}
 
 // The kind for a GGUF type, or false when there is no kernel for it.
 bool packed_kind_for(DType type, PackedKind* kind);
