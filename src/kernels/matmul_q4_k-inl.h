@@ -40,8 +40,7 @@ LLMS_SIMD void unpack_q4k_scales(const uint8_t* s, VI* sc, VI* mins) {
 // The tile is one long function on purpose: its accumulators must stay in registers
 // across the chunk loop, which splitting it into calls would not guarantee.
 struct Q4_KKind {
-  // Measured: four panels beat eight here (fewer accumulators spilled).
-  static constexpr int kGemv = kGemvPanels < 4 ? kGemvPanels : 4;
+  static constexpr int kGemv = kGemvPanels;
   static constexpr int kPanels = 1;
   static constexpr int kTokens = kKGemmTokens;
   static constexpr int64_t kChunk = kKGemmChunk;
@@ -57,37 +56,28 @@ struct Q4_KKind {
     const VI nibble = set1_i32(0x0F0F0F0F), high = set1_i32(static_cast<int32_t>(0xF0F0F0F0u));
     VF acc[P][T];
     load_acc(args, acc);
+    // Super-block by super-block (a stripe), and within it panel by panel, so that a
+    // GEMV reads its group's stripes in ascending order.
     for (int64_t sb = sb0; sb < sb1; ++sb) {
-      const uint8_t* base[P];
-      VI sc[P][8], mins[P][4];
-      VI isum[P][T], msum[P][T];
+#pragma GCC unroll 16
       for (int p = 0; p < P; ++p) {
-        base[p] = w.panel(args.p0 + p) + sb * w.stride(args.p0 + p);
-        if constexpr (T == 1) {
-          // Decode: ask for the whole super-block at once, so that its 36 lines are in
-          // flight together (measured 3-5% faster TinyLlama Q4_K decode; prefetching
-          // further ahead was slower).
-          for (int i = 0; i < 2304; i += 64) __builtin_prefetch(base[p] + i, 0, kPrefetchLocality);
-        }
-        unpack_q4k_scales(base[p] + 64, sc[p], mins[p]);
+        const uint8_t* base = w.panel(args.p0 + p) + sb * w.stride(args.p0 + p);
+        VI sc[8], mins[4];
+        VI isum[T], msum[T];
+        unpack_q4k_scales(base + 64, sc, mins);
 #pragma GCC unroll 16
         for (int t = 0; t < T; ++t) {
-          isum[p][t] = zero_i();
-          msum[p][t] = zero_i();
-          for (int i = 0; i < 4; ++i) msum[p][t] = dot_i16(msum[p][t], mins[p][i], set1_i32(x[t].pairs[sb * n * 4 + i]));
+          isum[t] = zero_i();
+          msum[t] = zero_i();
+          for (int i = 0; i < 4; ++i) msum[t] = dot_i16(msum[t], mins[i], set1_i32(x[t].pairs[sb * n * 4 + i]));
         }
-      }
-      for (int ch = 0; ch < 4; ++ch) {
-        VI lo_sum[P][T], hi_sum[P][T];
+        for (int ch = 0; ch < 4; ++ch) {
+          VI lo_sum[T], hi_sum[T];
 #pragma GCC unroll 16
-        for (int p = 0; p < P; ++p)
-#pragma GCC unroll 16
-          for (int t = 0; t < T; ++t) lo_sum[p][t] = hi_sum[p][t] = zero_i();
+          for (int t = 0; t < T; ++t) lo_sum[t] = hi_sum[t] = zero_i();
 #pragma GCC unroll 8
-        for (int u = 0; u < 8; ++u) {
-#pragma GCC unroll 16
-          for (int p = 0; p < P; ++p) {
-            const VI packed = load_i(base[p] + 256 + (8 * ch + u) * 64);
+          for (int u = 0; u < 8; ++u) {
+            const VI packed = load_i(base + 256 + (8 * ch + u) * 64);
             // Where the dot product takes any unsigned byte, the high nibble stays in
             // place (16 q) and its sum is divided by 16 once per chunk.
             const VI lo = and_i(packed, nibble);
@@ -95,28 +85,23 @@ struct Q4_KKind {
 #pragma GCC unroll 16
             for (int t = 0; t < T; ++t) {
               const int8_t* xq = x[t].q + sb * n * 256 + 64 * ch + 4 * u;
-              lo_sum[p][t] = dot_u8s8(lo_sum[p][t], lo, bcast_i32(xq));
-              hi_sum[p][t] = dot_u8s8(hi_sum[p][t], hi, bcast_i32(xq + 32));
+              lo_sum[t] = dot_u8s8(lo_sum[t], lo, bcast_i32(xq));
+              hi_sum[t] = dot_u8s8(hi_sum[t], hi, bcast_i32(xq + 32));
             }
           }
-        }
-#pragma GCC unroll 16
-        for (int p = 0; p < P; ++p)
 #pragma GCC unroll 16
           for (int t = 0; t < T; ++t) {
-            const VI hi_sum_q = kHighNibbleInPlace ? srai_i32<4>(hi_sum[p][t]) : hi_sum[p][t];
-            isum[p][t] = add_i32(isum[p][t], add_i32(mullo_i32(lo_sum[p][t], sc[p][2 * ch]),
-                                                     mullo_i32(hi_sum_q, sc[p][2 * ch + 1])));
+            const VI hi_sum_q = kHighNibbleInPlace ? srai_i32<4>(hi_sum[t]) : hi_sum[t];
+            isum[t] = add_i32(isum[t], add_i32(mullo_i32(lo_sum[t], sc[2 * ch]), mullo_i32(hi_sum_q, sc[2 * ch + 1])));
           }
-      }
-      for (int p = 0; p < P; ++p) {
-        const VF d = load_f16(reinterpret_cast<const uint16_t*>(base[p]));
-        const VF dmin = load_f16(reinterpret_cast<const uint16_t*>(base[p] + 32));
+        }
+        const VF d = load_f16(reinterpret_cast<const uint16_t*>(base));
+        const VF dmin = load_f16(reinterpret_cast<const uint16_t*>(base + 32));
 #pragma GCC unroll 16
         for (int t = 0; t < T; ++t) {
           const VF dx = set1_f(x[t].d[sb * n]);
-          acc[p][t] = fma_f(cvt_i2f(isum[p][t]), mul_f(d, dx), acc[p][t]);
-          acc[p][t] = fnma_f(cvt_i2f(msum[p][t]), mul_f(dmin, dx), acc[p][t]);
+          acc[p][t] = fma_f(cvt_i2f(isum[t]), mul_f(d, dx), acc[p][t]);
+          acc[p][t] = fnma_f(cvt_i2f(msum[t]), mul_f(dmin, dx), acc[p][t]);
         }
       }
     }

@@ -88,28 +88,38 @@ inline void token_tail(const MatmulCall& c, TileArgs a, int64_t k0, int64_t k1) 
 }
 
 // A tile's share of the next chunk's weights, prefetched in equal steps before each
-// of its `count` units, up to the end of the call's range.
+// of its `count` units, up to the end of the call's range. A cursor per panel walks
+// the panel's bytes stripe by stripe (no division per line).
 template <int P>
 struct ChunkPrefetch {
-  LLMS_SIMD ChunkPrefetch(const MatmulCall& c, const TileArgs& a, int64_t count) : w(*c.w), panel0(a.pf_panel) {
+  LLMS_SIMD ChunkPrefetch(const MatmulCall& c, const TileArgs& a, int64_t count) {
+    const PackedWeights& w = *c.w;
     step = (a.pf_bytes + count - 1) / count;
+    stripe = w.stripe_bytes;
     for (int p = 0; p < P; ++p) {
-      next[p] = a.pf;
       // Nothing past the call's panels.
-      end[p] = a.pf_panel + p < c.panel_end ? a.pf + a.pf_bytes : a.pf;
+      left[p] = a.pf_panel + p < c.panel_end ? a.pf_bytes : 0;
+      if (left[p] == 0) continue;
+      next[p] = w.at(a.pf_panel + p, a.pf);
+      in_stripe[p] = stripe - a.pf % stripe;
+      jump[p] = w.stride(a.pf_panel + p) - stripe;
     }
   }
   LLMS_SIMD void step_once() {
     for (int p = 0; p < P; ++p) {
-      const int64_t stop = std::min(end[p], next[p] + step);
-      for (; next[p] < stop; next[p] += 64) __builtin_prefetch(w.at(panel0 + p, next[p]), 0, kPrefetchLocality);
+      for (int64_t done = 0; done < step && left[p] > 0; done += 64, left[p] -= 64) {
+        __builtin_prefetch(next[p], 0, kPrefetchLocality);
+        next[p] += 64;
+        if ((in_stripe[p] -= 64) == 0) next[p] += jump[p], in_stripe[p] = stripe;
+      }
     }
   }
-  const PackedWeights& w;
-  int64_t panel0;
-  int64_t next[P];
-  int64_t end[P];
+  const uint8_t* next[P];
+  int64_t left[P];
+  int64_t in_stripe[P];
+  int64_t jump[P];
   int64_t step;
+  int64_t stripe;
 };
 
 // The bytes of each panel that the chunk after units [k0, k1) of panels [p, p + P)

@@ -158,9 +158,10 @@ void pack_weights(const Tensor& t, PackedWeights* out) {
       out->stripe_bytes = paired_stripe_bytes(3328);
       break;
   }
+  out->interleaved = kind == PackedKind::kQ8_0 || kind == PackedKind::kQ4_0 || kind == PackedKind::kQ4_K;
   out->data = PanelMemory::allocate(out->num_bytes());  // zeroed: padding rows and slots read as zero
-  // Each panel is laid out contiguously here, then its stripes go to their places in
-  // the panel's group.
+  // Each panel is laid out contiguously here, then its stripes go to their places (in
+  // the panel's group when interleaved).
   std::vector<uint8_t> panel(static_cast<size_t>(out->panel_bytes));
   for (int64_t p = 0; p < out->num_panels; ++p) {
     std::fill(panel.begin(), panel.end(), uint8_t{0});

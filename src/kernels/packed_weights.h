@@ -24,13 +24,16 @@
 //         nibbles, steps 2 and 3 in B's, and the top two bits of step s in bits 2s,
 //         2s + 1 of C.
 //
-// Panels are stored in groups of kGroupPanels, interleaved stripe by stripe: stripe k
-// of every panel of a group, then stripe k + 1 of each, and so on. A stripe is a
-// block pair (Q8_0, Q4_0, Q6_K) or a super-block (Q4_K), the whole panel for the float
-// types (so their panels stay contiguous). A decode GEMV, which walks a group's panels
-// together, then reads one ascending stream of memory per thread: the hardware
-// prefetchers follow that at the full read bandwidth, which eight streams a panel
-// apart did not reach (84-86% of it for Q4_0 at 58 GB/s).
+// Q8_0, Q4_0 and Q4_K panels are stored in groups of kGroupPanels, interleaved stripe
+// by stripe (a stripe is a block pair, or a Q4_K super-block): stripe k of every panel
+// of a group, then stripe k + 1 of each, and so on. A decode GEMV, which walks a
+// group's panels together, stripe by stripe, then reads one ascending stream of
+// memory per thread: the hardware prefetchers follow that at the full read bandwidth,
+// which eight streams a panel apart did not reach (84-86% of it for Q4_0 at 58 GB/s).
+// Prefill GEMMs, which take two panels at a time, lose 1-3% of their rate to it. The
+// other kinds keep each panel contiguous (stripe_bytes a Q6_K block pair, or the whole
+// panel for the float types): their decode is bound by arithmetic before memory, and
+// interleaved Q6_K panels made the prefill GEMM 15% slower.
 //
 // Thread-safety: immutable after pack_weights(); shared by all threads.
 #pragma once
@@ -57,13 +60,16 @@ struct PackedWeights {
   int64_t num_panels = 0;
   int64_t panel_bytes = 0;   // a multiple of stripe_bytes
   int64_t stripe_bytes = 0;  // a multiple of 64
+  bool interleaved = false;  // groups of panels interleaved; else each panel contiguous
   PanelMemory data;
 
   // Stripe 0 of panel p; stripe k is k * stride(p) bytes further on.
   const uint8_t* panel(int64_t p) const {
+    if (!interleaved) return data.data() + p * panel_bytes;
     return data.data() + p / kGroupPanels * kGroupPanels * panel_bytes + p % kGroupPanels * stripe_bytes;
   }
   int64_t stride(int64_t p) const {
+    if (!interleaved) return stripe_bytes;
     return std::min(kGroupPanels, num_panels - p / kGroupPanels * kGroupPanels) * stripe_bytes;
   }
   // Byte v of panel p as if the panel were contiguous (v < panel_bytes).

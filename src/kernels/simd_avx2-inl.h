@@ -146,7 +146,6 @@ inline constexpr int kFloatGemmPanels = 1, kFloatGemmTokens = 6;
 inline constexpr int kQ8GemmPanels = 1, kQ8GemmTokens = 3;
 inline constexpr int kKGemmTokens = 2;
 inline constexpr int64_t kQ8GemmChunk = 64, kKGemmChunk = 8, kFloatGemmChunk = 2048;
-inline constexpr int64_t kGemvPrefetchBytes = 1024;  // how far ahead GEMV streams prefetch
 inline constexpr int kPrefetchLocality = 2;
 inline constexpr int kQ8_0Bias = 0;
 inline constexpr bool kHighNibbleInPlace = false;  // maddubs saturates past u = 127

@@ -100,7 +100,6 @@ inline constexpr int kFloatGemmPanels = 2, kFloatGemmTokens = 12;
 inline constexpr int kQ8GemmPanels = 2, kQ8GemmTokens = 4;
 inline constexpr int kKGemmTokens = 8;
 inline constexpr int64_t kQ8GemmChunk = 16, kKGemmChunk = 8, kFloatGemmChunk = 2048;
-inline constexpr int64_t kGemvPrefetchBytes = 1024;  // how far ahead GEMV streams prefetch
 inline constexpr int kPrefetchLocality = 1;
 inline constexpr int kQ8_0Bias = 128;
 inline constexpr bool kHighNibbleInPlace = true;  // dot_u8s8 exact for any u

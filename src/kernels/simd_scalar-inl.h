@@ -139,7 +139,6 @@ inline constexpr int kFloatGemmPanels = 1, kFloatGemmTokens = 4;
 inline constexpr int kQ8GemmPanels = 1, kQ8GemmTokens = 4;
 inline constexpr int kKGemmTokens = 4;
 inline constexpr int64_t kQ8GemmChunk = 64, kKGemmChunk = 8, kFloatGemmChunk = 2048;
-inline constexpr int64_t kGemvPrefetchBytes = 1024;  // how far ahead GEMV streams prefetch
 inline constexpr int kPrefetchLocality = 2;
 inline constexpr int kQ8_0Bias = 128;
 inline constexpr bool kHighNibbleInPlace = true;
