@@ -110,14 +110,14 @@ struct ChunkPrefetch {
       for (int64_t done = 0; done < step && left[p] > 0; done += 64, left[p] -= 64) {
         __builtin_prefetch(next[p], 0, kPrefetchLocality);
         next[p] += 64;
-        if ((in_stripe[p] -= 64) == 0) next[p] += jump[p], in_stripe[p] = stripe;
+        if ((in_stripe[p] -= 64) <= 0) next[p] += jump[p], in_stripe[p] += stripe;  // into the next stripe
       }
     }
   }
-  const uint8_t* next[P];
-  int64_t left[P];
-  int64_t in_stripe[P];
-  int64_t jump[P];
+  const uint8_t* next[P] = {};
+  int64_t left[P] = {};
+  int64_t in_stripe[P] = {};
+  int64_t jump[P] = {};
   int64_t step;
   int64_t stripe;
 };
