@@ -22,6 +22,11 @@ void quantize_q8_row(const float* x, int64_t t, int bias, const QuantizedActivat
   }
 }
 
+// pshufb patterns within each 16 bytes: swap the 8-byte halves; swap the 4-byte words
+// of each half.
+alignas(16) inline constexpr int8_t kSwapHalves[16] = {8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7};
+alignas(16) inline constexpr int8_t kSwapWords[16] = {4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11};
+
 // Blocks of 256 with sums over 16 (corr = -32 * sum) and over 32 (int16 pairs).
 void quantize_k_row(const float* x, int64_t t, int /*bias*/, const QuantizedActivations& out) {
   const int64_t cols = out.cols, nb = cols / 256, n = out.n;
@@ -36,11 +41,22 @@ void quantize_k_row(const float* x, int64_t t, int /*bias*/, const QuantizedActi
     const float amax = reduce_max_f(m);
     const float db = amax / 127.0f;
     const float id = db != 0.0f ? 1.0f / db : 0.0f;
+    for (int i = 0; i < 16; ++i) store_i8(q + 16 * i, cvt_round_f2i(mul_f(load_f(xb + 16 * i), set1_f(id))));
+    // The sum of each 16 q: a dot with ones gives sums of 4 in every int32 lane, two
+    // shuffle-adds within each 16-byte lane (one group of 16) the group's sum in all
+    // four of its lanes. Exact integer sums, as 16 horizontal reductions would be.
+    alignas(64) int32_t lanes[4][16];
+    const VI ones = set1_i32(0x01010101);
+    const VI swap64 = bytes_pattern(kSwapHalves), swap32 = bytes_pattern(kSwapWords);
+    for (int v = 0; v < 4; ++v) {
+      VI t = dot_u8s8(zero_i(), ones, load_i(q + 64 * v));
+      t = add_i32(t, shuffle_bytes(t, swap64));
+      t = add_i32(t, shuffle_bytes(t, swap32));
+      store_f(reinterpret_cast<float*>(lanes[v]), cast_i2f(t));
+    }
     int32_t sums[16];
     for (int i = 0; i < 16; ++i) {
-      const VI qi = cvt_round_f2i(mul_f(load_f(xb + 16 * i), set1_f(id)));
-      store_i8(q + 16 * i, qi);
-      sums[i] = reduce_add_i32(qi);
+      sums[i] = lanes[i / 4][4 * (i % 4)];
       corr[i] = -32 * sums[i];
     }
     for (int i = 0; i < 4; ++i) {
