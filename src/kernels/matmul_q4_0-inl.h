@@ -25,33 +25,30 @@ struct Q4_0Kind {
     const VI nibble = set1_i32(0x0F0F0F0F), high = set1_i32(static_cast<int32_t>(0xF0F0F0F0u));
     VF acc[P][T];
     load_acc(args, acc);
-    // One block of panel p for all T tokens' (exact) integer sums.
-    auto block_sums = [&](int p, int64_t b, VI (&isum)[T]) {
-      // Where the dot product takes any unsigned byte, the high nibbles stay in place
-      // (16 q) in a sum of their own, divided by 16 once per block: one shift less
-      // per 64 bytes.
-      VI hsum[T];
+    // Where the dot product takes any unsigned byte, the high nibbles stay in place
+    // (16 q) in a sum of their own (hsum), divided by 16 once per block: one shift less
+    // per 64 bytes. start() and finish() open and close a block's exact integer sums,
+    // add_unit() adds unit u (64 bytes) of panel p's block b for all T tokens.
+    auto start = [&](int64_t b, VI (&isum)[T], VI (&hsum)[T]) {
 #pragma GCC unroll 16
       for (int t = 0; t < T; ++t) isum[t] = set1_i32(x[t].corr[b * n]), hsum[t] = zero_i();
-      const uint8_t* q = panel[p] + paired_q_offset(b, 256, stride[p]);
-#pragma GCC unroll 4
-      for (int u = 0; u < 4; ++u) {
-        const VI packed = load_i(q + u * 64);
-        const VI lo = and_i(packed, nibble);
-        const VI hi = kHighNibbleInPlace ? and_i(packed, high) : and_i(srli_i32<4>(packed), nibble);
+    };
+    auto add_unit = [&](int p, int64_t b, int u, VI (&isum)[T], VI (&hsum)[T]) {
+      const VI packed = load_i(panel[p] + paired_q_offset(b, 256, stride[p]) + u * 64);
+      const VI lo = and_i(packed, nibble);
+      const VI hi = kHighNibbleInPlace ? and_i(packed, high) : and_i(srli_i32<4>(packed), nibble);
 #pragma GCC unroll 16
-        for (int t = 0; t < T; ++t) {
-          isum[t] = dot_u8s8(isum[t], lo, bcast_i32(x[t].q + b * n * 32 + 4 * u));
-          VI& h = kHighNibbleInPlace ? hsum[t] : isum[t];
-          h = dot_u8s8(h, hi, bcast_i32(x[t].q + b * n * 32 + 16 + 4 * u));
-        }
+      for (int t = 0; t < T; ++t) {
+        isum[t] = dot_u8s8(isum[t], lo, bcast_i32(x[t].q + b * n * 32 + 4 * u));
+        VI& h = kHighNibbleInPlace ? hsum[t] : isum[t];
+        h = dot_u8s8(h, hi, bcast_i32(x[t].q + b * n * 32 + 16 + 4 * u));
       }
+    };
+    auto finish = [&](int p, int64_t b, VI (&isum)[T], const VI (&hsum)[T]) {
       if constexpr (kHighNibbleInPlace) {
 #pragma GCC unroll 16
         for (int t = 0; t < T; ++t) isum[t] = add_i32(isum[t], srai_i32<4>(hsum[t]));
       }
-    };
-    auto accumulate = [&](int p, int64_t b, const VI (&isum)[T]) {
       const VF d = load_f16(reinterpret_cast<const uint16_t*>(panel[p] + paired_d_offset(b, stride[p])));
 #pragma GCC unroll 16
       for (int t = 0; t < T; ++t) acc[p][t] = fma_f(cvt_i2f(isum[t]), mul_f(d, set1_f(x[t].d[b * n])), acc[p][t]);
@@ -60,14 +57,16 @@ struct Q4_0Kind {
       // Decode (and a GEMM's single last token): pair by pair (a stripe), and within
       // it panel by panel, so that the group's stripes are read in ascending order.
       // Per lane the blocks still come in order.
-      for (int64_t b_pair = b0; b_pair < b1; b_pair = (b_pair / 2 + 1) * 2) {
-        const int64_t b_end = std::min(b1, (b_pair / 2 + 1) * 2);
+      for (int64_t b_pair = b0; b_pair < b1; b_pair = pair_end(b_pair, b1)) {
+        const int64_t b_end = pair_end(b_pair, b1);
 #pragma GCC unroll 16
         for (int p = 0; p < P; ++p) {
           for (int64_t b = b_pair; b < b_end; ++b) {
-            VI isum[T];
-            block_sums(p, b, isum);
-            accumulate(p, b, isum);
+            VI isum[T], hsum[T];
+            start(b, isum, hsum);
+#pragma GCC unroll 4
+            for (int u = 0; u < 4; ++u) add_unit(p, b, u, isum, hsum);
+            finish(p, b, isum, hsum);
           }
         }
       }
@@ -78,32 +77,13 @@ struct Q4_0Kind {
       for (int64_t b = b0; b < b1; ++b) {
         VI isum[P][T], hsum[P][T];
 #pragma GCC unroll 16
-        for (int p = 0; p < P; ++p)
-#pragma GCC unroll 16
-          for (int t = 0; t < T; ++t) isum[p][t] = set1_i32(x[t].corr[b * n]), hsum[p][t] = zero_i();
+        for (int p = 0; p < P; ++p) start(b, isum[p], hsum[p]);
 #pragma GCC unroll 4
-        for (int u = 0; u < 4; ++u) {
+        for (int u = 0; u < 4; ++u)
 #pragma GCC unroll 16
-          for (int p = 0; p < P; ++p) {
-            const VI packed = load_i(panel[p] + paired_q_offset(b, 256, stride[p]) + u * 64);
-            const VI lo = and_i(packed, nibble);
-            const VI hi = kHighNibbleInPlace ? and_i(packed, high) : and_i(srli_i32<4>(packed), nibble);
+          for (int p = 0; p < P; ++p) add_unit(p, b, u, isum[p], hsum[p]);
 #pragma GCC unroll 16
-            for (int t = 0; t < T; ++t) {
-              isum[p][t] = dot_u8s8(isum[p][t], lo, bcast_i32(x[t].q + b * n * 32 + 4 * u));
-              VI& h = kHighNibbleInPlace ? hsum[p][t] : isum[p][t];
-              h = dot_u8s8(h, hi, bcast_i32(x[t].q + b * n * 32 + 16 + 4 * u));
-            }
-          }
-        }
-#pragma GCC unroll 16
-        for (int p = 0; p < P; ++p) {
-          if constexpr (kHighNibbleInPlace) {
-#pragma GCC unroll 16
-            for (int t = 0; t < T; ++t) isum[p][t] = add_i32(isum[p][t], srai_i32<4>(hsum[p][t]));
-          }
-          accumulate(p, b, isum[p]);
-        }
+        for (int p = 0; p < P; ++p) finish(p, b, isum[p], hsum[p]);
       }
     }
     store_acc(args, acc);

@@ -30,8 +30,8 @@ struct Q8_0Kind {
       // Decode (and a GEMM's single last token): pair by pair (a stripe), and within
       // it panel by panel, so that the group's stripes are read in ascending order.
       // Per lane the blocks still come in order.
-      for (int64_t b_pair = b0; b_pair < b1; b_pair = (b_pair / 2 + 1) * 2) {
-        const int64_t b_end = std::min(b1, (b_pair / 2 + 1) * 2);
+      for (int64_t b_pair = b0; b_pair < b1; b_pair = pair_end(b_pair, b1)) {
+        const int64_t b_end = pair_end(b_pair, b1);
         for (int64_t b = b_pair; b < b_end; ++b) pf.step_once();  // a GEMM's last token
 #pragma GCC unroll 16
         for (int p = 0; p < P; ++p) {

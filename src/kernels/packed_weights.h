@@ -84,6 +84,8 @@ inline int64_t paired_q_offset(int64_t b, int64_t q_bytes, int64_t stride) {
   return b / 2 * stride + 64 + q_bytes * (b % 2);
 }
 inline int64_t paired_stripe_bytes(int64_t q_bytes) { return 64 + 2 * q_bytes; }
+// The end of the pair that block b starts or continues, within [.., b1).
+inline int64_t pair_end(int64_t b, int64_t b1) { return std::min(b1, (b / 2 + 1) * 2); }
 // Whole pairs: the second block of a last, odd pair reads as zeros.
 inline int64_t paired_panel_bytes(int64_t blocks, int64_t q_bytes) {
   return (blocks + 1) / 2 * paired_stripe_bytes(q_bytes);

@@ -31,6 +31,8 @@ alignas(16) inline constexpr int8_t kSwapWords[16] = {4, 5, 6, 7, 0, 1, 2, 3, 12
 void quantize_k_row(const float* x, int64_t t, int /*bias*/, const QuantizedActivations& out) {
   const int64_t cols = out.cols, nb = cols / 256, n = out.n;
   const float* xt = x + t * cols;
+  const VI ones = set1_i32(0x01010101);
+  const VI swap64 = bytes_pattern(kSwapHalves), swap32 = bytes_pattern(kSwapWords);
   for (int64_t b = 0; b < nb; ++b) {
     const float* xb = xt + 256 * b;
     int8_t* q = out.q + (b * n + t) * 256;
@@ -46,13 +48,11 @@ void quantize_k_row(const float* x, int64_t t, int /*bias*/, const QuantizedActi
     // shuffle-adds within each 16-byte lane (one group of 16) the group's sum in all
     // four of its lanes. Exact integer sums, as 16 horizontal reductions would be.
     alignas(64) int32_t lanes[4][16];
-    const VI ones = set1_i32(0x01010101);
-    const VI swap64 = bytes_pattern(kSwapHalves), swap32 = bytes_pattern(kSwapWords);
     for (int v = 0; v < 4; ++v) {
       VI t = dot_u8s8(zero_i(), ones, load_i(q + 64 * v));
       t = add_i32(t, shuffle_bytes(t, swap64));
       t = add_i32(t, shuffle_bytes(t, swap32));
-      store_f(reinterpret_cast<float*>(lanes[v]), cast_i2f(t));
+      store_i(lanes[v], t);
     }
     int32_t sums[16];
     for (int i = 0; i < 16; ++i) {

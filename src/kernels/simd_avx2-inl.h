@@ -83,6 +83,11 @@ LLMS_SIMD VI load_i(const void* p) {
   const auto* q = static_cast<const __m256i*>(p);
   return {_mm256_loadu_si256(q), _mm256_loadu_si256(q + 1)};
 }
+LLMS_SIMD void store_i(void* p, VI v) {
+  auto* q = static_cast<__m256i*>(p);
+  _mm256_storeu_si256(q, v.lo);
+  _mm256_storeu_si256(q + 1, v.hi);
+}
 LLMS_SIMD VI bcast_i32(const void* p) {
   int32_t v;
   __builtin_memcpy(&v, p, 4);

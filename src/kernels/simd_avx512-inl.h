@@ -52,6 +52,7 @@ LLMS_SIMD VF swap_pairs_f(VF v) { return _mm512_permute_ps(v, 0xB1); }
 LLMS_SIMD VI zero_i() { return _mm512_setzero_si512(); }
 LLMS_SIMD VI set1_i32(int32_t v) { return _mm512_set1_epi32(v); }
 LLMS_SIMD VI load_i(const void* p) { return _mm512_loadu_si512(p); }
+LLMS_SIMD void store_i(void* p, VI v) { _mm512_storeu_si512(p, v); }
 LLMS_SIMD VI bcast_i32(const void* p) {
   int32_t v;
   __builtin_memcpy(&v, p, 4);

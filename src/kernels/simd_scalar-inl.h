@@ -74,6 +74,7 @@ LLMS_SIMD VI load_i(const void* p) {
   std::memcpy(r.v, p, 64);
   return r;
 }
+LLMS_SIMD void store_i(void* p, VI a) { std::memcpy(p, a.v, 64); }
 LLMS_SIMD VI bcast_i32(const void* p) {
   int32_t x;
   std::memcpy(&x, p, 4);
