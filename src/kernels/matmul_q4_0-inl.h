@@ -39,9 +39,9 @@ struct Q4_0Kind {
       const VI hi = kHighNibbleInPlace ? and_i(packed, high) : and_i(srli_i32<4>(packed), nibble);
 #pragma GCC unroll 16
       for (int t = 0; t < T; ++t) {
-        isum[t] = dot_u8s8(isum[t], lo, bcast_i32(x[t].q + b * n * 32 + 4 * u));
+        isum[t] = dot_u8s8_bcast(isum[t], lo, x[t].q + b * n * 32 + 4 * u);
         VI& h = kHighNibbleInPlace ? hsum[t] : isum[t];
-        h = dot_u8s8(h, hi, bcast_i32(x[t].q + b * n * 32 + 16 + 4 * u));
+        h = dot_u8s8_bcast(h, hi, x[t].q + b * n * 32 + 16 + 4 * u);
       }
     };
     auto finish = [&](int p, int64_t b, VI (&isum)[T], const VI (&hsum)[T]) {

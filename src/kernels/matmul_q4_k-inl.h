@@ -85,8 +85,8 @@ struct Q4_KKind {
 #pragma GCC unroll 16
             for (int t = 0; t < T; ++t) {
               const int8_t* xq = x[t].q + sb * n * 256 + 64 * ch + 4 * u;
-              lo_sum[t] = dot_u8s8(lo_sum[t], lo, bcast_i32(xq));
-              hi_sum[t] = dot_u8s8(hi_sum[t], hi, bcast_i32(xq + 32));
+              lo_sum[t] = dot_u8s8_bcast(lo_sum[t], lo, xq);
+              hi_sum[t] = dot_u8s8_bcast(hi_sum[t], hi, xq + 32);
             }
           }
 #pragma GCC unroll 16

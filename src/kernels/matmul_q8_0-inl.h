@@ -42,7 +42,7 @@ struct Q8_0Kind {
 #pragma GCC unroll 8
             for (int s = 0; s < 8; ++s) {
               VI& sum = s % 2 == 0 ? even : odd;
-              sum = dot_q8(sum, load_i(q + s * 64), bcast_i32(x[0].q + b * n * 32 + 4 * s));
+              sum = dot_q8_bcast(sum, load_i(q + s * 64), x[0].q + b * n * 32 + 4 * s);
             }
             const VF d = load_f16(reinterpret_cast<const uint16_t*>(panel[p] + paired_d_offset(b, stride[p])));
             acc[p][0] = fma_f(cvt_i2f(add_i32(even, odd)), mul_f(d, set1_f(x[0].d[b * n])), acc[p][0]);
@@ -66,7 +66,7 @@ struct Q8_0Kind {
           for (int p = 0; p < P; ++p) {
             const VI wv = load_i(panel[p] + paired_q_offset(b, 512, stride[p]) + s * 64);
 #pragma GCC unroll 16
-            for (int t = 0; t < T; ++t) isum[p][t] = dot_q8(isum[p][t], wv, bcast_i32(x[t].q + b * n * 32 + 4 * s));
+            for (int t = 0; t < T; ++t) isum[p][t] = dot_q8_bcast(isum[p][t], wv, x[t].q + b * n * 32 + 4 * s);
           }
         }
 #pragma GCC unroll 16

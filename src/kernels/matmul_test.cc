@@ -161,12 +161,16 @@ TEST(MatmulTest, PanelGroupsAndAPartialLastGroupMatchReferenceExactly) {
 // packed_weights.h: stripes (block pairs) of the 8 panels of a group one after the
 // other, a pair led by the 16 rows' scales of its first, then its second block.
 TEST(MatmulTest, PairedBlocksAreInterleavedAsDocumented) {
-  for (DType type : {DType::kQ8_0, DType::kQ4_0}) {
-    const int64_t rows = 19 * kPanelRows, blocks = 6, cols = 32 * blocks;
+  for (DType type : {DType::kQ8_0, DType::kQ4_0, DType::kQ6_K}) {
+    // An odd number of blocks: the last pair is half empty.
+    const int64_t rows = 19 * kPanelRows, blocks = 5, cols = block_of(type) * blocks;
     const TestMatrix m = quantized_matrix(type, rows, cols, 5);
     const PackedWeights& pw = m.w.packed();
-    const int64_t pair = type == DType::kQ8_0 ? 64 + 2 * 512 : 64 + 2 * 256;
-    const int64_t panel_bytes = blocks / 2 * pair, block_bytes = dtype_info(type).type_size;
+    const int64_t q_bytes = type == DType::kQ8_0 ? 512 : type == DType::kQ4_0 ? 256 : 3328;
+    const int64_t pair = 64 + 2 * q_bytes, panel_bytes = (blocks + 1) / 2 * pair;
+    const int64_t block_bytes = dtype_info(type).type_size;
+    // Where a block's f16 scale d sits in the file's block (BlockQ6_K: ql, qh, scales, d).
+    const int64_t d_in_block = type == DType::kQ6_K ? 128 + 64 + 16 : 0;
     ASSERT_EQ(pw.num_bytes(), 19 * panel_bytes);
     for (int64_t row : {int64_t{0}, int64_t{37}, int64_t{8 * 16 + 5}, int64_t{16 * 16 + 15}, rows - 1}) {
       const int64_t p = row / 16, group = p / 8, in_group = p % 8, group_size = std::min<int64_t>(8, 19 - 8 * group);
@@ -174,7 +178,7 @@ TEST(MatmulTest, PairedBlocksAreInterleavedAsDocumented) {
         const int64_t at = group * 8 * panel_bytes + b / 2 * group_size * pair + in_group * pair + 32 * (b % 2) + 2 * (row % 16);
         uint16_t packed = 0, file = 0;
         std::memcpy(&packed, pw.data.data() + at, 2);
-        std::memcpy(&file, m.bytes.data() + row * dtype_row_bytes(type, cols) + b * block_bytes, 2);
+        std::memcpy(&file, m.bytes.data() + row * dtype_row_bytes(type, cols) + b * block_bytes + d_in_block, 2);
         EXPECT_EQ(packed, file) << dtype_name(type) << " row " << row << " block " << b;
       }
     }

@@ -158,7 +158,8 @@ void pack_weights(const Tensor& t, PackedWeights* out) {
       out->stripe_bytes = paired_stripe_bytes(3328);
       break;
   }
-  out->interleaved = kind == PackedKind::kQ8_0 || kind == PackedKind::kQ4_0 || kind == PackedKind::kQ4_K;
+  out->interleaved = kind == PackedKind::kQ8_0 || kind == PackedKind::kQ4_0 || kind == PackedKind::kQ4_K ||
+                    kind == PackedKind::kQ6_K;
   out->data = PanelMemory::allocate(out->num_bytes());  // zeroed: padding rows and slots read as zero
   // Each panel is laid out contiguously here, then its stripes go to their places (in
   // the panel's group when interleaved).

@@ -80,9 +80,14 @@ LLMS_SIMD VI load_s8_to_i32(const int8_t* p) {
 // acc[i] += sum over the 4 bytes of lane i of u[.] * s[.], u unsigned, s signed.
 // Exact for u < 128 on every target, and for every u where kHighNibbleInPlace.
 LLMS_SIMD VI dot_u8s8(VI acc, VI u, VI s) { return _mm512_dpbusd_epi32(acc, u, s); }
+LLMS_SIMD VI dot_u8s8_bcast(VI acc, VI u, const void* s) {
+  asm("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(u), "m"(*static_cast<const int32_t*>(s)));
+  return acc;
+}
 // As dot_u8s8 for Q8_0 weights stored as q + 128: adds sum (q + 128) * s, so the
 // caller's accumulator starts at -128 * sum(s) (KernelTable::q8_0_bias = 128).
 LLMS_SIMD VI dot_q8(VI acc, VI u, VI s) { return _mm512_dpbusd_epi32(acc, u, s); }
+LLMS_SIMD VI dot_q8_bcast(VI acc, VI u, const void* s) { return dot_u8s8_bcast(acc, u, s); }
 // acc[i] += a.lo16 * b.lo16 + a.hi16 * b.hi16 (signed).
 LLMS_SIMD VI dot_i16(VI acc, VI a, VI b) { return _mm512_dpwssd_epi32(acc, a, b); }
 LLMS_SIMD VF cvt_i2f(VI v) { return _mm512_cvtepi32_ps(v); }
