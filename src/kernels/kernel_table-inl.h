@@ -5,6 +5,7 @@ inline KernelTable make_kernel_table() {
   KernelTable t{};
   t.target = kTarget;
   t.q8_0_bias = kQ8_0Bias;
+  t.gemv_panels = kGemvPanels;
   t.matmul[static_cast<int>(PackedKind::kF32)] = matmul_f32;
   t.matmul[static_cast<int>(PackedKind::kF16)] = matmul_f16;
   t.matmul[static_cast<int>(PackedKind::kBF16)] = matmul_bf16;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "base/random.h"
+#include "kernels/kernel_table.h"
 #include "kernels/simd_target.h"
 #include "quant/half.h"
 #include "quant/row_convert.h"
@@ -145,41 +146,56 @@ TEST(MatmulTest, EveryTargetMatchesReferenceExactly) {
   }
 }
 
-// Panels come in interleaved groups of kGroupPanels: 19 panels make two whole groups
-// and a last group of 3, split between threads; odd block counts leave a half pair.
+// Panels come in interleaved groups of kGroupPanels where the target packing them
+// walks whole groups, else one after another: 19 panels make two whole groups and a
+// last group of 3, split between threads; odd block counts leave a half pair. Both
+// layouts, from every target's packing, on every target.
 TEST(MatmulTest, PanelGroupsAndAPartialLastGroupMatchReferenceExactly) {
   ThreadPool pool(2);
   for (DType type : kKernelTypes) {
     const int64_t rows = 19 * kPanelRows - 5, cols = cols_for(type, 3);
-    const TestMatrix m = quantized_matrix(type, rows, cols, 300);
     const auto x = activations(9, cols, 8);
-    for (int64_t n : {1, 2, 9}) expect_every_target_matches_reference(m, x, n, pool, "panel groups");
+    for (SimdTarget packing : supported_simd_targets()) {
+      const TestMatrix m = [&] {
+        ScopedSimdTarget scoped(packing);
+        return quantized_matrix(type, rows, cols, 300);
+      }();
+      for (int64_t n : {1, 2, 9})
+        expect_every_target_matches_reference(m, x, n, pool, std::string("panel groups, packed by ") + simd_target_name(packing));
+    }
   }
 }
 
-// Where a block's scale lands, computed from the layout's description in
-// packed_weights.h: stripes (block pairs) of the 8 panels of a group one after the
-// other, a pair led by the 16 rows' scales of its first, then its second block.
 TEST(MatmulTest, PairedBlocksAreInterleavedAsDocumented) {
-  for (DType type : {DType::kQ8_0, DType::kQ4_0, DType::kQ6_K}) {
-    // An odd number of blocks: the last pair is half empty.
-    const int64_t rows = 19 * kPanelRows, blocks = 5, cols = block_of(type) * blocks;
-    const TestMatrix m = quantized_matrix(type, rows, cols, 5);
-    const PackedWeights& pw = m.w.packed();
-    const int64_t q_bytes = type == DType::kQ8_0 ? 512 : type == DType::kQ4_0 ? 256 : 3328;
-    const int64_t pair = 64 + 2 * q_bytes, panel_bytes = (blocks + 1) / 2 * pair;
-    const int64_t block_bytes = dtype_info(type).type_size;
-    // Where a block's f16 scale d sits in the file's block (BlockQ6_K: ql, qh, scales, d).
-    const int64_t d_in_block = type == DType::kQ6_K ? 128 + 64 + 16 : 0;
-    ASSERT_EQ(pw.num_bytes(), 19 * panel_bytes);
-    for (int64_t row : {int64_t{0}, int64_t{37}, int64_t{8 * 16 + 5}, int64_t{16 * 16 + 15}, rows - 1}) {
-      const int64_t p = row / 16, group = p / 8, in_group = p % 8, group_size = std::min<int64_t>(8, 19 - 8 * group);
-      for (int64_t b = 0; b < blocks; ++b) {
-        const int64_t at = group * 8 * panel_bytes + b / 2 * group_size * pair + in_group * pair + 32 * (b % 2) + 2 * (row % 16);
-        uint16_t packed = 0, file = 0;
-        std::memcpy(&packed, pw.data.data() + at, 2);
-        std::memcpy(&file, m.bytes.data() + row * dtype_row_bytes(type, cols) + b * block_bytes + d_in_block, 2);
-        EXPECT_EQ(packed, file) << dtype_name(type) << " row " << row << " block " << b;
+  for (SimdTarget packing : supported_simd_targets()) {
+    ScopedSimdTarget scoped(packing);
+    for (DType type : {DType::kQ8_0, DType::kQ4_0, DType::kQ6_K}) {
+      // An odd number of blocks: the last pair is half empty.
+      const int64_t rows = 19 * kPanelRows, blocks = 5, cols = block_of(type) * blocks;
+      const TestMatrix m = quantized_matrix(type, rows, cols, 5);
+      const PackedWeights& pw = m.w.packed();
+      const std::string what = std::string(dtype_name(type)) + " packed by " + simd_target_name(packing);
+      // Interleaved where the target's GEMV walks whole groups, on AVX-512 at least.
+      EXPECT_EQ(pw.interleaved, active_kernels().gemv_panels >= kGroupPanels) << what;
+      if (packing == SimdTarget::kAvx512) EXPECT_TRUE(pw.interleaved) << what;
+      const int64_t q_bytes = type == DType::kQ8_0 ? 512 : type == DType::kQ4_0 ? 256 : 3328;
+      const int64_t pair = 64 + 2 * q_bytes, panel_bytes = (blocks + 1) / 2 * pair;
+      const int64_t block_bytes = dtype_info(type).type_size;
+      // Where a block's f16 scale d sits in the file's block (BlockQ6_K: ql, qh, scales, d).
+      const int64_t d_in_block = type == DType::kQ6_K ? 128 + 64 + 16 : 0;
+      ASSERT_EQ(pw.num_bytes(), 19 * panel_bytes);
+      for (int64_t row : {int64_t{0}, int64_t{37}, int64_t{8 * 16 + 5}, int64_t{16 * 16 + 15}, rows - 1}) {
+        const int64_t p = row / 16, group = p / 8, in_group = p % 8, group_size = std::min<int64_t>(8, 19 - 8 * group);
+        for (int64_t b = 0; b < blocks; ++b) {
+          const int64_t slot = 32 * (b % 2) + 2 * (row % 16);
+          const int64_t at = pw.interleaved
+                                 ? group * 8 * panel_bytes + b / 2 * group_size * pair + in_group * pair + slot
+                                 : p * panel_bytes + b / 2 * pair + slot;
+          uint16_t packed = 0, file = 0;
+          std::memcpy(&packed, pw.data.data() + at, 2);
+          std::memcpy(&file, m.bytes.data() + row * dtype_row_bytes(type, cols) + b * block_bytes + d_in_block, 2);
+          EXPECT_EQ(packed, file) << what << " row " << row << " block " << b;
+        }
       }
     }
   }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "base/check.h"
+#include "kernels/kernel_table.h"
 #include "kernels/packed_weights.h"
 #include "quant/block_formats.h"
 
@@ -158,8 +159,12 @@ void pack_weights(const Tensor& t, PackedWeights* out) {
       out->stripe_bytes = paired_stripe_bytes(3328);
       break;
   }
-  out->interleaved = kind == PackedKind::kQ8_0 || kind == PackedKind::kQ4_0 || kind == PackedKind::kQ4_K ||
-                    kind == PackedKind::kQ6_K;
+  // Interleaved groups pay off only where a decode GEMV walks a whole group at once:
+  // AVX2's tiles of 4 panels read half of every stripe and skip the other half, which
+  // halved its GEMV rates from memory (Q8_0 35-52 -> 17 GB/s, Q4_0 26-41 -> 12-14).
+  const bool quantized = kind == PackedKind::kQ8_0 || kind == PackedKind::kQ4_0 || kind == PackedKind::kQ4_K ||
+                         kind == PackedKind::kQ6_K;
+  out->interleaved = quantized && active_kernels().gemv_panels >= kGroupPanels;
   out->data = PanelMemory::allocate(out->num_bytes());  // zeroed: padding rows and slots read as zero
   // Each panel is laid out contiguously here, then its stripes go to their places (in
   // the panel's group when interleaved).

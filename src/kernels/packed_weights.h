@@ -24,8 +24,9 @@
 //         nibbles, steps 2 and 3 in B's, and the top two bits of step s in bits 2s,
 //         2s + 1 of C.
 //
-// Q8_0, Q4_0, Q4_K and Q6_K panels are stored in groups of kGroupPanels, interleaved
-// stripe by stripe (a stripe is a block pair, or a Q4_K super-block): stripe k of
+// Where the active target's decode GEMV walks kGroupPanels panels at a time (AVX-512;
+// KernelTable::gemv_panels), Q8_0, Q4_0, Q4_K and Q6_K panels are stored in groups of
+// kGroupPanels, interleaved stripe by stripe (a stripe is a block pair, or a Q4_K super-block): stripe k of
 // every panel of a group, then stripe k + 1 of each, and so on. A decode GEMV, which
 // walks a group's panels together, stripe by stripe, then reads one ascending stream
 // of memory per thread: the hardware prefetchers follow that at the full read
