@@ -31,7 +31,7 @@
 // walks a group's panels together, stripe by stripe, then reads one ascending stream
 // of memory per thread: the hardware prefetchers follow that at the full read
 // bandwidth, which eight streams a panel apart did not reach (84-86% of it for Q4_0
-// at 58 GB/s; Q6_K at 52-56 GB/s 55-84% with a software prefetch, 94-106% interleaved).
+// at 58 GB/s; Q6_K at 51-56 GB/s 55-84% with a software prefetch, 82-107% interleaved).
 // Prefill GEMMs, which take one or two panels at a time, lose up to 3% of their rate
 // to it, their chunk prefetch stepping from stripe to stripe. The float kinds keep
 // each panel contiguous (stripe_bytes the whole panel): their decode streams 2-4
