@@ -49,9 +49,9 @@ struct Q6_KKind {
       for (int t = 0; t < T; ++t) acc[p][t] = fma_f(cvt_i2f(isum[t]), mul_f(d, set1_f(x[t].d[sb * n])), acc[p][t]);
     };
     if constexpr (kGemvPanels >= kGroupPanels) {
-      // Interleaved panels (see pack_weights()): block pair by block pair (a stripe),
-      // and within it panel by panel, so that a GEMV reads its group's stripes in
-      // ascending order.
+      // Targets whose panels are packed interleaved (see pack_weights()): block pair
+      // by block pair (a stripe), and within it panel by panel, so that a GEMV reads
+      // its group's stripes in ascending order.
       for (int64_t b0 = sb0; b0 < sb1;) {
         const int64_t b1 = pair_end(b0, sb1);
 #pragma GCC unroll 16
@@ -76,8 +76,9 @@ struct Q6_KKind {
         b0 = b1;
       }
     } else {
-      // Contiguous panels: super-block by super-block, and within it sub-block by
-      // sub-block across the panels (P independent chains where registers are few).
+      // Targets whose panels are packed contiguous: super-block by super-block, and
+      // within it sub-block by sub-block across the panels (P independent chains where
+      // registers are few).
       for (int64_t sb = sb0; sb < sb1; ++sb) {
         const uint8_t* body[P];
         VI isum[P][T];
