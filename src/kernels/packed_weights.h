@@ -26,16 +26,18 @@
 //
 // Where the active target's decode GEMV walks kGroupPanels panels at a time (AVX-512;
 // KernelTable::gemv_panels), Q8_0, Q4_0, Q4_K and Q6_K panels are stored in groups of
-// kGroupPanels, interleaved stripe by stripe (a stripe is a block pair, or a Q4_K super-block): stripe k of
-// every panel of a group, then stripe k + 1 of each, and so on. A decode GEMV, which
-// walks a group's panels together, stripe by stripe, then reads one ascending stream
-// of memory per thread: the hardware prefetchers follow that at the full read
-// bandwidth, which eight streams a panel apart did not reach (84-86% of it for Q4_0
-// at 58 GB/s; Q6_K at 51-56 GB/s 55-84% with a software prefetch, 82-107% interleaved).
-// Prefill GEMMs, which take one or two panels at a time, lose up to 3% of their rate
-// to it, their chunk prefetch stepping from stripe to stripe. The float kinds keep
-// each panel contiguous (stripe_bytes the whole panel): their decode streams 2-4
-// times the bytes per arithmetic operation and runs at the bandwidth either way.
+// kGroupPanels, interleaved stripe by stripe (a stripe is a block pair, or a Q4_K
+// super-block): stripe k of every panel of a group, then stripe k + 1 of each, and so
+// on. A decode GEMV, which walks a group's panels together, stripe by stripe, then
+// reads one ascending stream of memory per thread: the hardware prefetchers follow
+// that at the full read bandwidth, which eight streams a panel apart did not reach
+// (84-86% of it for Q4_0 at 58 GB/s; Q6_K at 51-56 GB/s 55-84% with a software
+// prefetch, 82-107% interleaved). Prefill GEMMs, which take one or two panels at a
+// time, lose up to 3% of their rate to it, their chunk prefetch stepping from stripe
+// to stripe. The float kinds keep each panel contiguous (stripe_bytes the whole
+// panel): their decode streams 2-4 times the bytes per arithmetic operation and runs
+// at the bandwidth either way. Kernels reach a panel through panel() and stride()
+// only, so every target computes the same on either layout.
 //
 // Thread-safety: immutable after pack_weights(); shared by all threads.
 #pragma once

@@ -118,6 +118,7 @@ LLMS_SIMD __m256i dot4(__m256i acc, __m256i u, __m256i s) {
   return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)));
 }
 LLMS_SIMD VI dot_u8s8(VI acc, VI u, VI s) { return {dot4(acc.lo, u.lo, s.lo), dot4(acc.hi, u.hi, s.hi)}; }
+// dot_u8s8 with the 4 bytes at `s` in every lane.
 LLMS_SIMD VI dot_u8s8_bcast(VI acc, VI u, const void* s) { return dot_u8s8(acc, u, bcast_i32(s)); }
 // Q8_0 weights stored as q + 128: flip back to signed q and move q's sign onto s,
 // so the products |q| * (+-s) stay within int16 (kQ8_0Bias = 0: nothing to undo).

@@ -109,6 +109,7 @@ LLMS_SIMD VI dot_u8s8(VI acc, VI u, VI s) {
     for (int k = 0; k < 4; ++k) acc.v[i] += u.byte(4 * i + k) * static_cast<int8_t>(s.byte(4 * i + k));
   return acc;
 }
+// dot_u8s8 with the 4 bytes at `s` in every lane.
 LLMS_SIMD VI dot_u8s8_bcast(VI acc, VI u, const void* s) { return dot_u8s8(acc, u, bcast_i32(s)); }
 LLMS_SIMD VI dot_q8(VI acc, VI u, VI s) { return dot_u8s8(acc, u, s); }
 LLMS_SIMD VI dot_q8_bcast(VI acc, VI u, const void* s) { return dot_q8(acc, u, bcast_i32(s)); }
