@@ -87,8 +87,8 @@ struct KernelTable {
   // are q + 128): 128 where the dot multiplies unsigned by signed bytes (VNNI and the
   // scalar emulation), 0 where the target takes signed weights directly.
   int q8_0_bias;
-  // Panels a decode GEMV walks together (kGemvPanels). From kGroupPanels on, the
-  // quantized weights are packed in interleaved groups (see pack_weights()).
+  // Panels a decode GEMV walks together (kGemvPanels); interleaves_panels() of it
+  // says how pack_weights() lays out the quantized kinds.
   int gemv_panels;
   MatmulFn matmul[kNumPackedKinds];
   QuantizeRowFn quantize_q8_row;

@@ -48,7 +48,7 @@ struct Q6_KKind {
 #pragma GCC unroll 16
       for (int t = 0; t < T; ++t) acc[p][t] = fma_f(cvt_i2f(isum[t]), mul_f(d, set1_f(x[t].d[sb * n])), acc[p][t]);
     };
-    if constexpr (kGemvPanels >= kGroupPanels) {
+    if constexpr (interleaves_panels(kGemvPanels)) {
       // Targets whose panels are packed interleaved (see pack_weights()): block pair
       // by block pair (a stripe), and within it panel by panel, so that a GEMV reads
       // its group's stripes in ascending order.

@@ -164,7 +164,7 @@ void pack_weights(const Tensor& t, PackedWeights* out) {
   // halved its GEMV rates from memory (Q8_0 35-52 -> 17 GB/s, Q4_0 26-41 -> 12-14).
   const bool quantized = kind == PackedKind::kQ8_0 || kind == PackedKind::kQ4_0 || kind == PackedKind::kQ4_K ||
                          kind == PackedKind::kQ6_K;
-  out->interleaved = quantized && active_kernels().gemv_panels >= kGroupPanels;
+  out->interleaved = quantized && interleaves_panels(active_kernels().gemv_panels);
   out->data = PanelMemory::allocate(out->num_bytes());  // zeroed: padding rows and slots read as zero
   // Each panel is laid out contiguously here, then its stripes go to their places (in
   // the panel's group when interleaved).

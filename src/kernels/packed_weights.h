@@ -53,6 +53,11 @@ namespace llms {
 inline constexpr int kPanelRows = 16;
 inline constexpr int64_t kGroupPanels = 8;
 
+// Whether a target whose decode GEMV walks `gemv_panels` panels at a time gets its
+// quantized panels interleaved in groups (see above): the packing and the tiles that
+// pick their walk by it ask this one rule.
+constexpr bool interleaves_panels(int gemv_panels) { return gemv_panels >= kGroupPanels; }
+
 // The weight types with matmul kernels, indexing the kernel tables.
 enum class PackedKind { kF32 = 0, kF16, kBF16, kQ8_0, kQ4_0, kQ4_K, kQ6_K };
 inline constexpr int kNumPackedKinds = 7;
