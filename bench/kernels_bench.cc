@@ -22,10 +22,8 @@
 // Threads: LLMSERVE_BENCH_THREADS (default 2). The SIMD target is the best the CPU
 // has (LLMSERVE_SIMD caps it).
 #include <benchmark/benchmark.h>
-#include <sys/mman.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdlib>
 #include <memory>
 #include <string>
@@ -37,7 +35,7 @@
 #include "kernels/attention.h"
 #include "kernels/matmul.h"
 #include "kernels/simd_target.h"
-#include "kernels/throughput_probe.h"
+#include "kernels/machine_limits.h"
 #include "quant/row_convert.h"
 
 namespace llms {
@@ -53,47 +51,17 @@ ThreadPool& pool() {
   return p;
 }
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
 // --- Machine limits -------------------------------------------------------------
 
 constexpr int64_t kReadBytes = int64_t{1} << 30;  // far beyond any last-level cache
 
-// Huge pages where the system grants them, as for packed weights (pack_weights.cc).
-AlignedBuffer& read_buffer() {
-  static AlignedBuffer b = [] {
-    AlignedBuffer buf(kReadBytes, false);
-    madvise(buf.data(), kReadBytes, MADV_HUGEPAGE);  // aligned_alloc of 1 GiB is page aligned
-    for (int64_t i = 0; i < kReadBytes; i += 4096) buf.data()[i] = std::byte{1};  // fault pages in
-    return buf;
-  }();
-  return b;
+BandwidthProbe& read_probe_buffer() {
+  static BandwidthProbe p(pool(), kReadBytes);
+  return p;
 }
-
-// One pass over the buffer, cut into 4 MiB pieces shared out by the pool like matmul
-// panels are, each piece read as `streams` side-by-side parts; returns seconds.
-constexpr int64_t kReadPiece = int64_t{4} << 20;
-
-double read_pass(int streams) {
-  const auto t0 = std::chrono::steady_clock::now();
-  pool().parallel_for(kReadBytes / kReadPiece, 1, 0, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i)
-      benchmark::DoNotOptimize(read_probe(read_buffer().data() + i * kReadPiece, kReadPiece, streams));
-  });
-  return seconds_since(t0);
-}
-
-int64_t read_pass_bytes() { return kReadBytes; }
 
 // The best pass of the best access pattern over `passes` passes each.
-double best_read_gb_s(int passes) {
-  double best = 1e30;
-  for (int streams : {1, 4, 8})
-    for (int i = 0; i < passes; ++i) best = std::min(best, read_pass(streams));
-  return static_cast<double>(read_pass_bytes()) / best / 1e9;
-}
+double best_read_gb_s(int passes) { return read_probe_buffer().best_gb_s(passes); }
 
 // The machine's read bandwidth, measured once at start.
 double read_gb_s() {
@@ -120,36 +88,20 @@ class BandwidthBracket {
   double before_;
 };
 
-// Rate (operations per second) of `probe` on every pool thread.
-template <typename Probe>
-double peak_rate(Probe probe, int64_t rounds) {
-  double best = 0;
-  for (int rep = 0; rep < 3; ++rep) {
-    std::vector<double> ops(static_cast<size_t>(pool().num_threads()));
-    const auto t0 = std::chrono::steady_clock::now();
-    pool().run(pool().num_threads(), [&](int task) { ops[task] = probe(rounds); });
-    const double s = seconds_since(t0);
-    double total = 0;
-    for (double o : ops) total += o;
-    best = std::max(best, total / s);
-  }
-  return best;
-}
-
 double fma_gflops() {
-  static const double v = peak_rate(fma_probe, 20'000'000) / 1e9;
+  static const double v = peak_ops_per_s(pool(), PeakKind::kFma, 20'000'000) / 1e9;
   return v;
 }
 
 double int8_gmacs() {
-  static const double v = peak_rate(int8_dot_probe, 20'000'000) / 1e9;
+  static const double v = peak_ops_per_s(pool(), PeakKind::kInt8Dot, 20'000'000) / 1e9;
   return v;
 }
 
 void BM_MemoryReadBandwidth(benchmark::State& state) {
   const int streams = static_cast<int>(state.range(0));
-  for (auto _ : state) state.SetIterationTime(read_pass(streams));
-  state.SetBytesProcessed(state.iterations() * read_pass_bytes());
+  for (auto _ : state) state.SetIterationTime(read_probe_buffer().pass_s(streams));
+  state.SetBytesProcessed(state.iterations() * kReadBytes);
   state.counters["machine_GB/s"] = read_gb_s();
   state.SetLabel(simd_target_name());
 }
@@ -269,7 +221,7 @@ class PeakBracket {
 
  private:
   double measure() const {
-    return (float_ ? peak_rate(fma_probe, 5'000'000) : peak_rate(int8_dot_probe, 5'000'000)) / 1e9;
+    return peak_ops_per_s(pool(), float_ ? PeakKind::kFma : PeakKind::kInt8Dot, 5'000'000) / 1e9;
   }
   bool float_;
   double before_;

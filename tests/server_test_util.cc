@@ -15,7 +15,7 @@
 #include <thread>
 
 #include "base/clock.h"
-#include "model/synthetic.h"
+#include "tools/synthetic.h"
 
 namespace llms::test {
 

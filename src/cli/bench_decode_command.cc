@@ -6,7 +6,7 @@
 #include "base/log.h"
 #include "cli/commands.h"
 #include "kernels/simd_target.h"
-#include "model/decode_benchmark.h"
+#include "eval/decode_benchmark.h"
 
 namespace llms::cli {
 

@@ -5,7 +5,7 @@
 
 #include "base/log.h"
 #include "cli/commands.h"
-#include "engine/load_benchmark.h"
+#include "eval/load_benchmark.h"
 #include "tokenizer/tokenizer.h"
 
 namespace llms::cli {

@@ -7,7 +7,7 @@
 #include "base/log.h"
 #include "base/mapped_file.h"
 #include "cli/commands.h"
-#include "engine/batch_generator.h"
+#include "tools/batch_generator.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 
@@ -62,7 +62,7 @@ void run(const Options& o) {
   auto tokenizer = value_or_fail(Tokenizer::from_gguf(model->file()));
 
   const std::vector<std::string> prompts = o.prompts_file.empty() ? std::vector<std::string>{o.prompt} : read_prompts(o.prompts_file);
-  std::vector<GenerationSpec> specs(prompts.size());
+  std::vector<RequestParams> specs(prompts.size());
   for (size_t i = 0; i < prompts.size(); ++i) {
     EncodeOptions enc;
     enc.add_bos = !o.no_bos && tokenizer->add_bos();

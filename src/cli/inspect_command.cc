@@ -3,7 +3,7 @@
 
 #include "cli/commands.h"
 #include "io/gguf_file.h"
-#include "model/describe.h"
+#include "tools/describe.h"
 
 namespace llms::cli {
 

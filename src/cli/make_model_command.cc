@@ -3,7 +3,7 @@
 
 #include "base/log.h"
 #include "cli/commands.h"
-#include "model/synthetic.h"
+#include "tools/synthetic.h"
 
 namespace llms::cli {
 

@@ -6,7 +6,7 @@
 #include "base/mapped_file.h"
 #include "cli/commands.h"
 #include "model/model.h"
-#include "model/perplexity.h"
+#include "eval/perplexity.h"
 #include "tokenizer/tokenizer.h"
 
 namespace llms::cli {

@@ -8,7 +8,7 @@
 #include "base/mapped_file.h"
 #include "cli/commands.h"
 #include "io/gguf_file.h"
-#include "model/quant_report.h"
+#include "eval/quant_report.h"
 #include "tokenizer/tokenizer.h"
 
 namespace llms::cli {

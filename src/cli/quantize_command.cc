@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
-#include "model/quantizer.h"
+#include "tools/quantizer.h"
 
 namespace llms::cli {
 namespace {

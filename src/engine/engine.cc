@@ -7,6 +7,7 @@
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "engine/kv_sizing.h"
 
 namespace llms {
 namespace {
@@ -25,37 +26,15 @@ Hash128 kv_seed(const Hash128& model, DType k, DType v) {
 Result<std::unique_ptr<Engine>> Engine::create(const Model& model, const Tokenizer& tokenizer,
                                                const EngineConfig& config, Registry* registry) {
   LLMS_RETURN_IF_ERROR(config.validate());
-  const int model_ctx = model.config().n_ctx_train;
-  const int ctx = config.context_length > 0 ? config.context_length : model_ctx;
-  const KvCacheConfig probe = model.kv_config(1, config.block_size, config.k_type, config.v_type);
-  LLMS_RETURN_IF_ERROR(probe.validate());
-  const int64_t per_block = probe.bytes_per_block();
-  const int64_t limit = config.memory_limit_bytes > 0 ? config.memory_limit_bytes : machine_memory_bytes();
-  const int64_t blocks_per_ctx = (ctx + config.block_size - 1) / config.block_size;
-  int64_t num_blocks = 0;
-  if (config.kv_cache_bytes > 0) {
-    num_blocks = config.kv_cache_bytes / per_block;
-  } else {
-    num_blocks = std::min<int64_t>(limit / 10 / per_block, blocks_per_ctx * config.max_running);
-  }
-  num_blocks = std::min<int64_t>(num_blocks, 1 << 24);
-  if (num_blocks < 1) {
-    return invalid_argument(fmt::format("kv_cache_memory of {} bytes holds no block of {} bytes", config.kv_cache_bytes,
-                                        per_block));
-  }
-  const int usable_ctx = static_cast<int>(std::min<int64_t>(ctx, num_blocks * config.block_size));
-  if (usable_ctx < ctx) {
-    log_warn("KV cache of {} blocks holds {} tokens: context limited to that (asked {})", num_blocks, usable_ctx, ctx);
-  }
+  LLMS_ASSIGN_OR_RETURN(const KvSizing kv, size_kv_cache(model, config));
   auto runner = std::make_unique<LocalModelRunner>(
-      model, model.kv_config(static_cast<int32_t>(num_blocks), config.block_size, config.k_type, config.v_type),
-      config.threads);
+      model, model.kv_config(kv.num_blocks, config.block_size, config.k_type, config.v_type), config.threads);
   log_info("engine: {} batching, {} KV blocks of {} tokens ({:.1f} MiB, {}/{}), context {}, {} threads",
-           batching_policy_name(config.batching), num_blocks, config.block_size,
-           static_cast<double>(num_blocks * per_block) / (1 << 20), dtype_name(config.k_type),
-           dtype_name(config.v_type), usable_ctx, runner->num_threads());
-  return std::make_unique<Engine>(std::move(runner), tokenizer, config, model.identity(),
-                                  static_cast<int32_t>(num_blocks), usable_ctx, registry);
+           batching_policy_name(config.batching), kv.num_blocks, config.block_size,
+           static_cast<double>(kv.num_blocks * kv.bytes_per_block) / (1 << 20), dtype_name(config.k_type),
+           dtype_name(config.v_type), kv.context_length, runner->num_threads());
+  return std::make_unique<Engine>(std::move(runner), tokenizer, config, model.identity(), kv.num_blocks,
+                                  kv.context_length, registry);
 }
 
 Engine::Engine(std::unique_ptr<ModelRunner> runner, const Tokenizer& tokenizer, const EngineConfig& config,

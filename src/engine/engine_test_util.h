@@ -12,7 +12,7 @@
 
 #include "engine/engine.h"
 #include "io/gguf_file.h"
-#include "model/synthetic.h"
+#include "tools/synthetic.h"
 #include "tokenizer/tokenizer.h"
 
 namespace llms::testing {

@@ -8,7 +8,7 @@
 #include "engine/engine.h"
 #include "engine/engine_test_util.h"
 #include "model/model.h"
-#include "model/synthetic.h"
+#include "tools/synthetic.h"
 
 namespace llms {
 namespace {

@@ -8,7 +8,7 @@
 #include <filesystem>
 
 #include "model/model.h"
-#include "model/synthetic.h"
+#include "tools/synthetic.h"
 
 namespace llms {
 namespace {

@@ -11,7 +11,7 @@
 
 #include "io/gguf_file.h"
 #include "model/model.h"
-#include "model/synthetic.h"
+#include "tools/synthetic.h"
 #include "quant/half.h"
 
 namespace llms {

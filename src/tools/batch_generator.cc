@@ -1,4 +1,4 @@
-#include "engine/batch_generator.h"
+#include "tools/batch_generator.h"
 
 #include <algorithm>
 #include <limits>
@@ -11,44 +11,36 @@ namespace llms {
 BatchGenerator::BatchGenerator(const Model& model, const Tokenizer& tokenizer, EngineConfig config)
     : model_(model), tokenizer_(tokenizer), config_(std::move(config)) {}
 
-Result<std::vector<GenerationOutput>> BatchGenerator::run(std::span<const GenerationSpec> specs,
+Result<std::vector<GenerationOutput>> BatchGenerator::run(std::span<const RequestParams> requests,
                                                           const TextCallback& on_text, GeneratorStats* stats) {
   EngineConfig config = config_;
   // Every prompt is submitted at once: the queue must hold them all, and memory
   // watermarks only make sense for a server.
-  config.max_waiting_requests = std::max<int>(config.max_waiting_requests, static_cast<int>(specs.size()));
+  config.max_waiting_requests = std::max<int>(config.max_waiting_requests, static_cast<int>(requests.size()));
   config.max_waiting_tokens = std::numeric_limits<int64_t>::max() / 2;
   config.kv_high_watermark = config.kv_low_watermark = 1.0;
   config.rss_high_watermark = config.rss_low_watermark = 1.0;
   config.result_cache_bytes = 0;
   if (config.kv_cache_bytes == 0) {
+    // The engine sizes the cache for max_running sequences of the context: make that
+    // the longest request, and no more sequences than there are requests.
     int64_t longest = 1;
-    for (const auto& s : specs) longest = std::max<int64_t>(longest, static_cast<int64_t>(s.prompt.size()) + s.max_tokens);
+    for (const auto& r : requests) longest = std::max<int64_t>(longest, static_cast<int64_t>(r.prompt.size()) + r.max_tokens);
     const int ctx = config.context_length > 0 ? config.context_length : model_.config().n_ctx_train;
-    const int64_t per_seq_blocks = (std::min<int64_t>(longest, ctx) + config.block_size - 1) / config.block_size;
-    const int64_t running = std::min<int64_t>(config.max_running, static_cast<int64_t>(specs.size()));
-    const KvCacheConfig probe = model_.kv_config(1, config.block_size, config.k_type, config.v_type);
-    LLMS_RETURN_IF_ERROR(probe.validate());
-    config.kv_cache_bytes = std::max<int64_t>(1, per_seq_blocks * running) * probe.bytes_per_block();
-    config.context_length = static_cast<int>(std::min<int64_t>(ctx, per_seq_blocks * config.block_size));
+    config.context_length = static_cast<int>(std::min<int64_t>(ctx, longest));
+    config.max_running = static_cast<int>(std::min<int64_t>(config.max_running, static_cast<int64_t>(requests.size())));
   }
   LLMS_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Engine::create(model_, tokenizer_, config));
 
   std::vector<std::shared_ptr<RequestHandle>> handles;
-  for (const auto& s : specs) {
-    RequestParams p;
-    p.prompt = s.prompt;
-    p.max_tokens = s.max_tokens;
-    p.sampling = s.sampling;
-    p.stop = s.stop;
-    p.ignore_eos = s.ignore_eos;
-    p.timeout_s = 1e9;
+  for (RequestParams p : requests) {
+    if (p.timeout_s == 0) p.timeout_s = 1e9;
     LLMS_ASSIGN_OR_RETURN(auto h, engine->submit(std::move(p)));
     handles.push_back(std::move(h));
   }
-  std::vector<GenerationOutput> outputs(specs.size());
-  std::vector<bool> done(specs.size(), false);
-  size_t remaining = specs.size();
+  std::vector<GenerationOutput> outputs(requests.size());
+  std::vector<bool> done(requests.size(), false);
+  size_t remaining = requests.size();
   const Stopwatch total;
   double first_token_s = 0;
   auto deliver = [&]() {

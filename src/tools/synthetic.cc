@@ -1,4 +1,4 @@
-#include "model/synthetic.h"
+#include "tools/synthetic.h"
 
 #include <fmt/format.h>
 

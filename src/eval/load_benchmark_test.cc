@@ -1,4 +1,4 @@
-#include "engine/load_benchmark.h"
+#include "eval/load_benchmark.h"
 
 #include <gtest/gtest.h>
 

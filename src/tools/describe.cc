@@ -1,4 +1,4 @@
-#include "model/describe.h"
+#include "tools/describe.h"
 
 #include <fmt/format.h>
 

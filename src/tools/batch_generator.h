@@ -16,19 +16,11 @@
 #include "base/status.h"
 #include "engine/engine_config.h"
 #include "engine/finish_reason.h"
-#include "engine/sampler.h"
+#include "engine/request.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 
 namespace llms {
-
-struct GenerationSpec {
-  std::vector<int32_t> prompt;  // token ids, BOS included when wanted
-  int max_tokens = 128;
-  SamplingParams sampling;
-  std::vector<std::string> stop;
-  bool ignore_eos = false;
-};
 
 struct GenerationOutput {
   std::string text;
@@ -61,7 +53,9 @@ class BatchGenerator {
   // `max_running` sequences of the longest prompt plus its max_tokens.
   BatchGenerator(const Model& model, const Tokenizer& tokenizer, EngineConfig config);
 
-  Result<std::vector<GenerationOutput>> run(std::span<const GenerationSpec> specs, const TextCallback& on_text,
+  // Runs every request (a zero timeout_s means no timeout) and returns their outputs
+  // in order; `on_text` sees each piece of text as it is generated.
+  Result<std::vector<GenerationOutput>> run(std::span<const RequestParams> requests, const TextCallback& on_text,
                                             GeneratorStats* stats);
 
  private:

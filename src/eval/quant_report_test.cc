@@ -1,4 +1,4 @@
-#include "model/quant_report.h"
+#include "eval/quant_report.h"
 
 #include <unistd.h>
 
@@ -6,7 +6,7 @@
 
 #include <filesystem>
 
-#include "model/synthetic.h"
+#include "tools/synthetic.h"
 
 namespace llms {
 namespace {

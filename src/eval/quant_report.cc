@@ -1,4 +1,4 @@
-#include "model/quant_report.h"
+#include "eval/quant_report.h"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "model/quantizer.h"
+#include "tools/quantizer.h"
 
 #include <fmt/format.h>
 

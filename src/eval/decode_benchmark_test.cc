@@ -1,4 +1,4 @@
-#include "model/decode_benchmark.h"
+#include "eval/decode_benchmark.h"
 
 #include <unistd.h>
 
@@ -6,7 +6,7 @@
 
 #include <filesystem>
 
-#include "model/synthetic.h"
+#include "tools/synthetic.h"
 
 namespace llms {
 namespace {

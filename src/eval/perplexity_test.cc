@@ -1,4 +1,4 @@
-#include "model/perplexity.h"
+#include "eval/perplexity.h"
 
 #include <unistd.h>
 
@@ -9,7 +9,7 @@
 #include <filesystem>
 
 #include "io/gguf_writer.h"
-#include "model/synthetic.h"
+#include "tools/synthetic.h"
 
 namespace llms {
 namespace {

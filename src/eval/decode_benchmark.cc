@@ -1,82 +1,20 @@
-#include "model/decode_benchmark.h"
+#include "eval/decode_benchmark.h"
 
 #include <algorithm>
 #include <map>
-#include <thread>
 
-#include "base/aligned_buffer.h"
 #include "base/clock.h"
 #include "base/random.h"
-#include "kernels/throughput_probe.h"
+#include "kernels/machine_limits.h"
 
 namespace llms {
 namespace {
 
-// The memory read probe: all threads at once, each reading its own part of a slice
-// of a buffer far beyond every cache, with the access pattern (streams per thread)
-// that read fastest when the probe was made.
-class BandwidthProbe {
- public:
-  BandwidthProbe(ThreadPool& pool, int64_t bytes) : pool_(pool), threads_(pool.num_threads()) {
-    part_ = bytes / threads_ / kAlign * kAlign;
-    buf_.resize(static_cast<size_t>(part_ * threads_), true);
-    double best = 0;
-    for (int streams : {1, 2, 4, 8}) {
-      for (int rep = 0; rep < 3; ++rep) {
-        const double gb_s = static_cast<double>(read(part_, streams)) / last_s_ / 1e9;
-        if (gb_s > best) best = gb_s, streams_ = streams;
-      }
-    }
-    best_gb_s_ = best;
-  }
-  // Reads about `bytes` (the next slice of every thread's part, wrapping around) with
-  // the best pattern; returns the bytes read, last_s() the seconds it took.
-  int64_t read(int64_t bytes) { return read(bytes, streams_); }
-  double last_s() const { return last_s_; }
-  double best_gb_s() const { return best_gb_s_; }
-
- private:
-  static constexpr int64_t kAlign = 256 * 8;
-  int64_t read(int64_t bytes, int streams) {
-    const int64_t slice = std::clamp<int64_t>(bytes / threads_ / kAlign * kAlign, kAlign, part_);
-    if (offset_ + slice > part_) offset_ = 0;
-    std::vector<uint64_t> sums(static_cast<size_t>(threads_));
-    const Stopwatch w;
-    pool_.run(threads_, [&](int t) {
-      sums[static_cast<size_t>(t)] = read_probe(buf_.data() + part_ * t + offset_, slice, streams);
-    });
-    last_s_ = w.elapsed_s();
-    offset_ += slice;
-    return slice * threads_;
-  }
-
-  ThreadPool& pool_;
-  int threads_;
-  int64_t part_ = 0;
-  int64_t offset_ = 0;
-  int streams_ = 1;
-  double last_s_ = 0;
-  double best_gb_s_ = 0;
-  AlignedBuffer buf_;
-};
-
-// Peak operations per second of the instruction mix, all threads at once.
+// Peak operations per second of the instruction mix, all threads at once; an int8
+// multiply-add counts as two operations, like a float FMA.
 double measure_peak(ThreadPool& pool, bool integer) {
-  const int threads = pool.num_threads();
-  double best = 0;
-  for (int rep = 0; rep < 3; ++rep) {
-    std::vector<double> ops(static_cast<size_t>(threads));
-    const Stopwatch w;
-    pool.run(threads, [&](int t) {
-      // int8 multiply-adds count as two operations, like a float FMA.
-      ops[static_cast<size_t>(t)] = integer ? 2.0 * int8_dot_probe(2'000'000) : fma_probe(2'000'000);
-    });
-    const double s = w.elapsed_s();
-    double total = 0;
-    for (double o : ops) total += o;
-    best = std::max(best, total / s / 1e9);
-  }
-  return best;
+  return integer ? 2.0 * peak_ops_per_s(pool, PeakKind::kInt8Dot, 2'000'000) / 1e9
+                 : peak_ops_per_s(pool, PeakKind::kFma, 2'000'000) / 1e9;
 }
 
 std::string dominant_type(const ModelWeights& w) {
@@ -132,6 +70,7 @@ Result<DecodeBenchResult> run_decode_benchmark(const Model& model, const DecodeB
   // decoded token: decode and probe see the same conditions, and the share is taken
   // against the probe's rate over the same span.
   BandwidthProbe probe(pool, o.probe_bytes);
+  r.best_bandwidth_gb_s = probe.best_gb_s(3);
   double decode_s = 0, probe_s = 0;
   int64_t probe_read = 0;
   for (int i = 0; i < o.decode_tokens; ++i) {
@@ -147,7 +86,6 @@ Result<DecodeBenchResult> run_decode_benchmark(const Model& model, const DecodeB
   r.prefill_tok_s = o.prefill_tokens / prefill_s;
   r.decode_tok_s = o.decode_tokens / decode_s;
   r.bandwidth_gb_s = static_cast<double>(probe_read) / probe_s / 1e9;
-  r.best_bandwidth_gb_s = probe.best_gb_s();
   r.achieved_gb_s = static_cast<double>(r.bytes_per_token) * r.decode_tok_s / 1e9;
   r.pct_bandwidth = 100.0 * r.achieved_gb_s / r.bandwidth_gb_s;
   // Matrix parameters (the work of prefill): bytes per token without the embedding row.
