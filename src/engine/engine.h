@@ -30,7 +30,7 @@
 #include "engine/request.h"
 #include "engine/result_cache.h"
 #include "engine/scheduler.h"
-#include "kv/prefix_cache.h"
+#include "kv/kv_block_manager.h"
 #include "metrics/metrics.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"

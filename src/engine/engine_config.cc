@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "kv/kv_layout.h"
+
 namespace llms {
 
 const char* batching_policy_name(BatchingPolicy p) {
@@ -28,7 +30,7 @@ Status EngineConfig::validate() const {
   if (max_running < 1) return bad("max_running", "must be >= 1");
   if (max_batch_size < 1) return bad("max_batch_size", "must be >= 1");
   if (max_delay_ms < 0) return bad("max_delay_ms", "must be >= 0");
-  if (block_size < 8 || block_size > 128) return bad("kv_block_size", fmt::format("{} is not in 8..128", block_size));
+  LLMS_RETURN_IF_ERROR(check_kv_block_size(block_size, "kv_block_size"));
   if (kv_cache_bytes < 0) return bad("kv_cache_memory", "must be >= 0");
   if (result_cache_bytes < 0) return bad("result_cache_bytes", "must be >= 0");
   if (context_length < 0) return bad("context_length", "must be >= 0");
@@ -36,13 +38,13 @@ Status EngineConfig::validate() const {
   if (max_waiting_tokens < 0) return bad("max_waiting_tokens", "must be >= 0");
   auto ratio = [](double v) { return v > 0.0 && v <= 1.0; };
   if (!ratio(kv_high_watermark) || !ratio(kv_low_watermark) || kv_low_watermark > kv_high_watermark) {
-    return bad("kv_watermarks", "need 0 < low <= high <= 1");
+    return bad("kv_low_watermark, kv_high_watermark", "need 0 < low <= high <= 1");
   }
   if (!ratio(rss_high_watermark) || !ratio(rss_low_watermark) || rss_low_watermark > rss_high_watermark) {
-    return bad("rss_watermarks", "need 0 < low <= high <= 1");
+    return bad("rss_low_watermark, rss_high_watermark", "need 0 < low <= high <= 1");
   }
-  if (memory_limit_bytes < 0) return bad("memory_limit", "must be >= 0");
-  if (!(default_timeout_s > 0)) return bad("timeout", "must be > 0");
+  if (memory_limit_bytes < 0) return bad("memory_limit_bytes", "must be >= 0");
+  if (!(default_timeout_s > 0)) return bad("request_timeout", "must be > 0");
   if (!(long_job_factor >= 1)) return bad("long_job_factor", "must be >= 1");
   if (!(long_job_share > 0 && long_job_share <= 1)) return bad("long_job_share", "must be in (0, 1]");
   if (!(aging_s > 0)) return bad("aging", "must be > 0");

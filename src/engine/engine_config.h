@@ -26,7 +26,7 @@ struct EngineConfig {
   int max_batch_size = 8;        // dynamic: requests per batch
   double max_delay_ms = 20;      // dynamic: the oldest waits at most this long for a full batch
 
-  int block_size = 16;           // KV block size in tokens (8..128)
+  int block_size = 16;           // KV block size in tokens (kMinKvBlockSize..kMaxKvBlockSize: 8..128)
   int64_t kv_cache_bytes = 0;    // 0: 10% of the memory limit, at most what max_running full contexts need
   DType k_type = DType::kF32;
   DType v_type = DType::kF32;

@@ -47,7 +47,6 @@ class FakeRunner : public ModelRunner {
     }
     return ok_status();
   }
-  void copy_block(int32_t, int32_t) override {}
 
   struct ChunkInfo {
     int64_t n;

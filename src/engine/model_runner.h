@@ -1,5 +1,5 @@
-// ModelRunner: what the engine needs from a model — run a batch of chunks, copy a KV
-// block — behind an interface so that scheduler tests can use a fake model.
+// ModelRunner: what the engine needs from a model — run a batch of chunks — behind an
+// interface so that scheduler tests can use a fake model.
 // LocalModelRunner runs a Model on this machine's cores with its own KV cache.
 //
 // Thread-safety: called only from the engine thread.
@@ -21,7 +21,6 @@ class ModelRunner {
   virtual ~ModelRunner() = default;
   virtual int vocab_size() const = 0;
   virtual Status forward(std::span<const SequenceChunk> chunks, ForwardOutput& out) = 0;
-  virtual void copy_block(int32_t src, int32_t dst) = 0;
 };
 
 class LocalModelRunner : public ModelRunner {
@@ -32,7 +31,6 @@ class LocalModelRunner : public ModelRunner {
   Status forward(std::span<const SequenceChunk> chunks, ForwardOutput& out) override {
     return model_.forward(chunks, kv_, state_, pool_, out);
   }
-  void copy_block(int32_t src, int32_t dst) override { kv_.copy_block(src, dst); }
   const KvCache& kv_cache() const { return kv_; }
   int num_threads() const { return pool_.num_threads(); }
 

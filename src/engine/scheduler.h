@@ -18,7 +18,7 @@
 
 #include "engine/engine_config.h"
 #include "engine/sequence.h"
-#include "kv/prefix_cache.h"
+#include "kv/kv_block_manager.h"
 
 namespace llms {
 

@@ -10,7 +10,7 @@
 #include "engine/request.h"
 #include "engine/sampler.h"
 #include "engine/stop_matcher.h"
-#include "kv/prefix_cache.h"
+#include "kv/kv_block_manager.h"
 #include "tokenizer/streaming_decoder.h"
 
 namespace llms {

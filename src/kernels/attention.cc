@@ -11,80 +11,23 @@
 #include "quant/row_convert.h"
 
 namespace llms {
-
 namespace {
-
-// Bytes of one value of a type stored per head (F32, F16, BF16).
-int64_t value_bytes(DType type) { return dtype_row_bytes(type, 1); }
-
-// Where value `e` (head e / head_dim, dimension e % head_dim) of row `row` sits in a
-// tiled block.
-uint8_t* tiled_value(const KvLayerView& kv, bool is_k, int32_t block, int row, int64_t e) {
-  const int kvh = static_cast<int>(e / kv.head_dim);
-  const int64_t d = e % kv.head_dim;
-  const int64_t es = value_bytes(is_k ? kv.k_type : kv.v_type);
-  return is_k ? kv.k_head(block, kvh) + (d * kv.block_size + row) * es
-              : kv.v_head(block, kvh) + (static_cast<int64_t>(row) * kv.head_dim + d) * es;
-}
-
-void store_row(const KvLayerView& kv, bool is_k, int32_t block, int row, const float* x) {
-  const DType type = is_k ? kv.k_type : kv.v_type;
-  if (!(is_k ? kv.k_tiled : kv.v_tiled)) {
-    quantize_row(type, x, is_k ? kv.k_row(block, row) : kv.v_row(block, row), kv.row_elems());
-    return;
-  }
-  const int64_t es = value_bytes(type), hd = kv.head_dim;
-  thread_local std::vector<uint8_t> bytes;  // the row in the storage type, reused
-  bytes.resize(static_cast<size_t>(kv.row_elems() * es));
-  quantize_row(type, x, bytes.data(), kv.row_elems());
-  for (int h = 0; h < kv.n_kv_heads; ++h) {
-    const uint8_t* src = bytes.data() + h * hd * es;
-    uint8_t* dst = tiled_value(kv, is_k, block, row, h * hd);
-    if (is_k) {  // dimension d of the head's keys is block_size values further on
-      for (int64_t d = 0; d < hd; ++d) std::memcpy(dst + d * kv.block_size * es, src + d * es, static_cast<size_t>(es));
-    } else {
-      std::memcpy(dst, src, static_cast<size_t>(hd * es));
-    }
-  }
-}
-
-}  // namespace
-
-void kv_store(const KvLayerView& kv, const int32_t* block_table, int64_t pos, const float* k, const float* v) {
-  const int32_t block = block_table[pos / kv.block_size];
-  const int row = static_cast<int>(pos % kv.block_size);
-  store_row(kv, true, block, row, k);
-  store_row(kv, false, block, row, v);
-}
-
-void kv_load_row(const KvLayerView& kv, bool is_k, int32_t block, int row, float* out) {
-  const DType type = is_k ? kv.k_type : kv.v_type;
-  if (!(is_k ? kv.k_tiled : kv.v_tiled)) {
-    dequantize_row(type, is_k ? kv.k_row(block, row) : kv.v_row(block, row), out, kv.row_elems());
-    return;
-  }
-  for (int64_t e = 0; e < kv.row_elems(); ++e) dequantize_row(type, tiled_value(kv, is_k, block, row, e), out + e, 1);
-}
-
-namespace {
-
-// Where head `kvh`'s values sit in a cache row of `type` (`row_bytes` long): `skip`
-// bytes in, `bytes` long, `elems` values; or the whole row (head_only false) where
-// the type's blocks straddle heads.
-struct HeadPart {
-  bool head_only;
-  int64_t skip, bytes, elems;
-};
-HeadPart head_part(const KvLayerView& kv, DType type, int64_t row_bytes, int kvh) {
-  if (kv.head_dim % dtype_info(type).block_size != 0) return {false, 0, row_bytes, kv.row_elems()};
-  return {true, dtype_row_bytes(type, static_cast<int64_t>(kvh) * kv.head_dim), dtype_row_bytes(type, kv.head_dim),
-          kv.head_dim};
-}
-
 
 using F16RowFn = void (*)(const uint16_t*, float*, int64_t);
 
-// ---------------------------------------------------------------------------------
+// A thread's working memory for attend_tile(), kept across calls so that the step
+// allocates nothing once every thread has seen its largest tile.
+struct TileScratch {
+  std::vector<float> m, l, acc, scores;
+  std::vector<const float*> qrow;
+  std::vector<float> keys, vals;  // decoded span blocks (SpanSource)
+  std::vector<float> row;         // one decoded cache row (row layout)
+};
+
+TileScratch& tile_scratch() {
+  thread_local TileScratch scratch;
+  return scratch;
+}
 
 // The blocks of a span, keys or values of head `kvh`, in the form attention_rows()
 // reads: keys transposed (kt[d * block + j]), values as rows. Tiled F32 and F16 blocks
@@ -95,20 +38,21 @@ class SpanSource {
  public:
   // `many_rows`: the blocks serve many query rows, so F16 keys are converted once
   // rather than by every row tile.
-  SpanSource(const KvLayerView& kv, bool is_k, F16RowFn f16_row, bool many_rows, int span)
-      : kv_(kv), is_k_(is_k), type_(is_k ? kv.k_type : kv.v_type), tiled_(is_k ? kv.k_tiled : kv.v_tiled),
-        f16_row_(f16_row) {
+  // `buf` and `row` are the thread's scratch, grown here as needed.
+  SpanSource(const KvLayerView& kv, bool is_k, F16RowFn f16_row, bool many_rows, int span, std::vector<float>& buf,
+             std::vector<float>& row)
+      : kv_(kv), is_k_(is_k), type_(kv.type(is_k)), tiled_(kv.tiled(is_k)), f16_row_(f16_row), buf_(buf), row_(row) {
     const int64_t hd = kv.head_dim, B = kv.block_size;
     in_place_ = tiled_ && (type_ == DType::kF32 || (type_ == DType::kF16 && (is_k ? !many_rows : hd % 16 == 0)));
-    if (!in_place_) buf_.resize(static_cast<size_t>(span * hd * B));
-    if (!tiled_) row_.resize(static_cast<size_t>(kv.row_elems()));
+    if (!in_place_ && buf_.size() < static_cast<size_t>(span * hd * B)) buf_.resize(static_cast<size_t>(span * hd * B));
+    if (!tiled_ && row_.size() < static_cast<size_t>(kv.row_elems())) row_.resize(static_cast<size_t>(kv.row_elems()));
   }
 
   // Rows [0, n) of `block`, block g of the span, for head kvh into `a` (kt[g] or
   // kt_f16[g]; v[g] or v_f16[g], v_stride).
   void load(int g, int32_t block, int n, int kvh, AttentionRows& a) {
     const int64_t hd = kv_.head_dim, B = kv_.block_size;
-    const uint8_t* head = tiled_ ? (is_k_ ? kv_.k_head(block, kvh) : kv_.v_head(block, kvh)) : nullptr;
+    const uint8_t* head = tiled_ ? kv_.head(is_k_, block, kvh) : nullptr;
     float* buf = buf_.data() + g * hd * B;
     const float* f32 = nullptr;
     const uint16_t* f16 = nullptr;
@@ -128,9 +72,9 @@ class SpanSource {
       }
       f32 = buf;
     } else {
-      const HeadPart part = head_part(kv_, type_, is_k_ ? kv_.k_stride : kv_.v_stride, kvh);
+      const HeadPart part = kv_.head_part(is_k_, kvh);
       for (int r = 0; r < n; ++r) {
-        dequantize_row(type_, (is_k_ ? kv_.k_row(block, r) : kv_.v_row(block, r)) + part.skip, row_.data(), part.elems);
+        dequantize_row(type_, kv_.row(is_k_, block, r) + part.skip, row_.data(), part.elems);
         const float* src = row_.data() + (part.head_only ? 0 : kvh * hd);
         if (is_k_) {
           for (int64_t d = 0; d < hd; ++d) buf[d * B + r] = src[d];
@@ -157,8 +101,8 @@ class SpanSource {
   bool tiled_;
   F16RowFn f16_row_;
   bool in_place_ = false;
-  std::vector<float> buf_;  // per block of the span: decoded keys (transposed) or value rows
-  std::vector<float> row_;  // one decoded cache row (row layout)
+  std::vector<float>& buf_;  // per block of the span: decoded keys (transposed) or value rows
+  std::vector<float>& row_;  // one decoded cache row (row layout)
 };
 
 // Brings head `kvh`'s keys and values of `block` into L2: two contiguous runs in the
@@ -172,14 +116,12 @@ void prefetch_block(const KvLayerView& kv, int32_t block, int kvh) {
     for (int64_t i = 0; i < bytes; i += 64) __builtin_prefetch(p + i, 0, 2);
   };
   for (bool is_k : {true, false}) {
-    const bool tiled = is_k ? kv.k_tiled : kv.v_tiled;
-    const int64_t block_bytes = is_k ? kv.k_block_bytes() : kv.v_block_bytes();
-    if (tiled) {
-      run(is_k ? kv.k_head(block, kvh) : kv.v_head(block, kvh), block_bytes / kv.n_kv_heads);
+    if (kv.tiled(is_k)) {
+      run(kv.head(is_k, block, kvh), kv.block_bytes(is_k) / kv.n_kv_heads);
       continue;
     }
-    const HeadPart part = head_part(kv, is_k ? kv.k_type : kv.v_type, is_k ? kv.k_stride : kv.v_stride, kvh);
-    for (int r = 0; r < kv.block_size; ++r) run((is_k ? kv.k_row(block, r) : kv.v_row(block, r)) + part.skip, part.bytes);
+    const HeadPart part = kv.head_part(is_k, kvh);
+    for (int r = 0; r < kv.block_size; ++r) run(kv.row(is_k, block, r) + part.skip, part.bytes);
   }
 }
 
@@ -194,14 +136,20 @@ void attend_tile(const AttentionQuery& q, const KvLayerView& kv, int n_heads, fl
   // of `span` blocks, so that a query sees the same spans however it is chunked.
   const int span = std::clamp(64 / B, 1, kMaxSpanBlocks);
   const int score_stride = (span * B + 15) / 16 * 16;
-  std::vector<float> m(static_cast<size_t>(n_rows), -INFINITY), l(static_cast<size_t>(n_rows), 0.0f);
-  std::vector<float> acc(static_cast<size_t>(n_rows) * hd, 0.0f), scores(static_cast<size_t>(n_rows) * score_stride);
-  std::vector<const float*> qrow(static_cast<size_t>(n_rows));
+  TileScratch& sc = tile_scratch();
+  std::vector<float>&m = sc.m, &l = sc.l, &acc = sc.acc, &scores = sc.scores;
+  m.assign(static_cast<size_t>(n_rows), -INFINITY);
+  l.assign(static_cast<size_t>(n_rows), 0.0f);
+  acc.assign(static_cast<size_t>(n_rows) * hd, 0.0f);
+  if (scores.size() < static_cast<size_t>(n_rows) * score_stride) scores.resize(static_cast<size_t>(n_rows) * score_stride);
+  std::vector<const float*>& qrow = sc.qrow;
+  qrow.resize(static_cast<size_t>(n_rows));
   for (int i = i0; i < i1; ++i)
     for (int g = 0; g < group; ++g)
       qrow[static_cast<size_t>((i - i0) * group + g)] = q.q + (static_cast<int64_t>(i) * n_heads + kvh * group + g) * hd;
   const bool many_rows = n_rows > 8;
-  SpanSource keys(kv, true, kt_ops.f16_row, many_rows, span), vals(kv, false, kt_ops.f16_row, many_rows, span);
+  SpanSource keys(kv, true, kt_ops.f16_row, many_rows, span, sc.keys, sc.row);
+  SpanSource vals(kv, false, kt_ops.f16_row, many_rows, span, sc.vals, sc.row);
   AttentionRows a;
   a.block = B;
   a.head_dim = hd;
@@ -248,52 +196,7 @@ void attend_tile(const AttentionQuery& q, const KvLayerView& kv, int n_heads, fl
   }
 }
 
-// ---------------------------------------------------------------------------------
-// Scalar reference: plain two-pass softmax, one (token, head) at a time.
-
-void attend_one(const AttentionQuery& query, const KvLayerView& kv, int n_heads, float scale, int i, int h,
-                std::vector<float>& scores, std::vector<float>& row) {
-  const int hd = kv.head_dim;
-  const int group = n_heads / kv.n_kv_heads;
-  const int kvh = h / group;
-  const float* q = query.q + (static_cast<int64_t>(i) * n_heads + h) * hd;
-  const int64_t n_ctx = query.first_pos + i + 1;
-  float max = -INFINITY;
-  for (int64_t p = 0; p < n_ctx; ++p) {
-    const int32_t block = query.block_table[p / kv.block_size];
-    kv_load_row(kv, true, block, static_cast<int>(p % kv.block_size), row.data());
-    const float* k = row.data() + static_cast<int64_t>(kvh) * hd;
-    float s = 0.0f;
-    for (int d = 0; d < hd; ++d) s += q[d] * k[d];
-    scores[p] = s * scale;
-    max = std::fmax(max, scores[p]);
-  }
-  float sum = 0.0f;
-  for (int64_t p = 0; p < n_ctx; ++p) {
-    scores[p] = std::exp(scores[p] - max);
-    sum += scores[p];
-  }
-  float* out = query.out + (static_cast<int64_t>(i) * n_heads + h) * hd;
-  for (int d = 0; d < hd; ++d) out[d] = 0.0f;
-  for (int64_t p = 0; p < n_ctx; ++p) {
-    const int32_t block = query.block_table[p / kv.block_size];
-    kv_load_row(kv, false, block, static_cast<int>(p % kv.block_size), row.data());
-    const float* v = row.data() + static_cast<int64_t>(kvh) * hd;
-    const float w = scores[p] / sum;
-    for (int d = 0; d < hd; ++d) out[d] += w * v[d];
-  }
-}
-
 }  // namespace
-
-namespace ref {
-void paged_attention(const AttentionQuery& query, const KvLayerView& kv, int n_heads, float scale) {
-  std::vector<float> scores(static_cast<size_t>(query.first_pos + query.n_q));
-  std::vector<float> row(static_cast<size_t>(kv.row_elems()));
-  for (int i = 0; i < query.n_q; ++i)
-    for (int h = 0; h < n_heads; ++h) attend_one(query, kv, n_heads, scale, i, h, scores, row);
-}
-}  // namespace ref
 
 void paged_attention(const AttentionQuery& query, const KvLayerView& kv, int n_heads, float scale, ThreadPool& pool) {
   const KernelTable& kt_ops = active_kernels();

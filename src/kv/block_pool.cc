@@ -31,28 +31,4 @@ bool BlockPool::release(int32_t block) {
   return true;
 }
 
-bool reserve_tokens(BlockTable& table, int64_t new_tokens, int block_size, BlockPool& pool) {
-  const int64_t need = table.num_tokens + new_tokens;
-  const size_t before = table.blocks.size();
-  while (table.capacity(block_size) < need) {
-    const auto b = pool.allocate();
-    if (!b) {
-      while (table.blocks.size() > before) {
-        pool.release(table.blocks.back());
-        table.blocks.pop_back();
-      }
-      return false;
-    }
-    table.blocks.push_back(*b);
-  }
-  table.num_tokens = need;
-  return true;
-}
-
-void release_table(BlockTable& table, BlockPool& pool) {
-  for (int32_t b : table.blocks) pool.release(b);
-  table.blocks.clear();
-  table.num_tokens = 0;
-}
-
 }  // namespace llms

@@ -3,7 +3,7 @@
 // out is a normal answer (allocate() returns nullopt), which the scheduler acts on.
 //
 // BlockTable: one sequence's blocks in position order, and how many token positions
-// it holds. reserve() grows it for new tokens all-or-nothing.
+// it holds (KvBlockManager::reserve() grows it all-or-nothing).
 //
 // Thread-safety: owned by the engine thread; no locking.
 #pragma once
@@ -42,11 +42,5 @@ struct BlockTable {
   // Capacity in tokens at `block_size`.
   int64_t capacity(int block_size) const { return static_cast<int64_t>(blocks.size()) * block_size; }
 };
-
-// Makes room for `new_tokens` more positions; on "no room" leaves the table and pool
-// unchanged and returns false.
-bool reserve_tokens(BlockTable& table, int64_t new_tokens, int block_size, BlockPool& pool);
-// Releases every block of the table and empties it.
-void release_table(BlockTable& table, BlockPool& pool);
 
 }  // namespace llms

@@ -2,8 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <cstring>
-
 namespace llms {
 
 int64_t KvCacheConfig::bytes_per_block() const {
@@ -13,9 +11,7 @@ int64_t KvCacheConfig::bytes_per_block() const {
 
 Status KvCacheConfig::validate() const {
   if (n_layer <= 0 || n_kv_heads <= 0 || head_dim <= 0) return invalid_argument("KV cache: model dimensions must be positive");
-  if (block_size < 1 || block_size > 128) {
-    return invalid_argument(fmt::format("kv block size {} is out of range (1 to 128)", block_size));
-  }
+  LLMS_RETURN_IF_ERROR(check_kv_block_size(block_size, "kv_block_size"));
   if (num_blocks <= 0) return invalid_argument("KV cache: the memory budget leaves no block");
   const int64_t row = static_cast<int64_t>(n_kv_heads) * head_dim;
   for (DType t : {k_type, v_type}) {
@@ -43,14 +39,6 @@ KvLayerView KvCache::layer(int l) {
   uint8_t* base = reinterpret_cast<uint8_t*>(storage_.data()) + (k_layer_bytes_ + v_layer_bytes_) * l;
   return KvLayerView::make(base, base + k_layer_bytes_, config_.k_type, config_.v_type, config_.block_size,
                            config_.n_kv_heads, config_.head_dim);
-}
-
-void KvCache::copy_block(int32_t src, int32_t dst) {
-  for (int l = 0; l < config_.n_layer; ++l) {
-    const KvLayerView v = layer(l);
-    std::memcpy(v.k_block(dst), v.k_block(src), static_cast<size_t>(v.k_block_bytes()));
-    std::memcpy(v.v_block(dst), v.v_block(src), static_cast<size_t>(v.v_block_bytes()));
-  }
 }
 
 }  // namespace llms

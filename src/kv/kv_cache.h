@@ -4,7 +4,7 @@
 //
 // Layout per layer: K [num_blocks] blocks of k_type, V the same in v_type; inside a
 // block, per KV head for float types and per token row for quantized ones (see
-// KvLayerView in kernels/attention.h).
+// kv_layout.h).
 //
 // Thread-safety: the owner (the engine thread) writes through the forward pass; no
 // internal locking.
@@ -15,7 +15,7 @@
 
 #include "base/aligned_buffer.h"
 #include "base/status.h"
-#include "kernels/attention.h"
+#include "kv/kv_layout.h"
 #include "tensor/dtype.h"
 
 namespace llms {
@@ -45,8 +45,6 @@ class KvCache {
   int64_t total_bytes() const { return static_cast<int64_t>(storage_.size()); }
 
   KvLayerView layer(int l);
-  // Copies block `src` into `dst` in every layer (copy-on-write of a shared block).
-  void copy_block(int32_t src, int32_t dst);
 
  private:
   KvCacheConfig config_;

@@ -148,7 +148,7 @@ void check_model(const std::string& path, const std::vector<int32_t>& tokens) {
   const auto ref = reference_logits(*file, tokens);
   const ModelConfig& c = (*model)->config();
 
-  const int block_size = 4;
+  const int block_size = kMinKvBlockSize;  // small blocks: many block boundaries
   const int32_t n_blocks = static_cast<int32_t>(tokens.size() / block_size + 2);
   KvCache kv((*model)->kv_config(n_blocks, block_size, DType::kF32, DType::kF32));
   std::vector<int32_t> table;

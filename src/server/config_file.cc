@@ -1,6 +1,7 @@
 #include "server/config_file.h"
 
 #include "engine/admission.h"
+#include "kv/kv_layout.h"
 
 #include <fmt/format.h>
 #include <toml++/toml.h>
@@ -205,7 +206,8 @@ std::vector<ConfigKey> make_keys() {
       int_key("max_running", "Sequences in the running set", ENG(max_running), 1, kBig),
       int_key("max_batch_size", "Dynamic batching: requests per batch", ENG(max_batch_size), 1, kBig),
       num_key("max_delay_ms", "Dynamic batching: longest wait for a full batch (ms)", ENG(max_delay_ms)),
-      int_key("kv_block_size", "KV cache block size in tokens (8..128)", ENG(block_size), 1, 4096),
+      int_key("kv_block_size", fmt::format("KV cache block size in tokens ({}..{})", kMinKvBlockSize, kMaxKvBlockSize),
+              ENG(block_size), kMinKvBlockSize, kMaxKvBlockSize),
       memory_key("kv_cache_memory",
                  "KV cache size, bytes or % of memory (0: 10% of the memory limit, capped by max_running contexts)",
                  ENG(kv_cache_bytes)),

@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cctype>
+#include <functional>
+#include <vector>
+
 namespace llms {
 namespace {
 
@@ -49,6 +53,42 @@ TEST(ConfigFileTest, PrintedConfigReadsBackIdentically) {
   EXPECT_EQ(config_to_toml(b), text);
   EXPECT_EQ(b.server.chat_template, "say \"hi\"\\n");
   EXPECT_DOUBLE_EQ(b.engine.aging_s, 2.5);
+}
+
+// Every setting EngineConfig::validate() refuses is named by a key of the table, so
+// the user can find what to change in the file or the flags.
+TEST(ConfigFileTest, ValidationErrorsNameRealKeys) {
+  auto named_keys = [](const std::string& message) {
+    std::vector<std::string> found;
+    for (const auto& k : config_keys()) {
+      const size_t at = message.find(k.name);
+      if (at == std::string::npos) continue;
+      const size_t end = at + k.name.size();
+      const auto word = [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'; };
+      if ((at == 0 || !word(message[at - 1])) && (end == message.size() || !word(message[end]))) found.push_back(k.name);
+    }
+    return found;
+  };
+  const std::vector<std::function<void(EngineConfig&)>> breakers = {
+      [](EngineConfig& e) { e.max_batch_tokens = 0; },   [](EngineConfig& e) { e.max_running = 0; },
+      [](EngineConfig& e) { e.max_batch_size = 0; },     [](EngineConfig& e) { e.max_delay_ms = -1; },
+      [](EngineConfig& e) { e.block_size = 4; },         [](EngineConfig& e) { e.kv_cache_bytes = -1; },
+      [](EngineConfig& e) { e.result_cache_bytes = -1; }, [](EngineConfig& e) { e.context_length = -1; },
+      [](EngineConfig& e) { e.max_waiting_requests = -1; }, [](EngineConfig& e) { e.max_waiting_tokens = -1; },
+      [](EngineConfig& e) { e.kv_low_watermark = 0.9, e.kv_high_watermark = 0.5; },
+      [](EngineConfig& e) { e.rss_low_watermark = 0.9, e.rss_high_watermark = 0.5; },
+      [](EngineConfig& e) { e.memory_limit_bytes = -1; }, [](EngineConfig& e) { e.default_timeout_s = 0; },
+      [](EngineConfig& e) { e.long_job_factor = 0.5; }, [](EngineConfig& e) { e.long_job_share = 0; },
+      [](EngineConfig& e) { e.aging_s = 0; },            [](EngineConfig& e) { e.threads = -1; },
+  };
+  ASSERT_TRUE(EngineConfig{}.validate().ok());
+  for (size_t i = 0; i < breakers.size(); ++i) {
+    EngineConfig e;
+    breakers[i](e);
+    const Status s = e.validate();
+    ASSERT_FALSE(s.ok()) << "case " << i;
+    EXPECT_FALSE(named_keys(s.message()).empty()) << "case " << i << ": " << s.message();
+  }
 }
 
 TEST(ConfigFileTest, EveryKeyHasAFlagName) {

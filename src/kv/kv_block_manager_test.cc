@@ -1,4 +1,4 @@
-#include "kv/prefix_cache.h"
+#include "kv/kv_block_manager.h"
 
 #include <gtest/gtest.h>
 
@@ -89,9 +89,8 @@ TEST(KvBlockManagerTest, NoRoomLeavesEverythingUnchanged) {
 }
 
 // Thousands of random operations against a simple model of the expected state. The
-// test writes token ids into a simulated cache, so a block handed to two owners, a
-// wrong prefix hit or a missed copy-on-write shows up as a sequence reading back
-// tokens that are not its own.
+// test writes token ids into a simulated cache, so a block handed to two owners or a
+// wrong prefix hit shows up as a sequence reading back tokens that are not its own.
 TEST(KvBlockManagerTest, RandomizedAgainstModel) {
   const int32_t kBlocks = 24;
   KvBlockManager m(kBlocks, kB, Hash128{5, 6}, true);
@@ -107,9 +106,6 @@ TEST(KvBlockManagerTest, RandomizedAgainstModel) {
 
   auto write = [&](Live& s, int32_t tok) {
     const int64_t pos = static_cast<int64_t>(s.tokens.size());
-    bool ok = true;
-    if (auto cp = m.copy_on_write(s.blocks, pos, &ok)) content[cp->second] = content[cp->first];
-    if (!ok) return false;
     if (!m.reserve(s.blocks, pos + 1 - s.blocks.table.num_tokens)) return false;
     content[s.blocks.table.blocks[pos / kB]][pos % kB] = tok;
     s.tokens.push_back(tok);
@@ -154,14 +150,9 @@ TEST(KvBlockManagerTest, RandomizedAgainstModel) {
         for (int i = 0; i < 3; ++i) {
           if (!write(it->second, static_cast<int32_t>(rng.below(20)))) break;
         }
-      } else if (op < 8) {  // finish
+      } else {  // finish
         m.release(it->second.blocks);
         live.erase(it);
-      } else {  // fork
-        Live child;
-        m.fork(it->second.blocks, child.blocks);
-        child.tokens = it->second.tokens;
-        live.emplace(next_id++, std::move(child));
       }
     }
     check();

@@ -1,4 +1,4 @@
-#include "kv/prefix_cache.h"
+#include "kv/kv_block_manager.h"
 
 #include "base/check.h"
 
@@ -107,28 +107,6 @@ void KvBlockManager::commit(SequenceBlocks& seq, std::span<const int32_t> tokens
     by_hash_.emplace(h, b);
     hash_of_[static_cast<size_t>(b)] = h;
   }
-}
-
-void KvBlockManager::fork(const SequenceBlocks& parent, SequenceBlocks& child) {
-  LLMS_CHECK(child.table.blocks.empty(), "fork into a sequence that holds blocks");
-  for (int32_t b : parent.table.blocks) pool_.retain(b);
-  child = parent;
-}
-
-std::optional<std::pair<int32_t, int32_t>> KvBlockManager::copy_on_write(SequenceBlocks& seq, int64_t pos, bool* ok) {
-  *ok = true;
-  const auto idx = static_cast<size_t>(pos / block_size_);
-  if (idx >= seq.table.blocks.size()) return std::nullopt;
-  const int32_t old = seq.table.blocks[idx];
-  if (pool_.ref_count(old) <= 1) return std::nullopt;
-  const auto fresh = allocate();
-  if (!fresh) {
-    *ok = false;
-    return std::nullopt;
-  }
-  seq.table.blocks[idx] = *fresh;
-  drop_reference(old);
-  return std::make_pair(old, *fresh);
 }
 
 void KvBlockManager::release(SequenceBlocks& seq) {

@@ -7,8 +7,8 @@
 // the longest run of its prompt's full blocks already cached (their ref counts go up)
 // and computes only the rest. A cached block whose last owner leaves stays in the
 // cache, reusable, on an LRU list; allocation takes truly free blocks first and then
-// evicts the least recently used cached block. Full blocks are immutable, so sharing
-// them needs no copy; the partial last block of a forked sequence is copied on write.
+// evicts the least recently used cached block. Only full blocks are shared, and full
+// blocks are never written again, so sharing them needs no copy.
 //
 // Running out of blocks is a normal answer (false / nullopt), never an error.
 // Thread-safety: owned by the engine thread; no locking.
@@ -66,14 +66,6 @@ class KvBlockManager {
   // Records the blocks that `tokens` (the sequence's tokens so far, all computed)
   // has filled since the last call, making them findable by later sequences.
   void commit(SequenceBlocks& seq, std::span<const int32_t> tokens);
-
-  // Makes `child` share all of `parent`'s blocks (n > 1 completions).
-  void fork(const SequenceBlocks& parent, SequenceBlocks& child);
-
-  // Before writing position `pos`: if its block is shared, gives the sequence a private
-  // copy. Returns {src, dst} block ids the caller must copy in the KV cache, or nullopt
-  // when no copy is needed. Fails (returns false in `ok`) when no block is free.
-  std::optional<std::pair<int32_t, int32_t>> copy_on_write(SequenceBlocks& seq, int64_t pos, bool* ok);
 
   // Releases every block of the sequence and empties it.
   void release(SequenceBlocks& seq);

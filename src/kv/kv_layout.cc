@@ -1,0 +1,69 @@
+#include "kv/kv_layout.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+#include <vector>
+
+#include "quant/row_convert.h"
+
+namespace llms {
+namespace {
+
+// Bytes of one value of a type stored per head (F32, F16, BF16).
+int64_t value_bytes(DType type) { return dtype_row_bytes(type, 1); }
+
+// Where value `e` (head e / head_dim, dimension e % head_dim) of row `row` sits in a
+// tiled block.
+uint8_t* tiled_value(const KvLayerView& kv, bool is_k, int32_t block, int row, int64_t e) {
+  const int kvh = static_cast<int>(e / kv.head_dim);
+  const int64_t d = e % kv.head_dim;
+  const int64_t es = value_bytes(kv.type(is_k));
+  return kv.head(is_k, block, kvh) + (is_k ? d * kv.block_size + row : static_cast<int64_t>(row) * kv.head_dim + d) * es;
+}
+
+void store_row(const KvLayerView& kv, bool is_k, int32_t block, int row, const float* x) {
+  const DType type = kv.type(is_k);
+  if (!kv.tiled(is_k)) {
+    quantize_row(type, x, kv.row(is_k, block, row), kv.row_elems());
+    return;
+  }
+  const int64_t es = value_bytes(type), hd = kv.head_dim;
+  thread_local std::vector<uint8_t> bytes;  // the row in the storage type, reused
+  bytes.resize(static_cast<size_t>(kv.row_elems() * es));
+  quantize_row(type, x, bytes.data(), kv.row_elems());
+  for (int h = 0; h < kv.n_kv_heads; ++h) {
+    const uint8_t* src = bytes.data() + h * hd * es;
+    uint8_t* dst = tiled_value(kv, is_k, block, row, h * hd);
+    if (is_k) {  // dimension d of the head's keys is block_size values further on
+      for (int64_t d = 0; d < hd; ++d) std::memcpy(dst + d * kv.block_size * es, src + d * es, static_cast<size_t>(es));
+    } else {
+      std::memcpy(dst, src, static_cast<size_t>(hd * es));
+    }
+  }
+}
+
+}  // namespace
+
+Status check_kv_block_size(int block_size, const char* key) {
+  if (block_size >= kMinKvBlockSize && block_size <= kMaxKvBlockSize) return ok_status();
+  return invalid_argument(fmt::format("{}: {} is not in {}..{}", key, block_size, kMinKvBlockSize, kMaxKvBlockSize));
+}
+
+void kv_store(const KvLayerView& kv, const int32_t* block_table, int64_t pos, const float* k, const float* v) {
+  const int32_t block = block_table[pos / kv.block_size];
+  const int row = static_cast<int>(pos % kv.block_size);
+  store_row(kv, true, block, row, k);
+  store_row(kv, false, block, row, v);
+}
+
+void kv_load_row(const KvLayerView& kv, bool is_k, int32_t block, int row, float* out) {
+  const DType type = kv.type(is_k);
+  if (!kv.tiled(is_k)) {
+    dequantize_row(type, kv.row(is_k, block, row), out, kv.row_elems());
+    return;
+  }
+  for (int64_t e = 0; e < kv.row_elems(); ++e) dequantize_row(type, tiled_value(kv, is_k, block, row, e), out + e, 1);
+}
+
+}  // namespace llms
