@@ -28,9 +28,9 @@ void handle_completions(ServerContext& ctx, const HttpRequest& req, std::shared_
   std::vector<PromptInput> prompts;
   if (kind == ApiKind::kChat) {
     PromptInput p;
-    if (auto e = chat_prompt(body, ctx.tokenizer, ctx.chat_template, r.add_generation_prompt, &p)) return fail(*e);
+    if (auto e = chat_prompt(r.messages, ctx.tokenizer, ctx.chat_template, r.add_generation_prompt, &p)) return fail(*e);
     prompts.push_back(std::move(p));
-  } else if (auto e = completion_prompts(body, ctx.tokenizer, &prompts)) {
+  } else if (auto e = completion_prompts(r.prompts, ctx.tokenizer, &prompts)) {
     return fail(*e);
   }
   auto job = std::make_shared<CompletionJob>(ctx, std::move(ex), std::move(r), std::move(prompts));

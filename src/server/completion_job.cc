@@ -152,10 +152,9 @@ void CompletionJob::open_choice(Choice& c, std::string* out) {
   c.opened = true;
   const bool chat = request_.kind == ApiKind::kChat;
   if (!chat && !request_.echo) return;
-  const std::string empty;
-  const std::string& text = chat ? empty : c.text;
-  *out += sse_event(stream_chunk(meta_, c.index, &text, nullptr, nullptr, chat, request_.include_usage));
-  ctx_.metrics.streamed_chunks.inc();
+  StreamChunk chunk{.index = c.index, .text = chat ? std::string_view() : std::string_view(c.text)};
+  chunk.role = chat;
+  emit(chunk, out);
   if (!chat) c.text.clear();
 }
 
@@ -168,8 +167,14 @@ void CompletionJob::on_token(Choice& c, TokenEvent& t, std::string* out) {
     return;
   }
   if (t.text.empty() && !request_.logprobs) return;
-  Json lpj = request_.logprobs ? logprobs_json(request_.kind, ctx_.tokenizer, {lp}) : Json(nullptr);
-  *out += sse_event(stream_chunk(meta_, c.index, &t.text, std::move(lpj), nullptr, false, request_.include_usage));
+  StreamChunk chunk{.index = c.index, .text = t.text};
+  if (request_.logprobs) chunk.logprobs = logprobs_json(request_.kind, ctx_.tokenizer, {lp});
+  emit(chunk, out);
+}
+
+void CompletionJob::emit(StreamChunk chunk, std::string* out) {
+  chunk.usage_null = request_.include_usage;
+  *out += sse_event(stream_chunk(meta_, chunk));
   ctx_.metrics.streamed_chunks.inc();
 }
 
@@ -180,17 +185,18 @@ void CompletionJob::on_finish(Choice& c, FinishEvent& f, std::string* out) {
     if (!request_.stream) {
       c.text += f.text;
     } else {
-      *out += sse_event(stream_chunk(meta_, c.index, &f.text, nullptr, nullptr, false, request_.include_usage));
+      emit(StreamChunk{.index = c.index, .text = f.text}, out);
     }
   }
   if (request_.stream) {
     if (failed) {
       *out += "data: " + api_error_json(internal_api_error("generation failed: " + f.message)) + "\n\n";
+      ctx_.metrics.streamed_chunks.inc();
     } else {
-      *out += sse_event(stream_chunk(meta_, c.index, nullptr, nullptr, api_finish_reason(f.reason), false,
-                                     request_.include_usage));
+      StreamChunk chunk{.index = c.index};
+      chunk.finish = api_finish_reason(f.reason);
+      emit(chunk, out);
     }
-    ctx_.metrics.streamed_chunks.inc();
   }
   c.finish = std::move(f);
 }

@@ -58,6 +58,8 @@ class CompletionJob : public std::enable_shared_from_this<CompletionJob> {
   void on_token(Choice& c, TokenEvent& t, std::string* out);
   void on_finish(Choice& c, FinishEvent& f, std::string* out);
   void open_choice(Choice& c, std::string* out);
+  // Appends one SSE chunk of the stream to `out` and counts it.
+  void emit(StreamChunk chunk, std::string* out);
   void complete();
   void cancel_all();
   UsageTotals usage() const;

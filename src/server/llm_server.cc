@@ -54,8 +54,9 @@ Status LlmServer::init() {
   o.idle_timeout_s = config_.server.idle_timeout_s;
   o.error_response = transport_error_response;
   ServerMetrics* m = metrics_.get();
-  o.on_exchange = [m](const HttpExchangeRecord& r) {
-    const std::string endpoint(ServerMetrics::endpoint_label(r.path));
+  const Router* routes = router_.get();
+  o.on_exchange = [m, routes](const HttpExchangeRecord& r) {
+    const std::string endpoint(routes->endpoint_label(r.path));
     m->http_requests.with({endpoint, r.method.empty() ? "-" : r.method, std::to_string(r.status)}).inc();
     m->http_duration.with({endpoint}).observe(r.seconds);
   };

@@ -147,7 +147,86 @@ std::optional<ApiError> read_extensions(const Json& b, CompletionRequest* r) {
   return std::nullopt;
 }
 
+std::optional<ApiError> token_list(const Json& arr, PromptSpec* out) {
+  out->is_tokens = true;
+  for (const Json& t : arr) {
+    if (!t.is_number_integer()) return bad_request("'prompt' token lists must hold integers", "prompt");
+    out->tokens.push_back(t.get<int64_t>());
+  }
+  if (out->tokens.empty()) return bad_request("'prompt' must not be empty", "prompt");
+  return std::nullopt;
+}
+
+std::optional<ApiError> message_content(const Json& content, std::string* out) {
+  if (content.is_null()) return std::nullopt;
+  if (content.is_string()) {
+    *out = content.get<std::string>();
+    return std::nullopt;
+  }
+  if (!content.is_array()) return bad_request("message 'content' must be a string or a list of parts", "messages");
+  for (const Json& part : content) {
+    if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") || !part.at("text").is_string()) {
+      return bad_request("only text content parts ({\"type\": \"text\", \"text\": ...}) are supported", "messages");
+    }
+    *out += part.at("text").get<std::string>();
+  }
+  return std::nullopt;
+}
+
 }  // namespace
+
+std::optional<ApiError> parse_prompts(const Json& body, std::vector<PromptSpec>* out) {
+  if (!has_field(body, "prompt")) return bad_request("'prompt' is required", "prompt");
+  const Json& p = body.at("prompt");
+  out->clear();
+  auto text = [](const Json& s) { return PromptSpec{false, s.get<std::string>(), {}}; };
+  if (p.is_string()) {
+    out->push_back(text(p));
+    return std::nullopt;
+  }
+  if (!p.is_array() || p.empty()) {
+    return bad_request("'prompt' must be a string, a list of strings, or token ids", "prompt");
+  }
+  if (p.front().is_number_integer()) {
+    PromptSpec spec;
+    LLMS_API_TRY(token_list(p, &spec));
+    out->push_back(std::move(spec));
+    return std::nullopt;
+  }
+  for (const Json& item : p) {
+    if (item.is_string()) {
+      out->push_back(text(item));
+    } else if (item.is_array()) {
+      PromptSpec spec;
+      LLMS_API_TRY(token_list(item, &spec));
+      out->push_back(std::move(spec));
+    } else {
+      return bad_request("'prompt' lists must hold strings or token id lists", "prompt");
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> parse_messages(const Json& body, std::vector<ChatMessage>* out) {
+  if (!has_field(body, "messages")) return bad_request("'messages' is required", "messages");
+  const Json& messages = body.at("messages");
+  if (!messages.is_array() || messages.empty()) return bad_request("'messages' must be a non-empty list", "messages");
+  out->clear();
+  for (const Json& m : messages) {
+    if (!m.is_object() || !m.contains("role") || !m.at("role").is_string()) {
+      return bad_request("each message must be an object with a string 'role'", "messages");
+    }
+    ChatMessage msg;
+    msg.role = m.at("role").get<std::string>();
+    if (msg.role == "developer") msg.role = "system";
+    if (msg.role != "system" && msg.role != "user" && msg.role != "assistant" && msg.role != "tool") {
+      return bad_request(fmt::format("unknown message role '{}'", msg.role), "messages");
+    }
+    LLMS_API_TRY(message_content(m.contains("content") ? m.at("content") : Json(nullptr), &msg.content));
+    out->push_back(std::move(msg));
+  }
+  return std::nullopt;
+}
 
 std::optional<ApiError> parse_completion_request(const Json& b, ApiKind kind, CompletionRequest* out) {
   CompletionRequest r;
@@ -178,6 +257,11 @@ std::optional<ApiError> parse_completion_request(const Json& b, ApiKind kind, Co
   if (kind == ApiKind::kChat) LLMS_API_TRY(read_bool(b, "add_generation_prompt", &r.add_generation_prompt));
   if (r.echo && r.logprobs) {
     return bad_request("'echo' together with 'logprobs' (prompt logprobs) is not supported", "echo");
+  }
+  if (kind == ApiKind::kChat) {
+    LLMS_API_TRY(parse_messages(b, &r.messages));
+  } else {
+    LLMS_API_TRY(parse_prompts(b, &r.prompts));
   }
   *out = std::move(r);
   return std::nullopt;

@@ -1,7 +1,8 @@
-// OpenAI request bodies → validated parameters. parse_completion_request() reads every
-// field of POST /v1/completions and /v1/chat/completions except the prompt itself
-// (prompt_builder.h turns `prompt` / `messages` into tokens), checking types and ranges
-// and naming the parameter in the 400 it returns.
+// OpenAI request bodies → one typed, validated request. parse_completion_request()
+// reads every field of POST /v1/completions and /v1/chat/completions, the prompts or
+// messages included, checking types and ranges and naming the parameter in the 400 it
+// returns; nothing reads the JSON body after it. prompt_builder.h turns the typed
+// prompts or messages into tokens.
 //
 // Thread-safety: pure functions.
 #pragma once
@@ -12,10 +13,19 @@
 
 #include "engine/request.h"
 #include "server/json_util.h"
+#include "tokenizer/chat_template.h"
 
 namespace llms {
 
 enum class ApiKind { kCompletion, kChat };
+
+// One prompt of a completions request as the client sent it: text, or token ids
+// (checked against the vocabulary when the prompt is built).
+struct PromptSpec {
+  bool is_tokens = false;
+  std::string text;
+  std::vector<int64_t> tokens;
+};
 
 struct CompletionRequest {
   ApiKind kind = ApiKind::kCompletion;
@@ -27,7 +37,9 @@ struct CompletionRequest {
   bool logprobs = false;              // per-token logprobs wanted
   int top_logprobs = 0;               // alternatives per token (0..20)
   std::optional<int64_t> max_tokens;  // absent: completions 16, chat up to the context
-  RequestParams params;               // sampling, stop, priority, lane, timeout, ignore_eos
+  RequestParams params;               // sampling, stop, priority, lane, timeout, ignore_eos (no prompt yet)
+  std::vector<PromptSpec> prompts;    // completions: at least one
+  std::vector<ChatMessage> messages;  // chat: at least one
   bool add_generation_prompt = true;  // chat: end the prompt with the assistant's turn
 };
 
@@ -37,5 +49,10 @@ inline constexpr int kMaxStopStrings = 16;
 inline constexpr int kMaxLogprobs = 20;
 
 std::optional<ApiError> parse_completion_request(const Json& body, ApiKind kind, CompletionRequest* out);
+
+// `prompt`: a string, a list of strings, a list of token ids, or a list of such lists.
+std::optional<ApiError> parse_prompts(const Json& body, std::vector<PromptSpec>* out);
+// `messages`: a non-empty list of {role, content} with text content.
+std::optional<ApiError> parse_messages(const Json& body, std::vector<ChatMessage>* out);
 
 }  // namespace llms

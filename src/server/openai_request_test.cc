@@ -14,7 +14,7 @@ TEST(OpenAiRequestTest, ReadsEveryParameter) {
   auto e = parse(R"({"model":"m","n":2,"stream":true,"stream_options":{"include_usage":true},"echo":true,
       "max_tokens":7,"temperature":0.5,"top_p":0.9,"top_k":40,"min_p":0.1,"stop":["a","b"],"seed":-3,
       "presence_penalty":1,"frequency_penalty":-1,"user":"u","priority":5,"timeout":2.5,"ignore_eos":true,
-      "lane":"batch"})",
+      "lane":"batch","prompt":["once",[1,2]]})",
                  ApiKind::kCompletion, &r);
   ASSERT_FALSE(e) << e->message;
   EXPECT_EQ(r.n, 2);
@@ -29,14 +29,44 @@ TEST(OpenAiRequestTest, ReadsEveryParameter) {
   EXPECT_TRUE(r.params.ignore_eos);
   EXPECT_EQ(r.params.lane, Lane::kBatch);
   EXPECT_EQ(r.params.top_logprobs, -1);
+  ASSERT_EQ(r.prompts.size(), 2u);
+  EXPECT_FALSE(r.prompts[0].is_tokens);
+  EXPECT_EQ(r.prompts[0].text, "once");
+  EXPECT_TRUE(r.prompts[1].is_tokens);
+  EXPECT_EQ(r.prompts[1].tokens, (std::vector<int64_t>{1, 2}));
+}
+
+// The prompt and the messages are part of the one parse: their errors name them.
+TEST(OpenAiRequestTest, PromptsAndMessagesAreParsedWithTheRest) {
+  CompletionRequest r;
+  auto e = parse(R"({"messages":[{"role":"developer","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]},
+      {"role":"user","content":"hi"}]})", ApiKind::kChat, &r);
+  ASSERT_FALSE(e) << e->message;
+  ASSERT_EQ(r.messages.size(), 2u);
+  EXPECT_EQ(r.messages[0].role, "system");
+  EXPECT_EQ(r.messages[0].content, "ab");
+  EXPECT_EQ(r.messages[1].content, "hi");
+  for (const char* body : {R"({})", R"({"prompt":[]})", R"({"prompt":[1.5]})", R"({"prompt":[true]})", R"({"prompt":[[]]})"}) {
+    auto err = parse(body, ApiKind::kCompletion, &r);
+    ASSERT_TRUE(err) << body;
+    EXPECT_EQ(err->param, "prompt") << body;
+  }
+  for (const char* body : {R"({})", R"({"messages":[]})", R"({"messages":[{"content":"x"}]})",
+                           R"({"messages":[{"role":"wizard","content":"x"}]})",
+                           R"({"messages":[{"role":"user","content":[{"type":"image_url"}]}]})"}) {
+    auto err = parse(body, ApiKind::kChat, &r);
+    ASSERT_TRUE(err) << body;
+    EXPECT_EQ(err->param, "messages") << body;
+  }
 }
 
 TEST(OpenAiRequestTest, ChatLogprobsAndMaxCompletionTokens) {
   CompletionRequest r;
-  ASSERT_FALSE(parse(R"({"logprobs":true,"top_logprobs":3,"max_completion_tokens":9})", ApiKind::kChat, &r));
+  ASSERT_FALSE(parse(R"({"logprobs":true,"top_logprobs":3,"max_completion_tokens":9,"messages":[{"role":"user"}]})",
+                     ApiKind::kChat, &r));
   EXPECT_EQ(r.params.top_logprobs, 3);
   EXPECT_EQ(*r.max_tokens, 9);
-  ASSERT_FALSE(parse(R"({"logprobs":2})", ApiKind::kCompletion, &r));
+  ASSERT_FALSE(parse(R"({"logprobs":2,"prompt":"x"})", ApiKind::kCompletion, &r));
   EXPECT_EQ(r.params.top_logprobs, 2);
 }
 

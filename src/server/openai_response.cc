@@ -91,22 +91,21 @@ Json whole_response(const ResponseMeta& meta, const Tokenizer& tok, const std::v
   return out;
 }
 
-Json stream_chunk(const ResponseMeta& meta, int index, const std::string* text, Json logprobs, Json finish, bool role,
-                  bool usage_null) {
+Json stream_chunk(const ResponseMeta& meta, const StreamChunk& c) {
   Json out = meta_json(meta, true);
-  Json choice = {{"index", index}};
+  Json choice = {{"index", c.index}};
   if (meta.kind == ApiKind::kChat) {
     Json delta = Json::object();
-    if (role) delta["role"] = "assistant";
-    if (text) delta["content"] = *text;
+    if (c.role) delta["role"] = "assistant";
+    if (c.text) delta["content"] = *c.text;
     choice["delta"] = std::move(delta);
   } else {
-    choice["text"] = text ? *text : std::string();
+    choice["text"] = c.text.value_or(std::string_view());
   }
-  choice["logprobs"] = std::move(logprobs);
-  choice["finish_reason"] = std::move(finish);
+  choice["logprobs"] = c.logprobs;
+  choice["finish_reason"] = c.finish ? Json(c.finish) : Json(nullptr);
   out["choices"] = Json::array({std::move(choice)});
-  if (usage_null) out["usage"] = nullptr;
+  if (c.usage_null) out["usage"] = nullptr;
   return out;
 }
 

@@ -6,7 +6,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "engine/finish_reason.h"
@@ -56,11 +58,17 @@ Json logprobs_json(ApiKind kind, const Tokenizer& tok, const std::vector<TokenLo
 Json whole_response(const ResponseMeta& meta, const Tokenizer& tok, const std::vector<ChoiceResult>& choices,
                     const UsageTotals& usage);
 
-// One streaming chunk for choice `index`. `text` is the new text; `logprobs` null or
-// from logprobs_json(); `finish` null or a reason string; `role` adds the chat role.
-// With `usage_null` the chunk carries "usage": null (stream_options.include_usage).
-Json stream_chunk(const ResponseMeta& meta, int index, const std::string* text, Json logprobs, Json finish,
-                  bool role, bool usage_null);
+// What one streaming chunk of a choice carries.
+struct StreamChunk {
+  int index = 0;
+  std::optional<std::string_view> text = std::nullopt;  // new text (chat: delta.content, left out when absent)
+  Json logprobs = nullptr;               // null, or from logprobs_json()
+  const char* finish = nullptr;          // a finish reason (api_finish_reason()), or none yet
+  bool role = false;                     // chat: the delta names the assistant role
+  bool usage_null = false;               // "usage": null (stream_options.include_usage)
+};
+
+Json stream_chunk(const ResponseMeta& meta, const StreamChunk& chunk);
 // The last chunk of a stream with include_usage: no choices, the usage.
 Json usage_chunk(const ResponseMeta& meta, const UsageTotals& usage);
 

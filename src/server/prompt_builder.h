@@ -1,6 +1,5 @@
-// Turns the `prompt` of a completions request (a string, a list of strings, a list of
-// token ids, or a list of such lists) and the `messages` of a chat request into token
-// ids, with the text kept for `echo`.
+// Turns the typed prompts of a completions request (text or token ids) and the
+// messages of a chat request into token ids, with the text kept for `echo`.
 //
 // Chat prompts use the model's chat template, the one named by --chat-template, or
 // "plain" — the message contents joined by blank lines — which is what the server
@@ -14,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "server/json_util.h"
+#include "server/openai_request.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
@@ -27,12 +26,12 @@ struct PromptInput {
   std::string text;  // what `echo` repeats
 };
 
-std::optional<ApiError> completion_prompts(const Json& body, const Tokenizer& tok, std::vector<PromptInput>* out);
+// 400 (param "prompt") for a token id outside the vocabulary.
+std::optional<ApiError> completion_prompts(const std::vector<PromptSpec>& prompts, const Tokenizer& tok,
+                                           std::vector<PromptInput>* out);
 
 // `chat_template`: "" for the model's own, kPlainChatTemplate, or a name/Jinja source.
-std::optional<ApiError> chat_prompt(const Json& body, const Tokenizer& tok, const std::string& chat_template,
-                                    bool add_generation_prompt, PromptInput* out);
-
-std::optional<ApiError> parse_messages(const Json& messages, std::vector<ChatMessage>* out);
+std::optional<ApiError> chat_prompt(const std::vector<ChatMessage>& messages, const Tokenizer& tok,
+                                    const std::string& chat_template, bool add_generation_prompt, PromptInput* out);
 
 }  // namespace llms

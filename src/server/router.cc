@@ -27,13 +27,25 @@ Router::Router(ServerContext& ctx) : ctx_(ctx) {
   };
 }
 
+bool Router::Route::matches(std::string_view p) const {
+  if (path.back() != '/') return p == path;
+  return p.size() > path.size() && p.substr(0, path.size()) == path;
+}
+
+std::string_view Router::endpoint_label(std::string_view path) const {
+  for (const Route& r : routes_) {
+    if (!r.matches(path)) continue;
+    std::string_view label = r.path;
+    if (label.size() > 1 && label.back() == '/') label.remove_suffix(1);
+    return label;
+  }
+  return "other";
+}
+
 void Router::handle(HttpRequest req, std::shared_ptr<HttpExchange> ex) const {
   std::string allowed;
   for (const Route& r : routes_) {
-    const bool prefix = r.path.back() == '/';
-    const bool match = prefix ? req.path.size() > r.path.size() && req.path.compare(0, r.path.size(), r.path) == 0
-                              : req.path == r.path;
-    if (!match) continue;
+    if (!r.matches(req.path)) continue;
     if (r.method != req.method) {
       allowed = r.method;
       continue;

@@ -1,6 +1,7 @@
 // Router: method + path → endpoint. Unknown paths get 404, a known path with the wrong
 // method 405 (with Allow), both in the OpenAI error shape. Any exception an endpoint
-// lets escape becomes a 500 rather than a dead connection.
+// lets escape becomes a 500 rather than a dead connection. Its route table is the one
+// list of the server's paths: the metrics' endpoint labels come from it too.
 //
 // Thread-safety: immutable after construction; handle() from any I/O thread.
 #pragma once
@@ -8,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "server/http_types.h"
@@ -19,6 +21,9 @@ class Router {
  public:
   explicit Router(ServerContext& ctx);
   void handle(HttpRequest req, std::shared_ptr<HttpExchange> ex) const;
+  // The endpoint label of a path for metrics: its route ("/v1/models" for
+  // "/v1/models/{id}"), or "other", so that labels stay bounded.
+  std::string_view endpoint_label(std::string_view path) const;
 
  private:
   using Endpoint = std::function<void(ServerContext&, const HttpRequest&, std::shared_ptr<HttpExchange>)>;
@@ -26,6 +31,7 @@ class Router {
     std::string method;
     std::string path;  // exact, or a prefix when it ends with '/'
     Endpoint fn;
+    bool matches(std::string_view p) const;
   };
   ServerContext& ctx_;
   std::vector<Route> routes_;

@@ -14,13 +14,4 @@ ServerMetrics::ServerMetrics(Registry& r)
                                    "Completion requests cancelled because the client went away.")),
       streamed_chunks(r.counter("llmserve_http_stream_chunks_total", "Server-sent event chunks written.")) {}
 
-std::string_view ServerMetrics::endpoint_label(std::string_view path) {
-  for (std::string_view known : {"/v1/completions", "/v1/chat/completions", "/v1/models", "/tokenize", "/detokenize",
-                                 "/health", "/ready", "/metrics"}) {
-    if (path == known) return known;
-  }
-  if (path.substr(0, 11) == "/v1/models/") return "/v1/models";
-  return "other";
-}
-
 }  // namespace llms

@@ -4,9 +4,6 @@
 // Thread-safety: metrics are atomics; update from any thread.
 #pragma once
 
-#include <string>
-#include <string_view>
-
 #include "metrics/metrics.h"
 
 namespace llms {
@@ -20,9 +17,6 @@ struct ServerMetrics {
   Gauge& active_requests;              // generation requests being answered
   Counter& client_disconnects;         // generation requests cancelled because the client left
   Counter& streamed_chunks;            // SSE data events written
-
-  // The endpoint label of a path: the route, or "other" (labels stay bounded).
-  static std::string_view endpoint_label(std::string_view path);
 };
 
 }  // namespace llms

@@ -18,8 +18,10 @@ void handle_tokenize(ServerContext& ctx, const HttpRequest& req, std::shared_ptr
   if (has_field(body, "messages")) {
     bool gen = true;
     if (auto e = read_bool(body, "add_generation_prompt", &gen)) return fail(*e);
+    std::vector<ChatMessage> messages;
+    if (auto e = parse_messages(body, &messages)) return fail(*e);
     PromptInput p;
-    if (auto e = chat_prompt(body, ctx.tokenizer, ctx.chat_template, gen, &p)) return fail(*e);
+    if (auto e = chat_prompt(messages, ctx.tokenizer, ctx.chat_template, gen, &p)) return fail(*e);
     tokens = std::move(p.tokens);
   } else {
     std::string prompt;
