@@ -13,7 +13,9 @@ namespace llms {
 namespace {
 
 constexpr size_t kCostWindow = 64;
-constexpr int64_t kRssCheckIntervalNs = 100'000'000;
+// Longest the engine thread sleeps without a reason to wake (a safety net: every
+// event that gives it work also wakes it).
+constexpr int64_t kIdleWaitNs = 50'000'000;
 
 Hash128 kv_seed(const Hash128& model, DType k, DType v) {
   HashBuilder h;
@@ -52,7 +54,7 @@ Engine::Engine(std::unique_ptr<ModelRunner> runner, const Tokenizer& tokenizer, 
       admission_({config.max_waiting_requests, config.max_waiting_tokens, config.kv_high_watermark,
                   config.kv_low_watermark, config.rss_high_watermark, config.rss_low_watermark}),
       result_cache_(config.result_cache_bytes),
-      memory_limit_bytes_(config.memory_limit_bytes > 0 ? config.memory_limit_bytes : machine_memory_bytes()),
+      status_(metrics_, admission_, config.memory_limit_bytes > 0 ? config.memory_limit_bytes : machine_memory_bytes()),
       clock_(now_ns) {
   publish(clock_(), true);
 }
@@ -63,7 +65,7 @@ Engine::~Engine() {
 }
 
 void Engine::cancel_remaining(const std::string& why) {
-  intake(clock_());
+  intake();
   std::vector<Sequence*> left = waiting_;
   left.insert(left.end(), running_.begin(), running_.end());
   for (Sequence* s : left) finish(*s, FinishReason::kCancelled, why);
@@ -131,7 +133,7 @@ std::optional<CachedCompletion> Engine::cached(const RequestParams& params) {
   return hit;
 }
 
-void Engine::intake(int64_t now) {
+void Engine::intake() {
   std::vector<std::unique_ptr<Sequence>> arrived;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -158,7 +160,6 @@ void Engine::intake(int64_t now) {
     waiting_.push_back(&s);
     sequences_.emplace(s.id, std::move(up));
   }
-  (void)now;
 }
 
 void Engine::reap(int64_t now) {
@@ -173,7 +174,7 @@ void Engine::reap(int64_t now) {
 
 bool Engine::step() {
   const int64_t now = clock_();
-  intake(now);
+  intake();
   reap(now);
   if (waiting_.empty() && running_.empty()) {
     publish(now, false);
@@ -181,29 +182,40 @@ bool Engine::step() {
   }
   SchedulerContext ctx{waiting_, running_, kv_, config_, now};
   const SchedulePlan plan = scheduler_->schedule(ctx);
-  metrics_.preemptions.inc(static_cast<double>(plan.preempted.size()));
-  for (Sequence* s : plan.admitted) {
-    if (s->preemptions == 0 && s->first_scheduled_ns == now) {
-      admission_.release_waiting(s->prompt_len);
-      metrics_.queue_time.observe(static_cast<double>(now - s->arrival_ns) * 1e-9);
-      metrics_.prefix_queries.inc(static_cast<double>(s->prompt_len));
-      metrics_.prefix_hits.inc(static_cast<double>(s->cached_prompt_tokens));
-    }
-  }
+  admit(plan, now);
   if (plan.chunks.empty()) {
     publish(now, false);
     return false;
   }
   const Stopwatch watch;
-  const Status st = run_plan(plan, now);
+  const Status st = run_plan(plan);
   const double step_s = watch.elapsed_s();
-  account_kv_slots();
+  status_.account_kv_slots(running_, kv_);
   if (!st.ok()) {
     log_error("engine step failed: {}", st.to_string());
     for (const auto& c : plan.chunks) {
       if (sequences_.count(c.seq->id)) finish(*c.seq, FinishReason::kError, st.message());
     }
   }
+  observe_step(plan, step_s);
+  publish(clock_(), false);
+  return true;
+}
+
+// Sequences scheduled for the first time leave the admission queue.
+void Engine::admit(const SchedulePlan& plan, int64_t now) {
+  metrics_.preemptions.inc(static_cast<double>(plan.preempted.size()));
+  for (const Admission& a : plan.admitted) {
+    if (!a.first) continue;
+    Sequence& s = *a.seq;
+    admission_.release_waiting(s.prompt_len);
+    metrics_.queue_time.observe(static_cast<double>(now - s.arrival_ns) * 1e-9);
+    metrics_.prefix_queries.inc(static_cast<double>(s.prompt_len));
+    metrics_.prefix_hits.inc(static_cast<double>(s.cached_prompt_tokens));
+  }
+}
+
+void Engine::observe_step(const SchedulePlan& plan, double step_s) {
   metrics_.steps.inc();
   metrics_.step_time.observe(step_s);
   metrics_.batch_size.observe(static_cast<double>(plan.chunks.size()));
@@ -211,13 +223,10 @@ bool Engine::step() {
   metrics_.batch_efficiency.observe(static_cast<double>(plan.num_tokens) / config_.max_batch_tokens);
   metrics_.prefill_share.observe(static_cast<double>(plan.prefill_tokens) / static_cast<double>(plan.num_tokens));
   metrics_.prefill_tokens_computed.inc(static_cast<double>(plan.prefill_tokens));
-  publish(clock_(), false);
-  return true;
 }
 
-Status Engine::run_plan(const SchedulePlan& plan, int64_t now) {
-  std::vector<SequenceChunk> chunks;
-  chunks.reserve(plan.chunks.size());
+Status Engine::run_plan(const SchedulePlan& plan) {
+  chunks_.clear();
   for (const auto& c : plan.chunks) {
     Sequence& s = *c.seq;
     SequenceChunk ch;
@@ -225,10 +234,10 @@ Status Engine::run_plan(const SchedulePlan& plan, int64_t now) {
     ch.start_pos = s.computed;
     ch.block_table = s.blocks.table.blocks;
     ch.logits = s.computed + c.n == static_cast<int64_t>(s.tokens.size()) ? LogitsWanted::kLast : LogitsWanted::kNone;
-    chunks.push_back(ch);
+    chunks_.push_back(ch);
   }
   const Stopwatch watch;
-  LLMS_RETURN_IF_ERROR(runner_->forward(chunks, fwd_));
+  LLMS_RETURN_IF_ERROR(runner_->forward(chunks_, fwd_));
   const double compute_s = watch.elapsed_s();
   const int64_t done = clock_();
   for (size_t i = 0; i < plan.chunks.size(); ++i) {
@@ -236,12 +245,11 @@ Status Engine::run_plan(const SchedulePlan& plan, int64_t now) {
     s.computed += plan.chunks[i].n;
     s.compute_s += compute_s;
     kv_.commit(s.blocks, std::span<const int32_t>(s.tokens).first(static_cast<size_t>(s.computed)));
-    if (chunks[i].logits == LogitsWanted::kNone) continue;
-    const float* logits = fwd_.last_of(i, chunks[i]);
+    if (chunks_[i].logits == LogitsWanted::kNone) continue;
+    const float* logits = fwd_.last_of(i, chunks_[i]);
     const int32_t token = s.sampler->sample(logits, runner_->vocab_size());
     on_token(s, token, logits, done);
   }
-  (void)now;
   return ok_status();
 }
 
@@ -308,64 +316,23 @@ void Engine::finish(Sequence& s, FinishReason reason, const std::string& message
     }
     replay_.erase(it);
   }
-  // Completion rate (EMA) for the queue-full retry hint.
-  if (last_finish_ns_ > 0) {
-    const double dt = std::max(1e-6, static_cast<double>(now - last_finish_ns_) * 1e-9);
-    completions_per_s_ = 0.9 * completions_per_s_ + 0.1 / dt;
-  }
-  last_finish_ns_ = now;
+  status_.note_finish(now);
   s.handle->push(std::move(fe));
   sequences_.erase(s.id);
 }
 
-void Engine::account_kv_slots() {
-  const int64_t B = kv_.block_size();
-  for (const Sequence* s : running_) {
-    const int64_t capacity = s->blocks.table.capacity(static_cast<int>(B));
-    waste_slots_ += static_cast<double>(capacity - s->blocks.table.num_tokens);
-    logical_slots_ += static_cast<double>(capacity);
-  }
-  reserved_slots_ += static_cast<double>(kv_.num_used()) * static_cast<double>(B);
-}
-
 void Engine::publish(int64_t now, bool force_rss) {
-  const int32_t total = kv_.num_blocks();
-  const double kv_usage = static_cast<double>(kv_.num_used()) / total;
-  if (force_rss || now - last_rss_check_ns_ >= kRssCheckIntervalNs) {
-    last_rss_check_ns_ = now;
-    metrics_.rss_bytes.set(static_cast<double>(process_rss_bytes()));
+  size_t queued = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    queued = inbox_.size();
   }
-  const double rss_usage = metrics_.rss_bytes.value() / static_cast<double>(memory_limit_bytes_);
-  admission_.update_usage(kv_usage, rss_usage);
-  const AdmissionState adm = admission_.state();
-  admission_.set_retry_hint(static_cast<double>(adm.waiting_requests) / std::max(0.1, completions_per_s_));
-  metrics_.running.set(static_cast<double>(running_.size()));
-  metrics_.waiting.set(static_cast<double>(adm.waiting_requests));
-  metrics_.kv_blocks.with({"used"}).set(kv_.num_used());
-  metrics_.kv_blocks.with({"cached"}).set(kv_.num_cached_idle());
-  metrics_.kv_blocks.with({"free"}).set(kv_.num_available() - kv_.num_cached_idle());
-  metrics_.kv_usage.set(kv_usage);
-  metrics_.prefix_evictions.inc(static_cast<double>(kv_.stats().evictions) - metrics_.prefix_evictions.value());
-  metrics_.watermark.set(adm.overloaded ? 1 : 0);
-  std::lock_guard<std::mutex> lock(mu_);
-  snapshot_.running = static_cast<int>(running_.size());
-  snapshot_.waiting = static_cast<int>(waiting_.size() + inbox_.size());
-  snapshot_.kv_blocks_total = total;
-  snapshot_.kv_blocks_used = kv_.num_used();
-  snapshot_.kv_blocks_cached = kv_.num_cached_idle();
-  snapshot_.prefix = kv_.stats();
-  snapshot_.admission = adm;
-  snapshot_.steps = static_cast<int64_t>(metrics_.steps.value());
-  snapshot_.preemptions = static_cast<int64_t>(metrics_.preemptions.value());
-  snapshot_.prefill_tokens_computed = static_cast<int64_t>(metrics_.prefill_tokens_computed.value());
-  snapshot_.last_step_ns = now;
-  snapshot_.kv_waste_pct = reserved_slots_ > 0 ? 100.0 * waste_slots_ / reserved_slots_ : 0.0;
-  snapshot_.kv_shared_pct = logical_slots_ > 0 ? 100.0 * (1.0 - reserved_slots_ / logical_slots_) : 0.0;
+  status_.publish(now, force_rss, kv_, static_cast<int>(running_.size()), static_cast<int>(waiting_.size() + queued));
 }
 
 EngineSnapshot Engine::snapshot() const {
+  EngineSnapshot s = status_.snapshot();
   std::lock_guard<std::mutex> lock(mu_);
-  EngineSnapshot s = snapshot_;
   s.thread_running = thread_.joinable() && !stop_requested_;
   return s;
 }
@@ -373,15 +340,23 @@ EngineSnapshot Engine::snapshot() const {
 void Engine::run_until_idle() {
   for (;;) {
     if (step()) continue;
-    std::lock_guard<std::mutex> lock(mu_);
-    if (waiting_.empty() && running_.empty() && inbox_.empty()) return;
-    // Work waits on a timer (a dynamic batch filling up): step again.
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (waiting_.empty() && running_.empty() && inbox_.empty()) return;
+    }
+    wait_for_work(kIdleWaitNs);  // work waits on a timer (a dynamic batch filling up)
   }
 }
 
 void Engine::begin_drain() { admission_.set_draining(true); }
 
-void Engine::wake() { cv_.notify_one(); }
+void Engine::wake() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    wake_requested_ = true;
+  }
+  cv_.notify_one();
+}
 
 void Engine::start() {
   std::lock_guard<std::mutex> lock(mu_);
@@ -400,6 +375,18 @@ void Engine::stop() {
   thread_.join();
 }
 
+void Engine::wait_for_work(int64_t cap_ns) {
+  const int64_t now = clock_();
+  int64_t wake_at = now + cap_ns;
+  SchedulerContext ctx{waiting_, running_, kv_, config_, now};
+  if (const int64_t t = scheduler_->next_wake_ns(ctx); t > 0) wake_at = std::min(wake_at, t);
+  for (const Sequence* s : waiting_) wake_at = std::min(wake_at, s->deadline_ns);
+  std::unique_lock<std::mutex> lock(mu_);
+  const auto delay = std::chrono::nanoseconds(std::max<int64_t>(0, wake_at - now));
+  cv_.wait_for(lock, delay, [&] { return stop_requested_ || wake_requested_ || !inbox_.empty(); });
+  wake_requested_ = false;
+}
+
 void Engine::thread_main() {
   for (;;) {
     {
@@ -407,15 +394,7 @@ void Engine::thread_main() {
       if (stop_requested_) break;
     }
     if (step()) continue;
-    // Idle or waiting on a timer: sleep until a submission, a cancel, the scheduler's
-    // timer or the nearest deadline.
-    int64_t wake_at = clock_() + 50'000'000;
-    SchedulerContext ctx{waiting_, running_, kv_, config_, clock_()};
-    if (const int64_t t = scheduler_->next_wake_ns(ctx); t > 0) wake_at = std::min(wake_at, t);
-    for (const Sequence* s : waiting_) wake_at = std::min(wake_at, s->deadline_ns);
-    std::unique_lock<std::mutex> lock(mu_);
-    const auto delay = std::chrono::nanoseconds(std::max<int64_t>(0, wake_at - clock_()));
-    cv_.wait_for(lock, delay, [&] { return stop_requested_ || !inbox_.empty(); });
+    wait_for_work(kIdleWaitNs);  // idle, or waiting on a timer
   }
   cancel_remaining("the engine stopped");
   publish(clock_(), false);

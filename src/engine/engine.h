@@ -26,6 +26,7 @@
 #include "engine/admission.h"
 #include "engine/engine_config.h"
 #include "engine/engine_metrics.h"
+#include "engine/engine_status.h"
 #include "engine/model_runner.h"
 #include "engine/request.h"
 #include "engine/result_cache.h"
@@ -36,24 +37,6 @@
 #include "tokenizer/tokenizer.h"
 
 namespace llms {
-
-struct EngineSnapshot {
-  int running = 0;
-  int waiting = 0;
-  int32_t kv_blocks_total = 0;
-  int32_t kv_blocks_used = 0;
-  int32_t kv_blocks_cached = 0;  // idle blocks kept for the prefix cache
-  PrefixCacheStats prefix;
-  AdmissionState admission;
-  int64_t steps = 0;
-  int64_t preemptions = 0;
-  int64_t prefill_tokens_computed = 0;  // prompt tokens run through the model
-  int64_t last_step_ns = 0;      // when the last step ended (0: none yet)
-  // Averaged over every step so far (after the step's tokens were written):
-  double kv_waste_pct = 0;       // reserved token slots not holding a token
-  double kv_shared_pct = 0;      // slots saved by prefix sharing, of what unshared tables would hold
-  bool thread_running = false;
-};
 
 class Engine {
  public:
@@ -82,11 +65,13 @@ class Engine {
   void stop();
   // Refuse new requests from now on (graceful shutdown).
   void begin_drain();
+  // Makes the engine thread (or a run_until_idle() wait) look at its work now.
   void wake();
 
   // Manual mode: one step; true when it ran a forward pass.
   bool step();
-  // Steps until nothing is waiting or running.
+  // Steps until nothing is waiting or running; while work waits on a timer (a
+  // dynamic batch filling up) it sleeps until then or a wake().
   void run_until_idle();
 
   EngineSnapshot snapshot() const;
@@ -102,14 +87,18 @@ class Engine {
 
  private:
   void thread_main();
-  void intake(int64_t now);
+  void intake();
   void reap(int64_t now);
-  Status run_plan(const SchedulePlan& plan, int64_t now);
+  void admit(const SchedulePlan& plan, int64_t now);
+  Status run_plan(const SchedulePlan& plan);
+  void observe_step(const SchedulePlan& plan, double step_s);
   void on_token(Sequence& s, int32_t token, const float* logits, int64_t now);
   void finish(Sequence& s, FinishReason reason, const std::string& message = "");
   void publish(int64_t now, bool force_rss);
   void cancel_remaining(const std::string& why);
-  void account_kv_slots();
+  // Sleeps until a submission, a cancel or wake(), stop(), the scheduler's timer or
+  // the nearest deadline of a waiting request, for at most `cap_ns`.
+  void wait_for_work(int64_t cap_ns);
   Status validate_request(const RequestParams& p) const;
 
   std::unique_ptr<ModelRunner> runner_;
@@ -124,7 +113,7 @@ class Engine {
   std::unique_ptr<Scheduler> scheduler_;
   AdmissionController admission_;
   ResultCache result_cache_;
-  int64_t memory_limit_bytes_;
+  EngineStatus status_;
   std::function<int64_t()> clock_;
 
   // Engine-thread state.
@@ -133,11 +122,8 @@ class Engine {
   std::vector<Sequence*> running_;
   std::deque<int64_t> recent_costs_;
   std::unordered_map<uint64_t, std::vector<TokenEvent>> replay_;  // cacheable requests' events
+  std::vector<SequenceChunk> chunks_;                              // the step's batch, reused
   ForwardOutput fwd_;
-  int64_t last_rss_check_ns_ = 0;
-  double completions_per_s_ = 1.0;
-  double waste_slots_ = 0, reserved_slots_ = 0, logical_slots_ = 0;  // summed over steps
-  int64_t last_finish_ns_ = 0;
 
   // Shared with submitting threads.
   mutable std::mutex mu_;
@@ -145,8 +131,8 @@ class Engine {
   std::vector<std::unique_ptr<Sequence>> inbox_;
   std::atomic<uint64_t> next_id_{1};
   bool stop_requested_ = false;
+  bool wake_requested_ = false;  // a wake() since the engine last looked (cancels set it)
   std::thread thread_;
-  EngineSnapshot snapshot_;
 };
 
 }  // namespace llms

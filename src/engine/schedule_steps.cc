@@ -104,10 +104,11 @@ bool start_sequence(Sequence* s, SchedulerContext& ctx, SchedulePlan& plan, int6
   }
   s->running = true;
   s->started_ns = ctx.now_ns;
-  if (s->first_scheduled_ns == 0) s->first_scheduled_ns = ctx.now_ns;
+  const bool first = s->first_scheduled_ns == 0;
+  if (first) s->first_scheduled_ns = ctx.now_ns;
   std::erase(ctx.waiting, s);
   ctx.running.push_back(s);
-  plan.admitted.push_back(s);
+  plan.admitted.push_back({s, first});
   if (n > 0) add_chunk(s, n, plan);
   return true;
 }

@@ -27,10 +27,17 @@ struct ScheduledChunk {
   int64_t n = 0;  // tokens of seq->tokens from seq->computed
 };
 
+// A sequence moved from waiting to running. `first`: it was never scheduled before,
+// so it leaves the admission queue now (a preempted sequence returning is not first).
+struct Admission {
+  Sequence* seq = nullptr;
+  bool first = false;
+};
+
 struct SchedulePlan {
   std::vector<ScheduledChunk> chunks;
   std::vector<Sequence*> preempted;  // moved back to waiting this step
-  std::vector<Sequence*> admitted;   // moved from waiting to running this step
+  std::vector<Admission> admitted;   // moved from waiting to running this step
   int64_t num_tokens = 0;
   int64_t prefill_tokens = 0;
   int64_t decode_tokens = 0;
