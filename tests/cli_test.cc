@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -13,28 +12,18 @@
 
 #include <nlohmann/json.hpp>
 
+#include "command_util.h"
+
 namespace {
 
 const std::string kBin = LLMSERVE_BIN;
 const std::string kShared = LLMSERVE_SHARED_DIR;
 const std::string kStories = kShared + "/models/stories260K.gguf";
 
-struct CmdResult {
-  int exit_code = -1;
-  std::string out;  // stdout (and stderr when merged)
-};
+using llms::test::CmdResult;
 
 CmdResult run(const std::string& args, bool merge_stderr = false) {
-  const std::string cmd = kBin + " " + args + (merge_stderr ? " 2>&1" : " 2>/dev/null");
-  CmdResult r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) r.out.append(buf, n);
-  const int status = pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return llms::test::run_command(kBin + " " + args + (merge_stderr ? " 2>&1" : " 2>/dev/null"));
 }
 
 std::string slurp(const std::string& path) {

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "base/clock.h"
+#include "command_util.h"
 #include "server_test_util.h"
 
 namespace llms::test {
@@ -19,22 +20,7 @@ namespace {
 
 const std::string kBin = LLMSERVE_BIN;
 
-struct CmdResult {
-  int exit_code = -1;
-  std::string out;
-};
-
-CmdResult run(const std::string& args) {
-  CmdResult r;
-  FILE* p = popen((kBin + " " + args + " 2>&1").c_str(), "r");
-  if (p == nullptr) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) r.out.append(buf, n);
-  const int status = pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+CmdResult run(const std::string& args) { return run_command(kBin + " " + args + " 2>&1"); }
 
 std::string temp_file(const std::string& name, const std::string& content) {
   const std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_" + name;

@@ -36,7 +36,7 @@ struct Options {
   int max_batch_tokens = 512;
   int kv_block_size = 16;
   std::string kv_type = "f32";
-  std::string kv_type_k, kv_type_v;
+  std::string kv_k_type, kv_v_type;
   bool no_prefix_cache = false;
   bool json = false;
 };
@@ -55,8 +55,8 @@ std::vector<std::string> read_prompts(const std::string& path) {
 void run(const Options& o) {
   if (o.prompt.empty() == o.prompts_file.empty()) fail(invalid_argument("give exactly one of --prompt and --prompts-file"));
   const DType kv_type = dtype_or_fail(o.kv_type, "--kv-type");
-  const DType k_type = o.kv_type_k.empty() ? kv_type : dtype_or_fail(o.kv_type_k, "--kv-type-k");
-  const DType v_type = o.kv_type_v.empty() ? kv_type : dtype_or_fail(o.kv_type_v, "--kv-type-v");
+  const DType k_type = o.kv_k_type.empty() ? kv_type : dtype_or_fail(o.kv_k_type, "--kv-k-type");
+  const DType v_type = o.kv_v_type.empty() ? kv_type : dtype_or_fail(o.kv_v_type, "--kv-v-type");
   auto model = value_or_fail(Model::load(o.model));
   if (model->config().synthetic) log_warn("{}: synthetic model with RANDOM weights; its text is noise", o.model);
   auto tokenizer = value_or_fail(Tokenizer::from_gguf(model->file()));
@@ -172,8 +172,8 @@ void add_generate_command(CLI::App& app) {
   cmd->add_option("--kv-block-size", o->kv_block_size, "KV cache block size in tokens")->capture_default_str();
   cmd->add_option("--kv-type", o->kv_type, "KV cache type for K and V (f32, f16, bf16, q8_0, q4_0)")
       ->capture_default_str();
-  cmd->add_option("--kv-type-k", o->kv_type_k, "KV cache type for K (overrides --kv-type)");
-  cmd->add_option("--kv-type-v", o->kv_type_v, "KV cache type for V (overrides --kv-type)");
+  cmd->add_option("--kv-k-type", o->kv_k_type, "KV cache type for K (overrides --kv-type)");
+  cmd->add_option("--kv-v-type", o->kv_v_type, "KV cache type for V (overrides --kv-type)");
   cmd->add_flag("--no-prefix-cache", o->no_prefix_cache, "Do not share KV blocks between prompts");
   cmd->add_flag("--json", o->json, "One JSON object per prompt, then a summary");
   cmd->callback([o] { run(*o); });

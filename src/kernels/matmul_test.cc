@@ -82,6 +82,25 @@ std::vector<float> activations(int64_t n, int64_t cols, uint64_t seed) {
   return x;
 }
 
+// RMS of y - W x over that of W x, W x computed in double from the decoded weights
+// of `type`; y is [n, rows] for a [rows, cols] matrix.
+double relative_rms_error(const TestMatrix& m, DType type, const std::vector<float>& x, const std::vector<float>& y,
+                          int64_t n) {
+  const int64_t rows = m.w.rows(), cols = m.w.cols();
+  std::vector<float> row(static_cast<size_t>(cols));
+  double err = 0, norm = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    dequantize_row(type, m.w.row(r), row.data(), cols);
+    for (int64_t t = 0; t < n; ++t) {
+      double exact = 0;
+      for (int64_t c = 0; c < cols; ++c) exact += double(row[c]) * x[t * cols + c];
+      err += (y[t * rows + r] - exact) * (y[t * rows + r] - exact);
+      norm += exact * exact;
+    }
+  }
+  return std::sqrt(err / norm);
+}
+
 // Bit-for-bit equality, with the first difference in the message.
 void expect_same_bits(const std::vector<float>& got, const std::vector<float>& want, const std::string& what) {
   ASSERT_EQ(got.size(), want.size());
@@ -177,7 +196,9 @@ TEST(MatmulTest, PairedBlocksAreInterleavedAsDocumented) {
       const std::string what = std::string(dtype_name(type)) + " packed by " + simd_target_name(packing);
       // Interleaved where the target's GEMV walks whole groups, on AVX-512 at least.
       EXPECT_EQ(pw.interleaved, active_kernels().gemv_panels >= kGroupPanels) << what;
-      if (packing == SimdTarget::kAvx512) EXPECT_TRUE(pw.interleaved) << what;
+      if (packing == SimdTarget::kAvx512) {
+        EXPECT_TRUE(pw.interleaved) << what;
+      }
       const int64_t q_bytes = type == DType::kQ8_0 ? 512 : type == DType::kQ4_0 ? 256 : 3328;
       const int64_t pair = 64 + 2 * q_bytes, panel_bytes = (blocks + 1) / 2 * pair;
       const int64_t block_bytes = dtype_info(type).type_size;
@@ -274,21 +295,12 @@ TEST(MatmulTest, QuantizedProductsAreCloseToFloatProducts) {
     const int64_t rows = 40, cols = cols_for(type, 2) * (block_of(type) == 32 ? 8 : 1), n = 3;
     const TestMatrix m = quantized_matrix(type, rows, cols, 11);
     const auto x = activations(n, cols, 12);
-    std::vector<float> y(static_cast<size_t>(n * rows)), row(static_cast<size_t>(cols));
+    std::vector<float> y(static_cast<size_t>(n * rows));
     matmul(m.w, x.data(), n, y.data(), pool);
-    double err = 0, norm = 0;
-    for (int64_t r = 0; r < rows; ++r) {
-      dequantize_row(type, m.w.row(r), row.data(), cols);
-      for (int64_t t = 0; t < n; ++t) {
-        double exact = 0;
-        for (int64_t c = 0; c < cols; ++c) exact += double(row[c]) * x[t * cols + c];
-        err += (y[t * rows + r] - exact) * (y[t * rows + r] - exact);
-        norm += exact * exact;
-      }
-    }
+    const double rel = relative_rms_error(m, type, x, y, n);
     // 8-bit activations: about 0.5% relative RMS; float types: rounding only.
     const double bound = block_of(type) == 1 ? 1e-6 : 0.01;
-    EXPECT_LT(std::sqrt(err / norm), bound) << dtype_name(type);
+    EXPECT_LT(rel, bound) << dtype_name(type);
   }
 }
 
@@ -334,21 +346,12 @@ TEST(MatmulTest, TypesWithoutKernelsAreConvertedAndStillAccurate) {
     EXPECT_EQ(m.w.dtype(), type);
     EXPECT_EQ(m.w.kernel_dtype(), DType::kQ8_0);
     const auto x = activations(n, cols, 32);
-    std::vector<float> y(static_cast<size_t>(n * rows)), want(y.size()), row(static_cast<size_t>(cols));
+    std::vector<float> y(static_cast<size_t>(n * rows)), want(y.size());
     matmul(m.w, x.data(), n, y.data(), pool);
     matmul_reference(m.w, x.data(), n, want.data());
     expect_same_bits(y, want, std::string(dtype_name(type)));
-    double err = 0, norm = 0;
-    for (int64_t r = 0; r < rows; ++r) {
-      dequantize_row(type, m.w.row(r), row.data(), cols);
-      for (int64_t t = 0; t < n; ++t) {
-        double exact = 0;
-        for (int64_t c = 0; c < cols; ++c) exact += double(row[c]) * x[t * cols + c];
-        err += (y[t * rows + r] - exact) * (y[t * rows + r] - exact);
-        norm += exact * exact;
-      }
-    }
-    EXPECT_LT(std::sqrt(err / norm), 0.02) << dtype_name(type);
+    const double rel = relative_rms_error(m, type, x, y, n);
+    EXPECT_LT(rel, 0.02) << dtype_name(type);
   }
 }
 

@@ -55,23 +55,12 @@ void dequantize_row_q3_k(const void* src, float* dst, int64_t n) {
   }
 }
 
-void dequantize_row_q4_k(const void* src, float* dst, int64_t n) {
-  const auto* b = static_cast<const BlockQ4_K*>(src);
-  for (int64_t i = 0; i < n / kQK_K; ++i, dst += kQK_K) {
-    const float d = f16_to_f32(b[i].d), dmin = f16_to_f32(b[i].dmin);
-    for (int j = 0; j < 8; ++j) {
-      uint8_t sc, m;
-      q4k_scale_min(b[i].scales, j, &sc, &m);
-      const float scale = d * static_cast<float>(sc), min = dmin * static_cast<float>(m);
-      const uint8_t* q = b[i].qs + 32 * (j / 2);
-      const int shift = 4 * (j % 2);
-      for (int l = 0; l < 32; ++l) dst[32 * j + l] = scale * static_cast<float>((q[l] >> shift) & 0xF) - min;
-    }
-  }
-}
-
-void dequantize_row_q5_k(const void* src, float* dst, int64_t n) {
-  const auto* b = static_cast<const BlockQ5_K*>(src);
+// Q4_K and Q5_K share their super-block: 8 sub-blocks of 32 with a 6-bit scale and
+// min each, low nibbles in qs; `high(i, j, l)` gives value l of sub-block j's fifth bit
+// (0 for Q4_K).
+template <typename Block, typename HighBit>
+void dequantize_row_k_nibbles(const void* src, float* dst, int64_t n, HighBit high) {
+  const auto* b = static_cast<const Block*>(src);
   for (int64_t i = 0; i < n / kQK_K; ++i, dst += kQK_K) {
     const float d = f16_to_f32(b[i].d), dmin = f16_to_f32(b[i].dmin);
     for (int j = 0; j < 8; ++j) {
@@ -81,11 +70,19 @@ void dequantize_row_q5_k(const void* src, float* dst, int64_t n) {
       const uint8_t* q = b[i].qs + 32 * (j / 2);
       const int shift = 4 * (j % 2);
       for (int l = 0; l < 32; ++l) {
-        const int v = ((q[l] >> shift) & 0xF) | (((b[i].qh[l] >> j) & 1) << 4);
+        const int v = ((q[l] >> shift) & 0xF) | (high(b[i], j, l) << 4);
         dst[32 * j + l] = scale * static_cast<float>(v) - min;
       }
     }
   }
+}
+
+void dequantize_row_q4_k(const void* src, float* dst, int64_t n) {
+  dequantize_row_k_nibbles<BlockQ4_K>(src, dst, n, [](const BlockQ4_K&, int, int) { return 0; });
+}
+
+void dequantize_row_q5_k(const void* src, float* dst, int64_t n) {
+  dequantize_row_k_nibbles<BlockQ5_K>(src, dst, n, [](const BlockQ5_K& blk, int j, int l) { return (blk.qh[l] >> j) & 1; });
 }
 
 void dequantize_row_q6_k(const void* src, float* dst, int64_t n) {

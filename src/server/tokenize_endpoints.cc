@@ -4,14 +4,22 @@
 #include "server/prompt_builder.h"
 
 namespace llms {
+namespace {
+
+// The body as a JSON object naming this server's model, if it names one.
+std::optional<ApiError> parse_body(const ServerContext& ctx, const HttpRequest& req, Json* body) {
+  if (auto e = parse_json_object(req.body, body)) return e;
+  std::string model;
+  if (auto e = read_string(*body, "model", &model)) return e;
+  return check_model(ctx, model);
+}
+
+}  // namespace
 
 void handle_tokenize(ServerContext& ctx, const HttpRequest& req, std::shared_ptr<HttpExchange> ex) {
   auto fail = [&](const ApiError& e) { ex->respond(api_error_response(e)); };
   Json body;
-  if (auto e = parse_json_object(req.body, &body)) return fail(*e);
-  std::string model;
-  if (auto e = read_string(body, "model", &model)) return fail(*e);
-  if (auto e = check_model(ctx, model)) return fail(*e);
+  if (auto e = parse_body(ctx, req, &body)) return fail(*e);
   bool strs = false;
   if (auto e = read_bool(body, "return_token_strs", &strs)) return fail(*e);
   std::vector<int32_t> tokens;
@@ -45,10 +53,7 @@ void handle_tokenize(ServerContext& ctx, const HttpRequest& req, std::shared_ptr
 void handle_detokenize(ServerContext& ctx, const HttpRequest& req, std::shared_ptr<HttpExchange> ex) {
   auto fail = [&](const ApiError& e) { ex->respond(api_error_response(e)); };
   Json body;
-  if (auto e = parse_json_object(req.body, &body)) return fail(*e);
-  std::string model;
-  if (auto e = read_string(body, "model", &model)) return fail(*e);
-  if (auto e = check_model(ctx, model)) return fail(*e);
+  if (auto e = parse_body(ctx, req, &body)) return fail(*e);
   if (!has_field(body, "tokens") || !body.at("tokens").is_array()) {
     return fail(bad_request("'tokens' must be a list of token ids", "tokens"));
   }
