@@ -18,9 +18,9 @@ struct Q4_0Kind {
     const auto& a = *static_cast<const QuantizedActivations*>(c.x);
     const uint8_t* panel[P];
     int64_t stride[P];
-    for (int p = 0; p < P; ++p) panel[p] = w.panel(args.p0 + p), stride[p] = w.stride(args.p0 + p);
+    tile_panels(w, args, panel, stride);
     TokenQ x[T];
-    for (int t = 0; t < T; ++t) x[t] = token_q(a, token_of(args, t), 32);
+    tile_tokens(a, args, 32, x);
     const int64_t n = a.n;
     const VI nibble = set1_i32(0x0F0F0F0F), high = set1_i32(static_cast<int32_t>(0xF0F0F0F0u));
     VF acc[P][T];

@@ -39,19 +39,14 @@ LLMS_SIMD void unpack_q4k_scales(const uint8_t* s, VI* sc, VI* mins) {
 
 // The tile is one long function on purpose: its accumulators must stay in registers
 // across the chunk loop, which splitting it into calls would not guarantee.
-struct Q4_KKind {
-  static constexpr int kGemv = kGemvPanels;
-  static constexpr int kPanels = 1;
-  static constexpr int kTokens = kKGemmTokens;
-  static constexpr int64_t kChunk = kKGemmChunk;
-  static int64_t units(const PackedWeights& w) { return w.cols / 256; }
+struct Q4_KKind : KQuantKind {
 
   template <int P, int T>
   static void tile(const MatmulCall& c, const TileArgs& args, int64_t sb0, int64_t sb1) {
     const PackedWeights& w = *c.w;
     const auto& a = *static_cast<const QuantizedActivations*>(c.x);
     TokenQ x[T];
-    for (int t = 0; t < T; ++t) x[t] = token_q(a, token_of(args, t), 256);
+    tile_tokens(a, args, 256, x);
     const int64_t n = a.n;
     const VI nibble = set1_i32(0x0F0F0F0F), high = set1_i32(static_cast<int32_t>(0xF0F0F0F0u));
     VF acc[P][T];

@@ -6,19 +6,14 @@
 // corr = -32 * sum(q_x over the sub-block).
 // Spliced into a target namespace after matmul_tiles-inl.h.
 
-struct Q6_KKind {
-  static constexpr int kGemv = kGemvPanels;
-  static constexpr int kPanels = 1;
-  static constexpr int kTokens = kKGemmTokens;
-  static constexpr int64_t kChunk = kKGemmChunk;
-  static int64_t units(const PackedWeights& w) { return w.cols / 256; }
+struct Q6_KKind : KQuantKind {
 
   template <int P, int T>
   static void tile(const MatmulCall& c, const TileArgs& args, int64_t sb0, int64_t sb1) {
     const PackedWeights& w = *c.w;
     const auto& a = *static_cast<const QuantizedActivations*>(c.x);
     TokenQ x[T];
-    for (int t = 0; t < T; ++t) x[t] = token_q(a, token_of(args, t), 256);
+    tile_tokens(a, args, 256, x);
     const int64_t n = a.n;
     const VI low4 = set1_i32(0x0F0F0F0F), bits45 = set1_i32(0x30303030);
     VF acc[P][T];

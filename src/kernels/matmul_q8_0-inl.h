@@ -19,9 +19,9 @@ struct Q8_0Kind {
     const auto& a = *static_cast<const QuantizedActivations*>(c.x);
     const uint8_t* panel[P];
     int64_t stride[P];
-    for (int p = 0; p < P; ++p) panel[p] = w.panel(args.p0 + p), stride[p] = w.stride(args.p0 + p);
+    tile_panels(w, args, panel, stride);
     TokenQ x[T];
-    for (int t = 0; t < T; ++t) x[t] = token_q(a, token_of(args, t), 32);
+    tile_tokens(a, args, 32, x);
     const int64_t n = a.n;
     VF acc[P][T];
     load_acc(args, acc);

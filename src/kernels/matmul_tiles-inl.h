@@ -208,3 +208,26 @@ LLMS_SIMD TokenQ token_q(const QuantizedActivations& a, int64_t t, int64_t block
   const int64_t corr_per_block = block == 32 ? 1 : 16;
   return {a.q + t * block, a.d + t, a.corr + t * corr_per_block, a.pairs ? a.pairs + t * 4 : nullptr};
 }
+
+// The quantized activations of a tile's T tokens (blocks of `block` values).
+template <int T>
+LLMS_SIMD void tile_tokens(const QuantizedActivations& a, const TileArgs& args, int64_t block, TokenQ (&x)[T]) {
+  for (int t = 0; t < T; ++t) x[t] = token_q(a, token_of(args, t), block);
+}
+
+// Where a tile's P panels start and how far apart their block pairs are.
+template <int P>
+LLMS_SIMD void tile_panels(const PackedWeights& w, const TileArgs& args, const uint8_t* (&panel)[P],
+                           int64_t (&stride)[P]) {
+  for (int p = 0; p < P; ++p) panel[p] = w.panel(args.p0 + p), stride[p] = w.stride(args.p0 + p);
+}
+
+// What the two k-quant kinds (Q4_K, Q6_K) share: one panel per GEMM tile, tiles of
+// kKGemmTokens tokens, 256-value super-blocks as the units of a row.
+struct KQuantKind {
+  static constexpr int kGemv = kGemvPanels;
+  static constexpr int kPanels = 1;
+  static constexpr int kTokens = kKGemmTokens;
+  static constexpr int64_t kChunk = kKGemmChunk;
+  static int64_t units(const PackedWeights& w) { return w.cols / 256; }
+};
