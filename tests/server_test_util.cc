@@ -9,6 +9,8 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <regex>
+
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -219,7 +221,16 @@ void RawClient::close() {
   fd_ = -1;
 }
 
-double metric(const std::string& text, const std::string& name_and_labels) {
+std::string without_version_labels(const std::string& text) {
+  static const std::regex version_label(R"(version="[^"]*",?)");
+  std::string s = std::regex_replace(text, version_label, "");
+  static const std::regex empty_braces(R"(\{\})"), trailing_comma(R"(,\})");
+  s = std::regex_replace(s, empty_braces, "");
+  return std::regex_replace(s, trailing_comma, "}");
+}
+
+double metric(const std::string& raw, const std::string& name_and_labels) {
+  const std::string text = without_version_labels(raw);
   const std::string key = name_and_labels + " ";
   size_t pos = 0;
   while ((pos = text.find(key, pos)) != std::string::npos) {

@@ -72,8 +72,11 @@ class RawClient {
   std::string received_;
 };
 
-// The value of a sample line "name{labels} value" (pass the name with its labels);
-// NaN when absent.
+// /metrics text without the version="..." label every engine metric carries, for
+// tests about values rather than versions.
+std::string without_version_labels(const std::string& text);
+// The value of a sample line "name{labels} value" (pass the name with its labels,
+// leaving out the version label); NaN when absent.
 double metric(const std::string& text, const std::string& name_and_labels);
 double metric(int port, const std::string& name_and_labels);
 

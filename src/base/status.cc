@@ -18,6 +18,7 @@ const char* status_code_name(StatusCode code) {
     case StatusCode::kCancelled: return "CANCELLED";
     case StatusCode::kUnimplemented: return "UNIMPLEMENTED";
     case StatusCode::kFailedPrecondition: return "FAILED_PRECONDITION";
+    case StatusCode::kAlreadyExists: return "ALREADY_EXISTS";
     case StatusCode::kInternal: return "INTERNAL";
   }
   return "UNKNOWN";
@@ -41,6 +42,7 @@ Status resource_exhausted(std::string msg) { return {StatusCode::kResourceExhaus
 Status unavailable(std::string msg) { return {StatusCode::kUnavailable, std::move(msg)}; }
 Status unimplemented(std::string msg) { return {StatusCode::kUnimplemented, std::move(msg)}; }
 Status failed_precondition(std::string msg) { return {StatusCode::kFailedPrecondition, std::move(msg)}; }
+Status already_exists(std::string msg) { return {StatusCode::kAlreadyExists, std::move(msg)}; }
 Status internal_error(std::string msg) { return {StatusCode::kInternal, std::move(msg)}; }
 
 namespace detail {

@@ -24,6 +24,7 @@ enum class StatusCode {
   kCancelled,
   kUnimplemented,       // a valid input we do not support (yet)
   kFailedPrecondition,
+  kAlreadyExists,
   kInternal,
 };
 
@@ -59,6 +60,7 @@ Status resource_exhausted(std::string msg);
 Status unavailable(std::string msg);
 Status unimplemented(std::string msg);
 Status failed_precondition(std::string msg);
+Status already_exists(std::string msg);
 Status internal_error(std::string msg);
 
 // Result<T> holds either a value or a non-OK Status.

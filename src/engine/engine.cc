@@ -8,6 +8,7 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "engine/kv_sizing.h"
+#include "engine/output_check.h"
 
 namespace llms {
 namespace {
@@ -276,6 +277,7 @@ void Engine::on_token(Sequence& s, int32_t token, const float* logits, int64_t n
     if (s.params.top_logprobs > 0) ev.top = Sampler::top_logprobs(logits, runner_->vocab_size(), s.params.top_logprobs);
   }
   if (auto it = replay_.find(s.id); it != replay_.end()) it->second.push_back(ev);
+  s.text += ev.text;
   s.handle->push(std::move(ev));
   if (s.stop->stopped()) {
     finish(s, FinishReason::kStop);
@@ -300,6 +302,11 @@ void Engine::finish(Sequence& s, FinishReason reason, const std::string& message
   fe.timings.compute_s = s.compute_s;
 
   if (s.first_scheduled_ns == 0) admission_.release_waiting(s.prompt_len);  // ended while still queued
+  s.text += fe.text;
+  const OutputFacts facts{std::span<const int32_t>(s.tokens).subspan(static_cast<size_t>(s.prompt_len)), s.text, reason,
+                          s.params.ignore_eos};
+  const std::vector<const char*> abnormal = abnormal_output_kinds(facts);
+  for (const char* kind : abnormal) metrics_.abnormal_outputs.with({kind}).inc();
   kv_.release(s.blocks);
   std::erase(waiting_, &s);
   std::erase(running_, &s);
@@ -316,7 +323,7 @@ void Engine::finish(Sequence& s, FinishReason reason, const std::string& message
     }
     replay_.erase(it);
   }
-  status_.note_finish(now);
+  status_.note_finish(now, reason, !abnormal.empty());
   s.handle->push(std::move(fe));
   sequences_.erase(s.id);
 }

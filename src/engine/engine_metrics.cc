@@ -10,6 +10,10 @@ EngineMetrics::EngineMetrics(Registry& r)
     : finished(r.counter_family("llmserve_requests_finished_total", "Requests ended, by finish reason.", {"reason"})),
       rejected(r.counter_family("llmserve_requests_rejected_total", "Requests refused at admission, by reason.",
                                 {"reason"})),
+      abnormal_outputs(r.counter_family("llmserve_abnormal_outputs_total",
+                                        "Finished outputs that look broken, by kind: empty, repetition, invalid_utf8, "
+                                        "no_eos.",
+                                        {"kind"})),
       prompt_tokens(r.counter("llmserve_prompt_tokens_total", "Prompt tokens of finished requests.")),
       generation_tokens(r.counter("llmserve_generation_tokens_total", "Tokens generated.")),
       prefill_tokens_computed(r.counter("llmserve_prefill_tokens_computed_total",

@@ -11,6 +11,7 @@ struct EngineMetrics {
 
   Family<Counter>& finished;        // by reason
   Family<Counter>& rejected;        // by reason: queue_full, memory, draining, invalid
+  Family<Counter>& abnormal_outputs;  // by kind (output_check.h)
   Counter& prompt_tokens;
   Counter& generation_tokens;
   Counter& prefill_tokens_computed;

@@ -19,7 +19,10 @@ void EngineStatus::account_kv_slots(const std::vector<Sequence*>& running, const
   reserved_slots_ += static_cast<double>(kv.num_used()) * static_cast<double>(B);
 }
 
-void EngineStatus::note_finish(int64_t now) {
+void EngineStatus::note_finish(int64_t now, FinishReason reason, bool abnormal) {
+  if (reason == FinishReason::kStop || reason == FinishReason::kLength) ++completed_;
+  if (reason == FinishReason::kError) ++failed_;
+  if (abnormal) ++abnormal_;
   // Completion rate (EMA) for the queue-full retry hint.
   if (last_finish_ns_ > 0) {
     const double dt = std::max(1e-6, static_cast<double>(now - last_finish_ns_) * 1e-9);
@@ -62,6 +65,11 @@ void EngineStatus::publish(int64_t now, bool force_rss, const KvBlockManager& kv
   snapshot_.last_step_ns = now;
   snapshot_.kv_waste_pct = reserved_slots_ > 0 ? 100.0 * waste_slots_ / reserved_slots_ : 0.0;
   snapshot_.kv_shared_pct = logical_slots_ > 0 ? 100.0 * (1.0 - reserved_slots_ / logical_slots_) : 0.0;
+  snapshot_.completed = completed_;
+  snapshot_.failed = failed_;
+  snapshot_.abnormal = abnormal_;
+  snapshot_.itl_sum_s = metrics_.itl.sum();
+  snapshot_.itl_count = static_cast<int64_t>(metrics_.itl.count());
 }
 
 EngineSnapshot EngineStatus::snapshot() const {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "engine/admission.h"
+#include "engine/finish_reason.h"
 #include "engine/engine_metrics.h"
 #include "engine/sequence.h"
 #include "kv/kv_block_manager.h"
@@ -33,6 +34,12 @@ struct EngineSnapshot {
   // Averaged over every step so far (after the step's tokens were written):
   double kv_waste_pct = 0;       // reserved token slots not holding a token
   double kv_shared_pct = 0;      // slots saved by prefix sharing, of what unshared tables would hold
+  // Since start: what a canary is judged by.
+  int64_t completed = 0;         // ended stop or length
+  int64_t failed = 0;            // ended error
+  int64_t abnormal = 0;          // completed with at least one abnormal kind (output_check.h)
+  double itl_sum_s = 0;          // inter-token latencies, summed
+  int64_t itl_count = 0;
   bool thread_running = false;
 };
 
@@ -44,8 +51,9 @@ class EngineStatus {
   // After a step's tokens are written: adds the running set's KV slots to the
   // waste and sharing averages.
   void account_kv_slots(const std::vector<Sequence*>& running, const KvBlockManager& kv);
-  // A request ended at `now` (feeds the completion rate behind the retry hint).
-  void note_finish(int64_t now);
+  // A request ended at `now` (feeds the completion rate behind the retry hint and
+  // the outcome counts of the snapshot).
+  void note_finish(int64_t now, FinishReason reason, bool abnormal);
   // Publishes gauges, admission usage and the snapshot. RSS is read at most every
   // 100 ms unless `force_rss`.
   void publish(int64_t now, bool force_rss, const KvBlockManager& kv, int running, int waiting);
@@ -60,6 +68,7 @@ class EngineStatus {
   double completions_per_s_ = 1.0;
   int64_t last_finish_ns_ = 0;
   double waste_slots_ = 0, reserved_slots_ = 0, logical_slots_ = 0;  // summed over steps
+  int64_t completed_ = 0, failed_ = 0, abnormal_ = 0;
 
   mutable std::mutex mu_;
   EngineSnapshot snapshot_;

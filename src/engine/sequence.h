@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "engine/request.h"
@@ -21,6 +22,7 @@ struct Sequence {
   RequestParams params;
 
   std::vector<int32_t> tokens;  // prompt, then generated tokens
+  std::string text;             // the generated text sent so far (for the output checks)
   int64_t prompt_len = 0;
   int64_t computed = 0;         // positions whose K/V are in the cache
   int64_t cached_prompt_tokens = 0;

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "base/status.h"
 #include "base/thread_pool.h"
@@ -39,5 +40,23 @@ struct PerplexityResult {
 // `tokens` is the tokenized text; `base` may have a null model (no comparison).
 Result<PerplexityResult> evaluate_perplexity(std::span<const int32_t> tokens, const EvalSide& model,
                                              const EvalSide& base, const PerplexityOptions& opts, ThreadPool& pool);
+
+// A model's log-probabilities at every scored position of a text, kept so that later
+// runs can be compared with it without the model that made it (a deployed version
+// against itself at deploy time). Holds positions x n_vocab floats: meant for gate
+// texts of a few hundred tokens.
+struct ReferenceLogprobs {
+  std::vector<int32_t> tokens;
+  int n_vocab = 0;
+  int ctx = 0;
+  int windows = 0;
+  std::vector<float> logprobs;  // [scored position, n_vocab]
+};
+
+Result<ReferenceLogprobs> record_logprobs(std::span<const int32_t> tokens, const EvalSide& side,
+                                          const PerplexityOptions& opts, ThreadPool& pool);
+// The text of `ref` scored by `side`, with `ref` as the base (base_perplexity, KL,
+// top-1 agreement against it).
+Result<PerplexityResult> evaluate_against(const ReferenceLogprobs& ref, const EvalSide& side, ThreadPool& pool);
 
 }  // namespace llms

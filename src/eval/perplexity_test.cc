@@ -85,6 +85,40 @@ TEST(PerplexityTest, ModelAgainstItselfHasNoDivergence) {
   std::filesystem::remove(path);
 }
 
+// A recorded reference stands in for the model that made it: the same run against it
+// diverges by nothing, and a coarser KV cache diverges more than a finer one, the same
+// as when both models run side by side.
+TEST(PerplexityTest, RecordedReferenceMatchesTheLiveComparison) {
+  SyntheticSpec spec = synthetic_preset("tiny").value();
+  const std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_ppl_ref.gguf";
+  ASSERT_TRUE(write_synthetic_model(spec, path).ok());
+  auto m = Model::load(path).value();
+  std::vector<int32_t> tokens;
+  for (int i = 0; i < 70; ++i) tokens.push_back(3 + (i * 11) % 400);
+  ThreadPool pool(1);
+  const PerplexityOptions opts{32, 0};
+  auto ref = record_logprobs(tokens, {m.get()}, opts, pool);
+  ASSERT_TRUE(ref.ok()) << ref.status().to_string();
+  EXPECT_EQ(ref->windows, 3);
+  EXPECT_EQ(ref->logprobs.size(), static_cast<size_t>((31 + 31 + 5) * m->config().n_vocab));
+  auto same = evaluate_against(*ref, {m.get()}, pool);
+  ASSERT_TRUE(same.ok());
+  EXPECT_NEAR(same->kl_divergence, 0.0, 1e-6);
+  EXPECT_EQ(same->top1_agreement, 1.0);
+  for (DType kv : {DType::kF16, DType::kQ4_0}) {
+    auto live = evaluate_perplexity(tokens, {m.get(), kv, kv}, {m.get()}, opts, pool);
+    auto recorded = evaluate_against(*ref, {m.get(), kv, kv}, pool);
+    ASSERT_TRUE(live.ok() && recorded.ok());
+    // The reference holds float log-probabilities (the live base has doubles).
+    EXPECT_NEAR(recorded->kl_divergence, live->kl_divergence, 1e-6 + 1e-3 * live->kl_divergence) << dtype_name(kv);
+    EXPECT_EQ(recorded->perplexity, live->perplexity) << dtype_name(kv);
+  }
+  auto f16 = evaluate_against(*ref, {m.get(), DType::kF16, DType::kF16}, pool);
+  auto q4 = evaluate_against(*ref, {m.get(), DType::kQ4_0, DType::kQ4_0}, pool);
+  EXPECT_GT(q4->kl_divergence, f16->kl_divergence);
+  std::filesystem::remove(path);
+}
+
 TEST(PerplexityTest, BadInputsAreClearErrors) {
   SyntheticSpec spec = synthetic_preset("tiny").value();
   const std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_ppl_bad.gguf";

@@ -161,28 +161,70 @@ Family<Histogram>& Registry::histogram_family(const std::string& name, const std
   return *e.histograms;
 }
 
+namespace {
+
+// The label text of one series: the registry's constant labels, then the family's.
+std::string series_labels(const std::string& constant, const std::vector<std::string>& names,
+                          const std::vector<std::string>& values, const std::string& extra = "") {
+  std::string inner = labels_text(names, values, extra);
+  if (constant.empty()) return inner;
+  if (inner.empty()) return "{" + constant + "}";
+  return "{" + constant + "," + inner.substr(1);
+}
+
+}  // namespace
+
+void Registry::render_entry(const Entry& e, const std::string& constant, std::string& out) {
+  if (e.counters) {
+    for (const auto& [labels, c] : e.counters->children())
+      out += e.name + series_labels(constant, e.counters->label_names(), labels) + " " + format_value(c->value()) + "\n";
+  } else if (e.gauges) {
+    for (const auto& [labels, g] : e.gauges->children())
+      out += e.name + series_labels(constant, e.gauges->label_names(), labels) + " " + format_value(g->value()) + "\n";
+  } else {
+    const auto& names = e.histograms->label_names();
+    for (const auto& [labels, h] : e.histograms->children()) {
+      for (size_t i = 0; i < h->bounds().size(); ++i) {
+        out += e.name + "_bucket" + series_labels(constant, names, labels, "le=\"" + format_value(h->bounds()[i]) + "\"") +
+               " " + std::to_string(h->cumulative(i)) + "\n";
+      }
+      out += e.name + "_bucket" + series_labels(constant, names, labels, "le=\"+Inf\"") + " " + std::to_string(h->count()) +
+             "\n";
+      out += e.name + "_sum" + series_labels(constant, names, labels) + " " + format_value(h->sum()) + "\n";
+      out += e.name + "_count" + series_labels(constant, names, labels) + " " + std::to_string(h->count()) + "\n";
+    }
+  }
+}
+
 std::string Registry::render() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  const LabeledRegistry self{this, {}};
+  return render_all({&self, 1});
+}
+
+std::string Registry::render_all(std::span<const LabeledRegistry> parts) {
+  std::vector<std::unique_lock<std::mutex>> locks;
+  std::vector<std::string> constants;
+  for (const auto& p : parts) {
+    locks.emplace_back(p.registry->mu_);
+    std::vector<std::string> names, values;
+    for (const auto& [k, v] : p.labels) names.push_back(k), values.push_back(v);
+    const std::string t = labels_text(names, values);
+    constants.push_back(t.empty() ? t : t.substr(1, t.size() - 2));
+  }
+  // Metric names in first-registration order across the parts, each once.
+  std::vector<const Entry*> order;
+  for (const auto& p : parts) {
+    for (const auto& e : p.registry->entries_) {
+      if (std::none_of(order.begin(), order.end(), [&](const Entry* o) { return o->name == e->name; })) order.push_back(e.get());
+    }
+  }
   std::string out;
-  for (const auto& e : entries_) {
-    const char* type = e->type == MetricType::kCounter ? "counter" : e->type == MetricType::kGauge ? "gauge" : "histogram";
-    out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", e->name, e->help, e->name, type);
-    if (e->counters) {
-      for (const auto& [labels, c] : e->counters->children())
-        out += e->name + labels_text(e->counters->label_names(), labels) + " " + format_value(c->value()) + "\n";
-    } else if (e->gauges) {
-      for (const auto& [labels, g] : e->gauges->children())
-        out += e->name + labels_text(e->gauges->label_names(), labels) + " " + format_value(g->value()) + "\n";
-    } else {
-      const auto& names = e->histograms->label_names();
-      for (const auto& [labels, h] : e->histograms->children()) {
-        for (size_t i = 0; i < h->bounds().size(); ++i) {
-          out += e->name + "_bucket" + labels_text(names, labels, "le=\"" + format_value(h->bounds()[i]) + "\"") + " " +
-                 std::to_string(h->cumulative(i)) + "\n";
-        }
-        out += e->name + "_bucket" + labels_text(names, labels, "le=\"+Inf\"") + " " + std::to_string(h->count()) + "\n";
-        out += e->name + "_sum" + labels_text(names, labels) + " " + format_value(h->sum()) + "\n";
-        out += e->name + "_count" + labels_text(names, labels) + " " + std::to_string(h->count()) + "\n";
+  for (const Entry* first : order) {
+    const char* type = first->type == MetricType::kCounter ? "counter" : first->type == MetricType::kGauge ? "gauge" : "histogram";
+    out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", first->name, first->help, first->name, type);
+    for (size_t i = 0; i < parts.size(); ++i) {
+      for (const auto& e : parts[i].registry->entries_) {
+        if (e->name == first->name && e->type == first->type) render_entry(*e, constants[i], out);
       }
     }
   }

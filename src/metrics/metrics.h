@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -79,6 +80,14 @@ class Family {
   std::map<std::vector<std::string>, std::unique_ptr<M>> children_;
 };
 
+class Registry;
+
+// A registry and the labels render_all() adds to each of its series.
+struct LabeledRegistry {
+  const Registry* registry = nullptr;
+  std::vector<std::pair<std::string, std::string>> labels;
+};
+
 class Registry {
  public:
   Counter& counter(const std::string& name, const std::string& help);
@@ -91,6 +100,10 @@ class Registry {
 
   // Prometheus text format, metrics in registration order.
   std::string render() const;
+  // Several registries as one exposition, each with labels added to all its series
+  // (a version's engine metrics under version="v2"): a metric name appears once, with
+  // the series of every registry that has it.
+  static std::string render_all(std::span<const LabeledRegistry> parts);
 
  private:
   struct Entry {
@@ -101,6 +114,7 @@ class Registry {
     std::unique_ptr<Family<Histogram>> histograms;
   };
   Entry& add(const std::string& name, const std::string& help, MetricType type);
+  static void render_entry(const Entry& e, const std::string& constant_labels, std::string& out);
   mutable std::mutex mu_;
   std::vector<std::unique_ptr<Entry>> entries_;
 };

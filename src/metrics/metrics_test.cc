@@ -59,5 +59,33 @@ TEST(MetricsTest, QuantileInterpolatesWithinBucket) {
   EXPECT_NEAR(h.quantile(0.75), 1.5, 1e-9);
 }
 
+// Registries rendered together: one HELP/TYPE per name, each registry's series with
+// its own labels in front of the family's.
+TEST(MetricsTest, RenderAllMergesRegistriesUnderTheirLabels) {
+  Registry server, v1, v2;
+  server.counter("http_total", "H").inc(1);
+  v1.counter("tokens_total", "T").inc(2);
+  v2.counter("tokens_total", "T").inc(3);
+  v2.counter_family("odd_total", "O", {"kind"}).with({"empty"}).inc();
+  v1.histogram("lat", "L", {1.0}).observe(0.5);
+  const LabeledRegistry parts[] = {{&server, {}}, {&v1, {{"version", "v1"}}}, {&v2, {{"version", "v2"}}}};
+  const std::string t = Registry::render_all(parts);
+  auto count = [&](const std::string& needle) {
+    size_t n = 0;
+    for (size_t at = t.find(needle); at != std::string::npos; at = t.find(needle, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count("# TYPE tokens_total counter"), 1u) << t;
+  EXPECT_EQ(count("http_total 1\n"), 1u) << t;
+  EXPECT_EQ(count("tokens_total{version=\"v1\"} 2\n"), 1u) << t;
+  EXPECT_EQ(count("tokens_total{version=\"v2\"} 3\n"), 1u) << t;
+  EXPECT_EQ(count("odd_total{version=\"v2\",kind=\"empty\"} 1\n"), 1u) << t;
+  EXPECT_EQ(count("lat_bucket{version=\"v1\",le=\"1\"} 1\n"), 1u) << t;
+  // The series of one name stand together, under its header.
+  EXPECT_LT(t.find("# TYPE tokens_total"), t.find("tokens_total{version=\"v1\"}"));
+  EXPECT_LT(t.find("tokens_total{version=\"v2\"}"), t.find("# TYPE odd_total"));
+  EXPECT_EQ(server.render(), Registry::render_all({&parts[0], 1}));
+}
+
 }  // namespace
 }  // namespace llms

@@ -29,6 +29,9 @@ ApiError api_error_from_status(const Status& s, bool draining, double retry_afte
       return ApiError{429, "rate_limit_error", s.message(), "", "queue_full", std::max(1.0, retry_after_s)};
     case StatusCode::kUnavailable:
       return ApiError{503, "service_unavailable", s.message(), "", draining ? "draining" : "overloaded", 0};
+    case StatusCode::kFailedPrecondition:
+    case StatusCode::kAlreadyExists:
+      return ApiError{409, "conflict", s.message(), "", "conflict", 0};
     default:
       return internal_api_error(s.message());
   }

@@ -25,15 +25,18 @@ void handle_completions(ServerContext& ctx, const HttpRequest& req, std::shared_
   if (auto e = parse_completion_request(body, kind, &r)) return fail(*e);
   if (auto e = check_model(ctx, r.model)) return fail(*e);
   if (ctx.draining()) return fail(api_error_from_status(unavailable("the server is shutting down"), true));
+  auto picked = ctx.versions.pick(req.header(kVersionPinHeader));
+  if (!picked.ok()) return fail(api_error_from_status(picked.status()));
+  const VersionPtr v = std::move(picked).value();
   std::vector<PromptInput> prompts;
   if (kind == ApiKind::kChat) {
     PromptInput p;
-    if (auto e = chat_prompt(r.messages, ctx.tokenizer, ctx.chat_template, r.add_generation_prompt, &p)) return fail(*e);
+    if (auto e = chat_prompt(r.messages, v->tokenizer(), v->chat_template(), r.add_generation_prompt, &p)) return fail(*e);
     prompts.push_back(std::move(p));
-  } else if (auto e = completion_prompts(r.prompts, ctx.tokenizer, &prompts)) {
+  } else if (auto e = completion_prompts(r.prompts, v->tokenizer(), &prompts)) {
     return fail(*e);
   }
-  auto job = std::make_shared<CompletionJob>(ctx, std::move(ex), std::move(r), std::move(prompts));
+  auto job = std::make_shared<CompletionJob>(ctx, v, std::move(ex), std::move(r), std::move(prompts));
   job->start();
 }
 

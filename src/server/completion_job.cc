@@ -6,18 +6,26 @@
 #include <map>
 
 #include "base/clock.h"
+#include "server/endpoints.h"
 #include "server/sse.h"
 
 namespace llms {
 
-CompletionJob::CompletionJob(ServerContext& ctx, std::shared_ptr<HttpExchange> exchange, CompletionRequest request,
-                             std::vector<PromptInput> prompts)
-    : ctx_(ctx), exchange_(std::move(exchange)), request_(std::move(request)), prompts_(std::move(prompts)) {
+CompletionJob::CompletionJob(ServerContext& ctx, VersionPtr version, std::shared_ptr<HttpExchange> exchange,
+                             CompletionRequest request, std::vector<PromptInput> prompts)
+    : ctx_(ctx),
+      version_(std::move(version)),
+      exchange_(std::move(exchange)),
+      request_(std::move(request)),
+      prompts_(std::move(prompts)) {
   meta_.kind = request_.kind;
   meta_.id = ctx_.next_id(request_.kind == ApiKind::kChat ? "chatcmpl-" : "cmpl-");
   meta_.created = unix_seconds();
   meta_.model = ctx_.model_name;
+  meta_.fingerprint = version_->name();
 }
+
+HttpHeaders CompletionJob::version_headers() const { return {{kVersionHeader, version_->name()}}; }
 
 CompletionJob::~CompletionJob() {
   cancel_all();
@@ -31,7 +39,7 @@ std::optional<ApiError> CompletionJob::validate_prompts() const {
                                    request_.n, total, kMaxChoices),
                        "n");
   }
-  const int64_t ctx_len = ctx_.engine.context_length();
+  const int64_t ctx_len = version_->engine().context_length();
   for (const auto& p : prompts_) {
     if (static_cast<int64_t>(p.tokens.size()) >= ctx_len) {
       return bad_request(fmt::format("This model's maximum context length is {} tokens; the prompt has {} tokens and "
@@ -46,7 +54,7 @@ std::optional<ApiError> CompletionJob::validate_prompts() const {
 RequestParams CompletionJob::choice_params(int prompt_index, int n_index) const {
   RequestParams p = request_.params;
   p.prompt = prompts_[static_cast<size_t>(prompt_index)].tokens;
-  const int64_t room = ctx_.engine.context_length() - static_cast<int64_t>(p.prompt.size());
+  const int64_t room = version_->engine().context_length() - static_cast<int64_t>(p.prompt.size());
   const int64_t wanted = request_.max_tokens ? *request_.max_tokens : (request_.kind == ApiKind::kChat ? room : 16);
   p.max_tokens = static_cast<int>(std::clamp<int64_t>(wanted, 1, room));
   // n samples of one seeded request must differ, and still be reproducible.
@@ -66,7 +74,7 @@ std::optional<ApiError> CompletionJob::submit_all() {
         c.chars = static_cast<int64_t>(c.text.size());
       }
       if (c.params.sampling.deterministic()) {
-        if (auto hit = ctx_.engine.cached(c.params)) {
+        if (auto hit = version_->engine().cached(c.params)) {
           for (auto& t : hit->tokens) c.replay.emplace_back(std::move(t));
           c.replay.emplace_back(std::move(hit->finish));
           choices_.push_back(std::move(c));
@@ -74,10 +82,10 @@ std::optional<ApiError> CompletionJob::submit_all() {
         }
       }
       double retry = 0;
-      auto handle = ctx_.engine.submit(c.params, &retry);
+      auto handle = version_->engine().submit(c.params, &retry);
       if (!handle.ok()) {
         cancel_all();
-        return api_error_from_status(handle.status(), ctx_.engine.snapshot().admission.draining, retry);
+        return api_error_from_status(handle.status(), version_->engine().snapshot().admission.draining, retry);
       }
       c.handle = std::move(handle).value();
       choices_.push_back(std::move(c));
@@ -92,11 +100,13 @@ void CompletionJob::start() {
   std::optional<ApiError> err = validate_prompts();
   if (!err) err = submit_all();
   if (err) {
-    exchange_->respond(api_error_response(*err));
+    HttpResponse r = api_error_response(*err);
+    for (auto& h : version_headers()) r.headers.push_back(std::move(h));
+    exchange_->respond(std::move(r));
     return;  // the destructor cancels what was queued and uncounts the request
   }
   self_ = shared_from_this();
-  if (request_.stream) exchange_->begin_stream("text/event-stream");
+  if (request_.stream) exchange_->begin_stream("text/event-stream", version_headers());
   std::weak_ptr<CompletionJob> weak = self_;
   exchange_->set_on_close([weak] {
     if (auto s = weak.lock(); s && !s->done_) {
@@ -168,7 +178,7 @@ void CompletionJob::on_token(Choice& c, TokenEvent& t, std::string* out) {
   }
   if (t.text.empty() && !request_.logprobs) return;
   StreamChunk chunk{.index = c.index, .text = t.text};
-  if (request_.logprobs) chunk.logprobs = logprobs_json(request_.kind, ctx_.tokenizer, {lp});
+  if (request_.logprobs) chunk.logprobs = logprobs_json(request_.kind, version_->tokenizer(), {lp});
   emit(chunk, out);
 }
 
@@ -240,7 +250,8 @@ void CompletionJob::complete() {
       results.push_back(ChoiceResult{c.index, std::move(c.text), request_.logprobs, std::move(c.logprobs), c.finish->reason});
     }
     if (!results.empty()) exchange_->respond(HttpResponse{200, "application/json",
-                                                          dump_json(whole_response(meta_, ctx_.tokenizer, results, usage())), {}});
+                                                          dump_json(whole_response(meta_, version_->tokenizer(), results, usage())),
+                                                          version_headers()});
   }
   ctx_.request_finished();
   counted_ = false;

@@ -30,8 +30,9 @@ namespace llms {
 
 class CompletionJob : public std::enable_shared_from_this<CompletionJob> {
  public:
-  CompletionJob(ServerContext& ctx, std::shared_ptr<HttpExchange> exchange, CompletionRequest request,
-                std::vector<PromptInput> prompts);
+  // Every choice runs on `version`, which the job keeps alive until it completes.
+  CompletionJob(ServerContext& ctx, VersionPtr version, std::shared_ptr<HttpExchange> exchange,
+                CompletionRequest request, std::vector<PromptInput> prompts);
   ~CompletionJob();
   void start();
 
@@ -63,8 +64,10 @@ class CompletionJob : public std::enable_shared_from_this<CompletionJob> {
   void complete();
   void cancel_all();
   UsageTotals usage() const;
+  HttpHeaders version_headers() const;
 
   ServerContext& ctx_;
+  const VersionPtr version_;
   std::shared_ptr<HttpExchange> exchange_;
   CompletionRequest request_;
   std::vector<PromptInput> prompts_;

@@ -188,11 +188,27 @@ ConfigKey batching_key() {
 
 #define SRV(field) [](ServeConfig& c) -> auto& { return c.server.field; }
 #define ENG(field) [](ServeConfig& c) -> auto& { return c.engine.field; }
+#define DEP(field) [](ServeConfig& c) -> auto& { return c.deploy.field; }
 
 std::vector<ConfigKey> make_keys() {
   constexpr int kBig = 1 << 30;
   return {
       str_key("model", "GGUF model file to serve", SRV(model_path)),
+      str_key("model_root", "Model root to serve (versions/, current, previous); instead of model", SRV(model_root)),
+      str_key("admin_token_file", "File holding the admin API's bearer token (\"\": admin API off)", SRV(admin_token_file)),
+      bool_key("keep_previous", "Keep the replaced version loaded for instant rollback while memory allows",
+               DEP(keep_previous)),
+      str_key("gate_text", "Quality gate text file (\"\": a sample of the serving version)", DEP(gate.text_path)),
+      int_key("gate_sample_tokens", "Tokens of the serving version's sample used as gate text", DEP(gate.sample_tokens), 2,
+              1 << 20),
+      num_key("gate_max_kl", "Quality gate: largest mean KL divergence (nats/token) a candidate may have", DEP(gate.max_kl)),
+      num_key("gate_min_top1", "Quality gate: smallest top-1 agreement a candidate may have", DEP(gate.min_top1)),
+      bool_key("allow_tokenizer_change", "Let a deploy change the vocabulary or tokenizer",
+               DEP(gate.allow_tokenizer_change)),
+      int_key("canary_auto", "Decide a canary after this many of its requests (0: by hand)", DEP(canary_auto.requests),
+              0, 1 << 30),
+      num_key("quality_interval", "Seconds between quality checks of the loaded versions (0: off)",
+              DEP(quality_interval_s)),
       str_key("model_name", "Model id clients use (default: the file name without .gguf)", SRV(model_name)),
       str_key("host", "Address to listen on", SRV(host)),
       int_key("port", "TCP port (0: any free port)", SRV(port), 0, 65535),
@@ -237,6 +253,7 @@ std::vector<ConfigKey> make_keys() {
 
 #undef SRV
 #undef ENG
+#undef DEP
 
 std::string node_text(const toml::node& n, ConfigType type, bool* ok) {
   *ok = true;

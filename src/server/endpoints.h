@@ -25,6 +25,15 @@ void handle_health(ServerContext& ctx, const HttpRequest& req, std::shared_ptr<H
 void handle_ready(ServerContext& ctx, const HttpRequest& req, std::shared_ptr<HttpExchange> ex);
 void handle_metrics(ServerContext& ctx, const HttpRequest& req, std::shared_ptr<HttpExchange> ex);
 
+// The request header that pins a request to a loaded version, and the response header
+// that says which version answered.
+inline constexpr const char* kVersionPinHeader = "x-llmserve-version";
+inline constexpr const char* kVersionHeader = "x-llmserve-model-version";
+
+// GET /admin/versions, POST /admin/deploy, /admin/promote, /admin/abort, /admin/rollback
+// (bearer token of --admin-token-file; 404 while the admin API is off).
+void handle_admin(ServerContext& ctx, const HttpRequest& req, std::shared_ptr<HttpExchange> ex);
+
 // A 404 naming the model the server does have, when `asked` is set and differs.
 std::optional<ApiError> check_model(const ServerContext& ctx, const std::string& asked);
 HttpResponse json_response(int status, const Json& body);

@@ -29,7 +29,8 @@ void handle_health(ServerContext&, const HttpRequest&, std::shared_ptr<HttpExcha
 }
 
 void handle_ready(ServerContext& ctx, const HttpRequest&, std::shared_ptr<HttpExchange> ex) {
-  const EngineSnapshot s = ctx.engine.snapshot();
+  const VersionPtr current = ctx.versions.current();
+  const EngineSnapshot s = current->engine().snapshot();
   std::string reason;
   const double since_step = s.last_step_ns > 0 ? static_cast<double>(now_ns() - s.last_step_ns) * 1e-9 : 0;
   if (ctx.draining() || s.admission.draining) {
@@ -42,13 +43,13 @@ void handle_ready(ServerContext& ctx, const HttpRequest&, std::shared_ptr<HttpEx
     reason = "above a memory watermark: " + s.admission.reason;
   }
   if (reason.empty()) {
-    return ex->respond(json_response(200, Json{{"status", "ready"}, {"model", ctx.model_name}}));
+    return ex->respond(json_response(200, Json{{"status", "ready"}, {"model", ctx.model_name}, {"version", current->name()}}));
   }
   ex->respond(json_response(503, Json{{"status", "not_ready"}, {"reason", reason}}));
 }
 
 void handle_metrics(ServerContext& ctx, const HttpRequest&, std::shared_ptr<HttpExchange> ex) {
-  ex->respond(HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8", ctx.engine.registry().render(), {}});
+  ex->respond(HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8", ctx.render_metrics(), {}});
 }
 
 }  // namespace llms

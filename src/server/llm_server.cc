@@ -1,29 +1,29 @@
 #include "server/llm_server.h"
 
+#include <fmt/format.h>
+
 #include "base/clock.h"
 #include "base/log.h"
+#include "deploy/admin_client.h"
 #include "server/api_error.h"
 #include "server/prompt_builder.h"
-#include "tokenizer/chat_template.h"
 
 namespace llms {
+namespace {
 
 constexpr double kCancelFlushSeconds = 5.0;
 
-Result<std::string> resolve_chat_template(const std::string& configured, const Tokenizer& tok) {
-  if (configured == kPlainChatTemplate) return configured;
-  if (!configured.empty()) {
-    auto kind = detect_chat_template(configured);
-    if (!kind.ok()) return invalid_argument("chat_template: " + kind.status().message());
-    return configured;
+Result<std::string> read_admin_token(const std::string& path) {
+  if (path.empty()) return std::string();
+  auto token = read_admin_token_file(path);
+  if (!token.ok()) return token.status().with_context("admin_token_file");
+  if (token->size() < 16) {
+    return invalid_argument(fmt::format("admin_token_file: the token in {} is shorter than 16 characters", path));
   }
-  if (tok.chat_template().empty()) {
-    log_warn("the model has no chat template: chat requests use \"plain\" (message texts joined); "
-             "choose one with --chat-template");
-    return std::string(kPlainChatTemplate);
-  }
-  return std::string();
+  return token;
 }
+
+}  // namespace
 
 Result<std::unique_ptr<LlmServer>> LlmServer::start(const ServeConfig& config) {
   LLMS_RETURN_IF_ERROR(config.validate());
@@ -33,18 +33,38 @@ Result<std::unique_ptr<LlmServer>> LlmServer::start(const ServeConfig& config) {
 }
 
 Status LlmServer::init() {
-  LLMS_ASSIGN_OR_RETURN(model_, Model::load(config_.server.model_path));
-  if (model_->config().synthetic) {
-    log_warn("{}: synthetic model with RANDOM weights; its text is noise", config_.server.model_path);
+  LLMS_ASSIGN_OR_RETURN(const std::string admin_token, read_admin_token(config_.server.admin_token_file));
+  config_.deploy.engine = config_.engine;
+  config_.deploy.chat_template = config_.server.chat_template;
+  config_.deploy.threads = config_.engine.threads;
+  VersionLoadOptions first;
+  first.engine = config_.engine;
+  first.chat_template = config_.server.chat_template;
+  std::unique_ptr<ModelRoot> root;
+  if (!config_.server.model_root.empty()) {
+    LLMS_ASSIGN_OR_RETURN(ModelRoot r, ModelRoot::open(config_.server.model_root, false));
+    const auto current = r.current();
+    if (!current) {
+      return not_found(fmt::format("model root {} has no current version (llmserve deploy --root {} --version NAME "
+                                   "--from FILE.gguf makes one)",
+                                   r.dir(), r.dir()));
+    }
+    first.name = *current;
+    first.model_path = r.model_path(*current);
+    LLMS_ASSIGN_OR_RETURN(first.meta, read_version_meta(r.meta_path(*current)));
+    root = std::make_unique<ModelRoot>(std::move(r));
+  } else {
+    first.name = served_model_name(config_.server);
+    first.model_path = config_.server.model_path;
   }
-  LLMS_ASSIGN_OR_RETURN(tokenizer_, Tokenizer::from_gguf(model_->file()));
-  LLMS_ASSIGN_OR_RETURN(std::string tmpl, resolve_chat_template(config_.server.chat_template, *tokenizer_));
+  LLMS_ASSIGN_OR_RETURN(VersionPtr version, ServingVersion::load(first));
   registry_ = std::make_unique<Registry>();
   metrics_ = std::make_unique<ServerMetrics>(*registry_);
-  LLMS_ASSIGN_OR_RETURN(engine_, Engine::create(*model_, *tokenizer_, config_.engine, registry_.get()));
-  ctx_ = std::make_unique<ServerContext>(*engine_, *tokenizer_, config_, *metrics_, std::move(tmpl));
+  versions_ = std::make_unique<VersionSet>(std::move(version));
+  deployer_ = std::make_unique<Deployer>(std::move(root), *versions_, config_.deploy, *registry_);
+  ctx_ = std::make_unique<ServerContext>(*versions_, *deployer_, config_, *registry_, *metrics_, admin_token);
   router_ = std::make_unique<Router>(*ctx_);
-  engine_->start();
+  deployer_->start();
 
   HttpServerOptions o;
   o.host = config_.server.host;
@@ -72,7 +92,8 @@ void LlmServer::shutdown() {
   if (shut_down_ || !http_) return;
   shut_down_ = true;
   ctx_->set_draining();
-  engine_->begin_drain();
+  const std::vector<VersionPtr> loaded = versions_->loaded();
+  for (const VersionPtr& v : loaded) v->engine().begin_drain();
   http_->stop_accepting();
   http_->set_draining();
   const int64_t deadline = now_ns() + static_cast<int64_t>(config_.server.shutdown_timeout_s * 1e9);
@@ -80,15 +101,15 @@ void LlmServer::shutdown() {
     log_info("shutdown: {} requests still running after {} s; cancelling them", ctx_->active_requests(),
              config_.server.shutdown_timeout_s);
   }
-  engine_->stop();  // ends what is left "cancelled"; their clients are told so
+  for (const VersionPtr& v : loaded) v->engine().stop();  // ends what is left "cancelled"; their clients are told so
   ctx_->wait_idle(now_ns() + static_cast<int64_t>(kCancelFlushSeconds * 1e9));
   http_->stop(kCancelFlushSeconds);
 }
 
 LlmServer::~LlmServer() {
   shutdown();       // every request in flight completes or is cancelled and answered
-  if (engine_) engine_->stop();
-  http_.reset();  // before the context and engine its handlers refer to
+  http_.reset();    // before the context and the versions its handlers refer to
+  deployer_.reset();  // its jobs refer to the context
 }
 
 }  // namespace llms

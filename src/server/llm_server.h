@@ -1,6 +1,7 @@
-// LlmServer: the whole serving process minus signal handling — loads the model and
-// tokenizer, starts the engine, then opens the HTTP port (so the port answers only
-// once the model is loaded), and shuts down gracefully on request.
+// LlmServer: the whole serving process minus signal handling — loads the model (the
+// file, or the current version of a model root) with its engine, starts the deployer,
+// then opens the HTTP port (so the port answers only once the model is loaded), and
+// shuts down gracefully on request.
 //
 // Shutdown: stop accepting; /ready says draining; new completion requests get 503;
 // requests in flight get up to shutdown_timeout seconds to finish; the rest are
@@ -13,15 +14,14 @@
 #include <memory>
 
 #include "base/status.h"
-#include "engine/engine.h"
+#include "deploy/deployer.h"
+#include "deploy/version_set.h"
 #include "metrics/metrics.h"
-#include "model/model.h"
 #include "server/http_server.h"
 #include "server/router.h"
 #include "server/server_config.h"
 #include "server/server_context.h"
 #include "server/server_metrics.h"
-#include "tokenizer/tokenizer.h"
 
 namespace llms {
 
@@ -41,19 +41,14 @@ class LlmServer {
   Status init();
 
   ServeConfig config_;
-  std::unique_ptr<Model> model_;
-  std::unique_ptr<Tokenizer> tokenizer_;
   std::unique_ptr<Registry> registry_;
   std::unique_ptr<ServerMetrics> metrics_;
-  std::unique_ptr<Engine> engine_;
+  std::unique_ptr<VersionSet> versions_;
+  std::unique_ptr<Deployer> deployer_;
   std::unique_ptr<ServerContext> ctx_;
   std::unique_ptr<Router> router_;
   std::unique_ptr<HttpServer> http_;
   bool shut_down_ = false;
 };
-
-// The chat template the server uses: the configured one (validated), else the
-// model's, else "plain" for a model without one.
-Result<std::string> resolve_chat_template(const std::string& configured, const Tokenizer& tok);
 
 }  // namespace llms

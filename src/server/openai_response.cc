@@ -10,7 +10,7 @@ const char* object_name(ApiKind kind, bool chunk) {
 
 Json meta_json(const ResponseMeta& m, bool chunk) {
   return Json{{"id", m.id}, {"object", object_name(m.kind, chunk)}, {"created", m.created}, {"model", m.model},
-              {"system_fingerprint", nullptr}};
+              {"system_fingerprint", m.fingerprint.empty() ? Json(nullptr) : Json(m.fingerprint)}};
 }
 
 Json byte_list(const std::string& s) {

@@ -24,6 +24,7 @@ struct ResponseMeta {
   std::string id;       // "cmpl-..." / "chatcmpl-..."
   int64_t created = 0;  // unix seconds
   std::string model;
+  std::string fingerprint;  // system_fingerprint: the version that answered
 };
 
 struct TokenLogprobs {

@@ -19,8 +19,6 @@
 
 namespace llms {
 
-inline constexpr const char* kPlainChatTemplate = "plain";
-
 struct PromptInput {
   std::vector<int32_t> tokens;
   std::string text;  // what `echo` repeats

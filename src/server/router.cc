@@ -24,6 +24,11 @@ Router::Router(ServerContext& ctx) : ctx_(ctx) {
       {"GET", "/health", handle_health},
       {"GET", "/ready", handle_ready},
       {"GET", "/metrics", handle_metrics},
+      {"GET", "/admin/versions", handle_admin},
+      {"POST", "/admin/deploy", handle_admin},
+      {"POST", "/admin/promote", handle_admin},
+      {"POST", "/admin/abort", handle_admin},
+      {"POST", "/admin/rollback", handle_admin},
   };
 }
 

@@ -8,7 +8,9 @@ namespace llms {
 
 Status ServerConfig::validate() const {
   auto bad = [](const char* key, const std::string& why) { return invalid_argument(fmt::format("{}: {}", key, why)); };
-  if (model_path.empty()) return bad("model", "a GGUF model file is required (-m MODEL.gguf)");
+  if (model_path.empty() == model_root.empty()) {
+    return bad("model", "give a GGUF model file (-m MODEL.gguf) or a model root (--model-root DIR), not both");
+  }
   if (host.empty()) return bad("host", "must not be empty");
   if (port < 0 || port > 65535) return bad("port", fmt::format("{} is not in 0..65535", port));
   if (io_threads < 1 || io_threads > 256) return bad("io_threads", fmt::format("{} is not in 1..256", io_threads));
@@ -20,11 +22,21 @@ Status ServerConfig::validate() const {
 
 Status ServeConfig::validate() const {
   LLMS_RETURN_IF_ERROR(server.validate());
-  return engine.validate();
+  LLMS_RETURN_IF_ERROR(engine.validate());
+  auto bad = [](const char* key, const std::string& why) { return invalid_argument(fmt::format("{}: {}", key, why)); };
+  const GateConfig& g = deploy.gate;
+  if (!(g.max_kl >= 0)) return bad("gate_max_kl", "must be >= 0");
+  if (!(g.min_top1 >= 0 && g.min_top1 <= 1)) return bad("gate_min_top1", "must be in [0, 1]");
+  if (!(deploy.quality_interval_s >= 0)) return bad("quality_interval", "must be >= 0 seconds (0: off)");
+  return ok_status();
 }
 
 std::string served_model_name(const ServerConfig& c) {
   if (!c.model_name.empty()) return c.model_name;
+  if (!c.model_root.empty()) {
+    std::filesystem::path root(c.model_root);
+    return (root.has_filename() ? root : root.parent_path()).filename().string();
+  }
   std::filesystem::path p(c.model_path);
   if (p.extension() == ".gguf") return p.stem().string();
   return p.filename().string();

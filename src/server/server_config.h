@@ -9,12 +9,15 @@
 #include <string>
 
 #include "base/status.h"
+#include "deploy/deployer.h"
 #include "engine/engine_config.h"
 
 namespace llms {
 
 struct ServerConfig {
-  std::string model_path;            // the GGUF file to serve
+  std::string model_path;            // the GGUF file to serve, or:
+  std::string model_root;            // a model root (deploy/model_root.h): serves its `current` version
+  std::string admin_token_file;      // the admin API's bearer token; "" = admin API off
   std::string model_name;            // the id clients use; "" = the file name without .gguf
   std::string host = "127.0.0.1";
   int port = 8080;                   // 0: any free port (printed at start)
@@ -30,10 +33,12 @@ struct ServerConfig {
 struct ServeConfig {
   ServerConfig server;
   EngineConfig engine;
+  DeployConfig deploy;  // its engine, chat_template and threads are filled from the above at start
   Status validate() const;
 };
 
-// The served model id: model_name, else the file name without directory and .gguf.
+// The served model id: model_name, else the file name without directory and .gguf
+// (the model root's folder name with --model-root).
 std::string served_model_name(const ServerConfig& c);
 
 }  // namespace llms

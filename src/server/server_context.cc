@@ -9,17 +9,25 @@
 
 namespace llms {
 
-ServerContext::ServerContext(Engine& e, const Tokenizer& tok, const ServeConfig& c, ServerMetrics& m,
-                             std::string tmpl)
-    : engine(e),
-      tokenizer(tok),
+ServerContext::ServerContext(VersionSet& v, Deployer& d, const ServeConfig& c, Registry& r, ServerMetrics& m,
+                             std::string token)
+    : versions(v),
+      deployer(d),
       config(c),
+      registry(r),
       metrics(m),
       model_name(served_model_name(c.server)),
-      chat_template(std::move(tmpl)),
+      admin_token(std::move(token)),
       created(unix_seconds()) {
   std::random_device rd;
   id_salt_ = (static_cast<uint64_t>(rd()) << 32) | rd();
+}
+
+std::string ServerContext::render_metrics() const {
+  const std::vector<VersionPtr> loaded = versions.loaded();
+  std::vector<LabeledRegistry> parts{{&registry, {}}};
+  for (const VersionPtr& v : loaded) parts.push_back({&v->registry(), {{"version", v->name()}}});
+  return Registry::render_all(parts);
 }
 
 std::string ServerContext::next_id(const char* prefix) {

@@ -1,6 +1,7 @@
-// ServerContext: what the request handlers share — the engine, the tokenizer, the
-// configuration, the served model's name, the metrics, the draining flag, and the
-// count of completion requests in flight (graceful shutdown waits on it).
+// ServerContext: what the request handlers share — the loaded versions of the model
+// (each with its engine and tokenizer) and the deployer that changes them, the
+// configuration, the served model's name, the metrics, the admin token, the draining
+// flag, and the count of completion requests in flight (graceful shutdown waits on it).
 //
 // Thread-safety: the references are to thread-safe or immutable objects; the
 // counters and flags are atomic or under the internal mutex. Any thread.
@@ -12,25 +13,31 @@
 #include <mutex>
 #include <string>
 
-#include "engine/engine.h"
+#include "deploy/deployer.h"
+#include "deploy/version_set.h"
+#include "metrics/metrics.h"
 #include "server/server_config.h"
 #include "server/server_metrics.h"
-#include "tokenizer/tokenizer.h"
 
 namespace llms {
 
 class ServerContext {
  public:
-  ServerContext(Engine& engine, const Tokenizer& tokenizer, const ServeConfig& config, ServerMetrics& metrics,
-                std::string chat_template);
+  ServerContext(VersionSet& versions, Deployer& deployer, const ServeConfig& config, Registry& registry,
+                ServerMetrics& metrics, std::string admin_token);
 
-  Engine& engine;
-  const Tokenizer& tokenizer;
+  VersionSet& versions;
+  Deployer& deployer;
   const ServeConfig& config;
+  Registry& registry;               // the server's own metrics (the versions' are in theirs)
   ServerMetrics& metrics;
   const std::string model_name;
-  const std::string chat_template;  // resolved: "" (the model's), a name, or "plain"
+  const std::string admin_token;    // "" = the admin API is off
   const int64_t created;            // unix seconds at start
+
+  // Every registry /metrics renders: the server's, and each loaded version's under
+  // its version label.
+  std::string render_metrics() const;
 
   // A fresh response id: prefix + 24 hex digits.
   std::string next_id(const char* prefix);

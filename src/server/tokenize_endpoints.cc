@@ -20,6 +20,10 @@ void handle_tokenize(ServerContext& ctx, const HttpRequest& req, std::shared_ptr
   auto fail = [&](const ApiError& e) { ex->respond(api_error_response(e)); };
   Json body;
   if (auto e = parse_body(ctx, req, &body)) return fail(*e);
+  auto picked = ctx.versions.pick(req.header(kVersionPinHeader));
+  if (!picked.ok()) return fail(api_error_from_status(picked.status()));
+  const VersionPtr v = std::move(picked).value();
+  const Tokenizer& tok = v->tokenizer();
   bool strs = false;
   if (auto e = read_bool(body, "return_token_strs", &strs)) return fail(*e);
   std::vector<int32_t> tokens;
@@ -29,7 +33,7 @@ void handle_tokenize(ServerContext& ctx, const HttpRequest& req, std::shared_ptr
     std::vector<ChatMessage> messages;
     if (auto e = parse_messages(body, &messages)) return fail(*e);
     PromptInput p;
-    if (auto e = chat_prompt(messages, ctx.tokenizer, ctx.chat_template, gen, &p)) return fail(*e);
+    if (auto e = chat_prompt(messages, tok, v->chat_template(), gen, &p)) return fail(*e);
     tokens = std::move(p.tokens);
   } else {
     std::string prompt;
@@ -38,13 +42,13 @@ void handle_tokenize(ServerContext& ctx, const HttpRequest& req, std::shared_ptr
     bool special = true;
     if (auto e = read_bool(body, "add_special_tokens", &special)) return fail(*e);
     EncodeOptions enc;
-    enc.add_bos = special && ctx.tokenizer.add_bos();
-    tokens = ctx.tokenizer.encode(prompt, enc);
+    enc.add_bos = special && tok.add_bos();
+    tokens = tok.encode(prompt, enc);
   }
-  Json out = {{"count", tokens.size()}, {"max_model_len", ctx.engine.context_length()}, {"tokens", tokens}};
+  Json out = {{"count", tokens.size()}, {"max_model_len", v->engine().context_length()}, {"tokens", tokens}};
   if (strs) {
     Json s = Json::array();
-    for (int32_t t : tokens) s.push_back(ctx.tokenizer.token_text(t));
+    for (int32_t t : tokens) s.push_back(tok.token_text(t));
     out["token_strs"] = std::move(s);
   }
   ex->respond(json_response(200, out));
@@ -54,17 +58,20 @@ void handle_detokenize(ServerContext& ctx, const HttpRequest& req, std::shared_p
   auto fail = [&](const ApiError& e) { ex->respond(api_error_response(e)); };
   Json body;
   if (auto e = parse_body(ctx, req, &body)) return fail(*e);
+  auto picked = ctx.versions.pick(req.header(kVersionPinHeader));
+  if (!picked.ok()) return fail(api_error_from_status(picked.status()));
+  const Tokenizer& tok = (*picked)->tokenizer();
   if (!has_field(body, "tokens") || !body.at("tokens").is_array()) {
     return fail(bad_request("'tokens' must be a list of token ids", "tokens"));
   }
   std::vector<int32_t> ids;
   for (const Json& t : body.at("tokens")) {
-    if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= ctx.tokenizer.vocab_size()) {
-      return fail(bad_request(fmt::format("'tokens' must hold ids in 0..{}", ctx.tokenizer.vocab_size() - 1), "tokens"));
+    if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= tok.vocab_size()) {
+      return fail(bad_request(fmt::format("'tokens' must hold ids in 0..{}", tok.vocab_size() - 1), "tokens"));
     }
     ids.push_back(static_cast<int32_t>(t.get<int64_t>()));
   }
-  ex->respond(json_response(200, Json{{"prompt", ctx.tokenizer.decode(ids)}}));
+  ex->respond(json_response(200, Json{{"prompt", tok.decode(ids)}}));
 }
 
 }  // namespace llms

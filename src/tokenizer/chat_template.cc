@@ -4,6 +4,7 @@
 
 #include <array>
 
+#include "base/log.h"
 #include "tokenizer/chat_formats.h"
 
 namespace llms {
@@ -154,6 +155,21 @@ std::vector<int32_t> encode_chat_prompt(const Tokenizer& tok, std::string_view p
   opts.parse_special = true;
   opts.add_bos = !has_bos;
   return tok.encode(prompt, opts);
+}
+
+Result<std::string> resolve_chat_template(const std::string& configured, const Tokenizer& tok) {
+  if (configured == kPlainChatTemplate) return configured;
+  if (!configured.empty()) {
+    auto kind = detect_chat_template(configured);
+    if (!kind.ok()) return invalid_argument("chat_template: " + kind.status().message());
+    return configured;
+  }
+  if (tok.chat_template().empty()) {
+    log_warn("the model has no chat template: chat requests use \"plain\" (message texts joined); "
+             "choose one with --chat-template");
+    return std::string(kPlainChatTemplate);
+  }
+  return std::string();
 }
 
 }  // namespace llms

@@ -87,4 +87,12 @@ Result<std::string> apply_model_chat_template(const Tokenizer& tok, const std::v
 // BOS is added only when the prompt does not already start with it.
 std::vector<int32_t> encode_chat_prompt(const Tokenizer& tok, std::string_view prompt);
 
+// The template name that joins the message texts by blank lines: what a base model
+// without a template of its own uses (a chat then continues the text).
+inline constexpr const char* kPlainChatTemplate = "plain";
+
+// The chat template a server uses for `tok`: the configured one (validated), else ""
+// (the model's own), else kPlainChatTemplate, with a warning, for a model without one.
+Result<std::string> resolve_chat_template(const std::string& configured, const Tokenizer& tok);
+
 }  // namespace llms

@@ -1,0 +1,265 @@
+#include "deploy/deployer.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+
+#include "base/clock.h"
+#include "base/log.h"
+#include "engine/admission.h"
+
+namespace llms {
+namespace {
+
+constexpr int64_t kTickNs = 250'000'000;
+
+// A one-token request through a freshly loaded version: pages in its weights and
+// touches its code paths before traffic does.
+Status warm_up(ServingVersion& v) {
+  RequestParams p;
+  p.prompt = {v.tokenizer().bos_id() >= 0 ? v.tokenizer().bos_id() : 0};
+  p.max_tokens = 1;
+  p.sampling.temperature = 0;
+  LLMS_ASSIGN_OR_RETURN(auto h, v.engine().submit(p));
+  for (RequestEvent ev;;) {
+    if (!h->next(&ev, 600'000)) return unavailable("warm-up did not finish");
+    if (const auto* f = std::get_if<FinishEvent>(&ev)) {
+      if (f->reason == FinishReason::kError) return internal_error("warm-up failed: " + f->message);
+      return ok_status();
+    }
+  }
+}
+
+}  // namespace
+
+Deployer::Deployer(std::unique_ptr<ModelRoot> root, VersionSet& versions, DeployConfig config, Registry& registry)
+    : root_(std::move(root)),
+      versions_(versions),
+      config_(std::move(config)),
+      deploys_(registry.counter_family("llmserve_deploys_total",
+                                       "Deploys by result: switched, canary, refused_load, refused_tokenizer, "
+                                       "refused_gate, refused.",
+                                       {"result"})),
+      canary_decisions_(registry.counter_family("llmserve_canary_decisions_total",
+                                                "Automatic canary decisions: promoted, aborted.", {"decision"})),
+      pool_(config_.threads) {}
+
+Deployer::~Deployer() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Deployer::start() {
+  thread_ = std::thread([this] { thread_main(); });
+  if (config_.quality_interval_s > 0) {
+    run([this] {
+      if (Status s = record_reference(*versions_.current()); !s.ok()) log_warn("quality monitor: {}", s.to_string());
+      check_quality();
+    });
+  }
+}
+
+void Deployer::run(std::function<void()> job) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    jobs_.push_back(std::move(job));
+  }
+  cv_.notify_all();
+}
+
+std::optional<DeployOutcome> Deployer::last_outcome() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return last_;
+}
+
+void Deployer::thread_main() {
+  for (;;) {
+    std::function<void()> job;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait_for(lock, std::chrono::nanoseconds(kTickNs), [&] { return stop_ || !jobs_.empty(); });
+      if (stop_) return;
+      if (!jobs_.empty()) {
+        job = std::move(jobs_.front());
+        jobs_.pop_front();
+      }
+    }
+    if (job) job();
+    tick();
+  }
+}
+
+void Deployer::tick() {
+  versions_.reap();
+  decide_canary();
+  if (config_.quality_interval_s > 0 &&
+      now_ns() - last_quality_ns_ >= static_cast<int64_t>(config_.quality_interval_s * 1e9)) {
+    check_quality();
+  }
+}
+
+DeployOutcome Deployer::refuse(const std::string& version, const std::string& result, const std::string& message) {
+  DeployOutcome o{false, version, result, message, {}};
+  deploys_.with({result}).inc();
+  log_warn("deploy of {} refused ({}): {}", version, result, message);
+  std::lock_guard<std::mutex> lock(mu_);
+  last_ = o;
+  return o;
+}
+
+bool Deployer::fits_beside(const std::string& model_path) const {
+  std::error_code ec;
+  const auto bytes = static_cast<int64_t>(std::filesystem::file_size(model_path, ec));
+  const int64_t limit = config_.engine.memory_limit_bytes > 0 ? config_.engine.memory_limit_bytes : machine_memory_bytes();
+  return !ec && static_cast<double>(process_rss_bytes() + bytes) <= config_.engine.rss_high_watermark * limit;
+}
+
+Status Deployer::record_reference(ServingVersion& v) {
+  if (gate_tokens_.empty()) {
+    LLMS_ASSIGN_OR_RETURN(gate_tokens_, gate_tokens(v, config_.gate));
+  }
+  PerplexityOptions opts;
+  opts.ctx = config_.gate.ctx;
+  // F32 KV: the reference is what the weights say, so a lossy KV type shows as KL.
+  LLMS_ASSIGN_OR_RETURN(ReferenceLogprobs ref, record_logprobs(gate_tokens_, {&v.model()}, opts, pool_));
+  v.set_reference(std::make_shared<const ReferenceLogprobs>(std::move(ref)));
+  return ok_status();
+}
+
+DeployOutcome Deployer::deploy(const std::string& name, double canary_share) {
+  if (!root_) return refuse(name, "refused", "this server was started on a file; deploys need --model-root");
+  if (Status s = check_version_name(name); !s.ok()) return refuse(name, "refused", s.message());
+  if (!root_->has_version(name)) {
+    return refuse(name, "refused", fmt::format("no version '{}' in {} (llmserve deploy copies it there)", name, root_->dir()));
+  }
+  const VersionPtr serving = versions_.current();
+  if (serving->name() == name) return refuse(name, "refused", fmt::format("version '{}' is already serving", name));
+  if (!(canary_share >= 0 && canary_share < 1)) return refuse(name, "refused", "canary must be in [0, 1)");
+  auto meta = read_version_meta(root_->meta_path(name));
+  if (!meta.ok()) return refuse(name, "refused_load", meta.status().message());
+  if (!fits_beside(root_->model_path(name))) {
+    return refuse(name, "refused_load", "the candidate does not fit in memory beside the serving version");
+  }
+  auto cand = ServingVersion::load({name, root_->model_path(name), *meta, config_.engine, config_.chat_template});
+  if (!cand.ok()) return refuse(name, "refused_load", cand.status().message());
+  VersionPtr v = std::move(cand).value();
+  if (!config_.gate.allow_tokenizer_change) {
+    if (Status s = check_same_tokenizer(serving->tokenizer(), v->tokenizer()); !s.ok()) {
+      return refuse(name, "refused_tokenizer", s.message() + " (allow it with --allow-tokenizer-change)");
+    }
+  }
+  if (gate_tokens_.empty()) {
+    auto t = gate_tokens(*serving, config_.gate);
+    if (!t.ok()) return refuse(name, "refused_gate", "no gate text: " + t.status().message());
+    gate_tokens_ = std::move(t).value();
+  }
+  auto g = run_gate(*serving, *v, gate_tokens_, config_.gate, pool_);
+  if (!g.ok()) return refuse(name, "refused_gate", g.status().message());
+  v->set_gate(*g);
+  if (!g->passed) {
+    DeployOutcome o = refuse(name, "refused_gate", g->reason);
+    o.gate = *g;
+    return o;
+  }
+  if (Status s = warm_up(*v); !s.ok()) return refuse(name, "refused_load", s.message());
+  if (Status s = record_reference(*v); !s.ok()) log_warn("quality monitor: {}", s.to_string());
+  DeployOutcome o{true, name, canary_share > 0 ? "canary" : "switched", "", *g};
+  if (canary_share > 0) {
+    versions_.start_canary(v, canary_share);
+    o.message = fmt::format("{} takes {:.0f}% of new requests; {}", name, 100 * canary_share, g->reason);
+  } else {
+    const bool keep = config_.keep_previous && fits_beside(serving->model_path());
+    versions_.switch_to(v, keep);
+    if (Status s = root_->switch_to(name); !s.ok()) log_error("deploy of {}: links not switched: {}", name, s.to_string());
+    o.message = fmt::format("{} serves; {}", name, g->reason);
+  }
+  deploys_.with({o.result}).inc();
+  log_info("deploy of {}: {}", name, o.message);
+  check_quality();
+  std::lock_guard<std::mutex> lock(mu_);
+  last_ = o;
+  return o;
+}
+
+Status Deployer::promote() {
+  const VersionPtr cand = versions_.candidate();
+  if (!cand) return failed_precondition("no canary is running");
+  LLMS_RETURN_IF_ERROR(versions_.promote(config_.keep_previous));
+  if (root_) LLMS_RETURN_IF_ERROR(root_->switch_to(cand->name()));
+  log_info("promoted {}", cand->name());
+  return ok_status();
+}
+
+Status Deployer::abort_canary() {
+  const VersionPtr cand = versions_.candidate();
+  LLMS_RETURN_IF_ERROR(versions_.abort());
+  log_info("canary of {} aborted", cand ? cand->name() : "?");
+  return ok_status();
+}
+
+Status Deployer::rollback() {
+  if (!versions_.previous()) {
+    // Not loaded (the server started after the last deploy): load it.
+    if (!root_ || !root_->previous()) return failed_precondition("there is no previous version to roll back to");
+    const std::string name = *root_->previous();
+    LLMS_ASSIGN_OR_RETURN(VersionMeta meta, read_version_meta(root_->meta_path(name)));
+    LLMS_ASSIGN_OR_RETURN(VersionPtr v, ServingVersion::load({name, root_->model_path(name), meta, config_.engine,
+                                                              config_.chat_template}));
+    versions_.switch_to(v, config_.keep_previous);
+  } else {
+    LLMS_RETURN_IF_ERROR(versions_.rollback());
+  }
+  if (root_) LLMS_RETURN_IF_ERROR(root_->rollback());
+  log_info("rolled back to {}", versions_.current()->name());
+  return ok_status();
+}
+
+void Deployer::check_quality() {
+  last_quality_ns_ = now_ns();
+  for (const VersionPtr& v : versions_.loaded()) {
+    const auto ref = v->reference();
+    if (!ref) continue;
+    auto r = evaluate_against(*ref, {&v->model(), v->k_type(), v->v_type()}, pool_);
+    if (!r.ok()) {
+      log_warn("quality check of {}: {}", v->name(), r.status().to_string());
+      continue;
+    }
+    v->quality_kl().set(r->kl_divergence);
+    v->quality_perplexity().set(r->perplexity);
+  }
+}
+
+void Deployer::decide_canary() {
+  const CanaryAutoConfig& c = config_.canary_auto;
+  const VersionPtr cand = versions_.candidate(), cur = versions_.current();
+  if (c.requests <= 0 || !cand) return;
+  const EngineSnapshot a = cand->engine().snapshot(), b = cur->engine().snapshot();
+  const int64_t n = a.completed + a.failed;
+  if (n < c.requests) return;
+  auto rate = [](int64_t k, int64_t total) { return total > 0 ? static_cast<double>(k) / static_cast<double>(total) : 0.0; };
+  const double err_a = rate(a.failed, n), err_b = rate(b.failed, b.completed + b.failed);
+  const double ab_a = rate(a.abnormal, a.completed), ab_b = rate(b.abnormal, b.completed);
+  const double itl_a = a.itl_count ? a.itl_sum_s / a.itl_count : 0, itl_b = b.itl_count ? b.itl_sum_s / b.itl_count : 0;
+  std::string why;
+  if (err_a > err_b + c.max_error_rate_increase) why = fmt::format("error rate {:.3f} vs {:.3f}", err_a, err_b);
+  if (ab_a > ab_b + c.max_abnormal_rate_increase) why = fmt::format("abnormal outputs {:.3f} vs {:.3f}", ab_a, ab_b);
+  if (itl_b > 0 && itl_a > c.max_latency_ratio * itl_b) why = fmt::format("inter-token latency {:.4f} s vs {:.4f} s", itl_a, itl_b);
+  const std::string summary = fmt::format("after {} requests: errors {:.3f} vs {:.3f}, abnormal {:.3f} vs {:.3f}, "
+                                          "inter-token latency {:.4f} s vs {:.4f} s",
+                                          n, err_a, err_b, ab_a, ab_b, itl_a, itl_b);
+  if (why.empty()) {
+    if (promote().ok()) {
+      canary_decisions_.with({"promoted"}).inc();
+      log_info("canary {} promoted automatically {}", cand->name(), summary);
+    }
+  } else if (abort_canary().ok()) {
+    canary_decisions_.with({"aborted"}).inc();
+    log_warn("canary {} aborted automatically ({} worse) {}", cand->name(), why, summary);
+  }
+}
+
+}  // namespace llms

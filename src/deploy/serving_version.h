@@ -1,0 +1,95 @@
+// ServingVersion: one loaded version of the served model — its weights, tokenizer,
+// chat template and an engine of its own (KV cache, result cache, prefix cache and
+// metrics are per version, so nothing computed by one version is served by another).
+//
+// Shared by pointer: the version set holds the versions that take traffic, and every
+// request in flight holds the version it started on, so a version retired by a deploy
+// stays alive until its last request ends.
+//
+// Thread-safety: immutable after load() but for the engine (thread-safe) and the
+// gate/monitor fields, which only the deployer's and monitor's thread write (under
+// the mutex).
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "base/status.h"
+#include "deploy/version_meta.h"
+#include "engine/engine.h"
+#include "eval/perplexity.h"
+#include "metrics/metrics.h"
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
+
+namespace llms {
+
+// How a candidate compared with the version serving when it was deployed.
+struct GateResult {
+  bool ran = false;
+  bool passed = false;
+  double kl = 0;            // mean KL(serving || candidate), nats per token
+  double top1 = 0;          // top-1 agreement
+  double ppl_ratio = 0;     // candidate perplexity / serving perplexity
+  int64_t tokens = 0;       // tokens of gate text scored
+  std::string reason;       // why it failed (or "passed: ...")
+};
+
+struct VersionLoadOptions {
+  std::string name;
+  std::string model_path;
+  VersionMeta meta;
+  EngineConfig engine;            // the server's; meta's KV types override it
+  std::string chat_template;      // the configured one ("" = the model's)
+};
+
+class ServingVersion {
+ public:
+  static Result<std::shared_ptr<ServingVersion>> load(const VersionLoadOptions& options);
+  ~ServingVersion();
+
+  const std::string& name() const { return name_; }
+  const std::string& model_path() const { return model_path_; }
+  const Model& model() const { return *model_; }
+  const Tokenizer& tokenizer() const { return *tokenizer_; }
+  Engine& engine() { return *engine_; }
+  const Engine& engine() const { return *engine_; }
+  Registry& registry() { return *registry_; }
+  const std::string& chat_template() const { return chat_template_; }
+  const VersionMeta& meta() const { return meta_; }
+  // The KV types this version's engine runs with.
+  DType k_type() const { return engine_->config().k_type; }
+  DType v_type() const { return engine_->config().v_type; }
+
+  GateResult gate() const;
+  void set_gate(GateResult g);
+  // Log-probabilities of the gate text recorded at deploy (F32 KV): what the quality
+  // monitor compares the serving version with.
+  std::shared_ptr<const ReferenceLogprobs> reference() const;
+  void set_reference(std::shared_ptr<const ReferenceLogprobs> ref);
+
+  Gauge& quality_kl() { return quality_kl_; }
+  Gauge& quality_perplexity() { return quality_ppl_; }
+
+ private:
+  ServingVersion(std::string name, std::string path, VersionMeta meta);
+
+  std::string name_;
+  std::string model_path_;
+  VersionMeta meta_;
+  std::unique_ptr<Model> model_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  std::string chat_template_;
+  std::unique_ptr<Registry> registry_;
+  std::unique_ptr<Engine> engine_;
+  Gauge& quality_kl_;
+  Gauge& quality_ppl_;
+
+  mutable std::mutex mu_;
+  GateResult gate_;
+  std::shared_ptr<const ReferenceLogprobs> reference_;
+};
+
+}  // namespace llms
