@@ -122,9 +122,18 @@ HttpResult http_get(int port, const std::string& path) {
   return from(c.Get(path.c_str()));
 }
 
-HttpResult http_post(int port, const std::string& path, const std::string& body) {
+HttpResult http_post(int port, const std::string& path, const std::string& body, const Headers& headers) {
   auto c = client(port);
-  return from(c.Post(path.c_str(), body, "application/json"));
+  httplib::Headers h;
+  for (const auto& [k, v] : headers) h.emplace(k, v);
+  return from(c.Post(path.c_str(), h, body, "application/json"));
+}
+
+HttpResult http_get(int port, const std::string& path, const Headers& headers) {
+  auto c = client(port);
+  httplib::Headers h;
+  for (const auto& [k, v] : headers) h.emplace(k, v);
+  return from(c.Get(path.c_str(), h));
 }
 
 std::vector<std::string> parse_sse(const std::string& raw) {
@@ -229,8 +238,8 @@ std::string without_version_labels(const std::string& text) {
   return std::regex_replace(s, trailing_comma, "}");
 }
 
-double metric(const std::string& raw, const std::string& name_and_labels) {
-  const std::string text = without_version_labels(raw);
+namespace {
+double sample_value(const std::string& text, const std::string& name_and_labels) {
   const std::string key = name_and_labels + " ";
   size_t pos = 0;
   while ((pos = text.find(key, pos)) != std::string::npos) {
@@ -238,6 +247,12 @@ double metric(const std::string& raw, const std::string& name_and_labels) {
     pos += key.size();
   }
   return std::nan("");
+}
+}  // namespace
+
+double metric(const std::string& text, const std::string& name_and_labels) {
+  const double exact = sample_value(text, name_and_labels);
+  return std::isnan(exact) ? sample_value(without_version_labels(text), name_and_labels) : exact;
 }
 
 double metric(int port, const std::string& name_and_labels) { return metric(http_get(port, "/metrics").body, name_and_labels); }

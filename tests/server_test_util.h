@@ -37,10 +37,12 @@ struct HttpResult {
   Json json() const;  // null when the body is not JSON
 };
 
+using Headers = std::vector<std::pair<std::string, std::string>>;
 HttpResult http_get(int port, const std::string& path);
-HttpResult http_post(int port, const std::string& path, const std::string& body);
-inline HttpResult http_post(int port, const std::string& path, const Json& body) {
-  return http_post(port, path, body.dump());
+HttpResult http_get(int port, const std::string& path, const Headers& headers);
+HttpResult http_post(int port, const std::string& path, const std::string& body, const Headers& headers = {});
+inline HttpResult http_post(int port, const std::string& path, const Json& body, const Headers& headers = {}) {
+  return http_post(port, path, body.dump(), headers);
 }
 
 // A streamed POST: the SSE events' data fields ("[DONE]" included), in order.
@@ -75,8 +77,8 @@ class RawClient {
 // /metrics text without the version="..." label every engine metric carries, for
 // tests about values rather than versions.
 std::string without_version_labels(const std::string& text);
-// The value of a sample line "name{labels} value" (pass the name with its labels,
-// leaving out the version label); NaN when absent.
+// The value of a sample line "name{labels} value" (pass the name with its labels; a
+// name without the version label matches the series of any version); NaN when absent.
 double metric(const std::string& text, const std::string& name_and_labels);
 double metric(int port, const std::string& name_and_labels);
 

@@ -139,14 +139,17 @@ DeployOutcome Deployer::deploy(const std::string& name, double canary_share) {
   const VersionPtr serving = versions_.current();
   if (serving->name() == name) return refuse(name, "refused", fmt::format("version '{}' is already serving", name));
   if (!(canary_share >= 0 && canary_share < 1)) return refuse(name, "refused", "canary must be in [0, 1)");
-  auto meta = read_version_meta(root_->meta_path(name));
-  if (!meta.ok()) return refuse(name, "refused_load", meta.status().message());
-  if (!fits_beside(root_->model_path(name))) {
-    return refuse(name, "refused_load", "the candidate does not fit in memory beside the serving version");
+  VersionPtr v = versions_.previous();
+  if (!v || v->name() != name) {  // the previous version, still loaded, needs no load
+    auto meta = read_version_meta(root_->meta_path(name));
+    if (!meta.ok()) return refuse(name, "refused_load", meta.status().message());
+    if (!fits_beside(root_->model_path(name))) {
+      return refuse(name, "refused_load", "the candidate does not fit in memory beside the serving version");
+    }
+    auto cand = ServingVersion::load({name, root_->model_path(name), *meta, config_.engine, config_.chat_template});
+    if (!cand.ok()) return refuse(name, "refused_load", cand.status().message());
+    v = std::move(cand).value();
   }
-  auto cand = ServingVersion::load({name, root_->model_path(name), *meta, config_.engine, config_.chat_template});
-  if (!cand.ok()) return refuse(name, "refused_load", cand.status().message());
-  VersionPtr v = std::move(cand).value();
   if (!config_.gate.allow_tokenizer_change) {
     if (Status s = check_same_tokenizer(serving->tokenizer(), v->tokenizer()); !s.ok()) {
       return refuse(name, "refused_tokenizer", s.message() + " (allow it with --allow-tokenizer-change)");

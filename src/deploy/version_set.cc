@@ -87,6 +87,7 @@ void VersionSet::switch_to(VersionPtr v, bool keep_previous) {
 
 void VersionSet::start_canary(VersionPtr v, double share) {
   std::lock_guard<std::mutex> lock(mu_);
+  if (previous_ == v) previous_.reset();  // the previous version comes back as the candidate
   retire(std::move(candidate_));
   candidate_ = std::move(v);
   share_ = share;
