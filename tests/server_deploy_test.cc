@@ -297,5 +297,46 @@ TEST(DeployTest, QualityGaugesSeeTheKvType) {
   EXPECT_GT(metric(port, "llmserve_quality_perplexity{version=\"q4kv\"}"), 1.0);
 }
 
+// --canary-auto: after enough candidate requests the server promotes a candidate as
+// good as the current version, and aborts one whose outputs are broken.
+TEST(DeployTest, AutomaticCanaryPromotesTheGoodAndAbortsTheBroken) {
+  if (!have_stories()) GTEST_SKIP() << "needs ../shared/models/stories260K.gguf";
+  const Candidates& c = candidates();
+  Root r = make_root("auto");
+  ASSERT_TRUE(r.root.install("q8", c.q8, false).ok());
+  // Let the damaged weights past the gate: the canary must catch them.
+  ASSERT_TRUE(r.root.install("broken", c.damaged, false,
+                             write_text(temp_path("broken.toml"), "gate_max_kl = 1000\ngate_min_top1 = 0\n")).ok());
+  auto server = start_on_root(r.dir, [](ServeConfig& cfg) { cfg.deploy.canary_auto.requests = 8; });
+  const int port = server->port();
+  int n = 0;  // distinct prompts: identical greedy requests would come from the result cache
+  auto drive = [&](const std::string& expect_current) {
+    return poll_until([&] {
+      http_post(port, "/v1/completions", Json{{"prompt", "Once upon a time " + std::to_string(++n)}, {"max_tokens", 40},
+                                              {"temperature", 0}, {"ignore_eos", true}});
+      const Json st = http_get(port, "/admin/versions", kAuth).json()["state"];
+      return st["candidate"].is_null() && st["current"] == expect_current;
+    }, 120);
+  };
+  ASSERT_EQ(admin(port, "deploy", {{"version", "broken"}, {"canary", 0.5}}).status, 200);
+  // What the broken weights write is counted as abnormal, under their version.
+  const HttpResult one = http_post(port, "/v1/completions", Json{{"prompt", "Lily"}, {"max_tokens", 40}, {"temperature", 0},
+                                                                   {"ignore_eos", true}}, {{"x-llmserve-version", "broken"}});
+  ASSERT_EQ(one.status, 200);
+  const std::string m = http_get(port, "/metrics").body;
+  double abnormal = 0;
+  for (const char* kind : {"empty", "repetition", "invalid_utf8"}) {
+    const double v = metric(m, std::string("llmserve_abnormal_outputs_total{version=\"broken\",kind=\"") + kind + "\"}");
+    if (!std::isnan(v)) abnormal += v;
+  }
+  EXPECT_EQ(abnormal, 1) << one.body;
+  ASSERT_TRUE(drive("v1"));  // aborted
+  EXPECT_EQ(metric(port, "llmserve_canary_decisions_total{decision=\"aborted\"}"), 1);
+  ASSERT_EQ(admin(port, "deploy", {{"version", "q8"}, {"canary", 0.5}}).status, 200);
+  ASSERT_TRUE(drive("q8"));  // promoted
+  EXPECT_EQ(metric(port, "llmserve_canary_decisions_total{decision=\"promoted\"}"), 1);
+  EXPECT_EQ(r.root.current(), "q8");
+}
+
 }  // namespace
 }  // namespace llms::test

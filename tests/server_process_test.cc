@@ -141,5 +141,52 @@ TEST(ServeProcess, SigtermDuringLoadFinishesOrCancelsEveryRequestAndExitsZero) {
   EXPECT_EQ(http_get(child.port, "/health").status, 0);  // nobody listens any more
 }
 
+// The deploy commands: on the links alone, then against a running server (which
+// loads, gates and switches); a refused deploy exits 1 with the reason.
+TEST(ServeProcess, DeployRollbackVersionsCommands) {
+  if (!have_stories()) GTEST_SKIP() << "needs ../shared/models/stories260K.gguf";
+  const std::string root = temp_file("cli_root", "");
+  std::filesystem::remove_all(root);
+  CmdResult r = run("deploy --root " + root + " --version v1 --from " + stories_path() + " --link");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("current -> v1"), std::string::npos) << r.out;
+  r = run("deploy --root " + root + " --version ../v9 --from " + stories_path());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("not allowed"), std::string::npos) << r.out;
+  r = run("rollback --root " + root);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("no previous version"), std::string::npos) << r.out;
+
+  const std::string token = temp_file("cli_token", "cli-admin-token-0123456789\n");
+  const ServeChild child = spawn_serve("--model-root " + root + " --admin-token-file " + token + " --threads 1");
+  ASSERT_GT(child.port, 0);
+  const std::string url = " --url http://127.0.0.1:" + std::to_string(child.port) + " --admin-token-file " + token;
+  r = run("deploy --root " + root + " --version v2 --from " + stories_path() + url);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("v2 serves; passed"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("current: v2"), std::string::npos) << r.out;
+  const std::string half = temp_file("cli_half.gguf", std::string(4096, 'G'));
+  r = run("deploy --root " + root + " --version v3 --from " + half + url);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("refused (409)"), std::string::npos) << r.out;
+  r = run("versions --root " + root + url + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const Json versions = Json::parse(r.out);
+  ASSERT_EQ(versions.size(), 3u);
+  EXPECT_TRUE(versions[1]["current"].get<bool>() && versions[1]["loaded"].get<bool>());  // v2
+  EXPECT_TRUE(versions[1]["gate"]["passed"].get<bool>());
+  r = run("rollback --root " + root + url);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("current: v1"), std::string::npos) << r.out;
+  r = run("versions --root " + root + " --url http://127.0.0.1:" + std::to_string(child.port) + " --admin-token-file " +
+          temp_file("cli_bad_token", "wrong-token-0123456789\n"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("401"), std::string::npos) << r.out;
+  kill(child.pid, SIGTERM);
+  int status = 0;
+  waitpid(child.pid, &status, 0);
+  close(child.stdout_fd);
+}
+
 }  // namespace
 }  // namespace llms::test
