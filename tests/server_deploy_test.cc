@@ -331,10 +331,11 @@ TEST(DeployTest, AutomaticCanaryPromotesTheGoodAndAbortsTheBroken) {
   }
   EXPECT_EQ(abnormal, 1) << one.body;
   ASSERT_TRUE(drive("v1"));  // aborted
-  EXPECT_EQ(metric(port, "llmserve_canary_decisions_total{decision=\"aborted\"}"), 1);
+  // The decision is counted right after it takes effect.
+  EXPECT_TRUE(poll_until([&] { return metric(port, "llmserve_canary_decisions_total{decision=\"aborted\"}") == 1; }, 10));
   ASSERT_EQ(admin(port, "deploy", {{"version", "q8"}, {"canary", 0.5}}).status, 200);
   ASSERT_TRUE(drive("q8"));  // promoted
-  EXPECT_EQ(metric(port, "llmserve_canary_decisions_total{decision=\"promoted\"}"), 1);
+  EXPECT_TRUE(poll_until([&] { return metric(port, "llmserve_canary_decisions_total{decision=\"promoted\"}") == 1; }, 10));
   EXPECT_EQ(r.root.current(), "q8");
 }
 

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <filesystem>
 
 #include "base/clock.h"
@@ -12,6 +13,20 @@ namespace llms {
 namespace {
 
 constexpr int64_t kTickNs = 250'000'000;
+// One-sided z of 2.33: a candidate as good as the current version is aborted for a
+// rate with probability about 1%.
+constexpr double kWorseZ = 2.33;
+
+// Whether k_a of n_a is worse than k_b of n_b by more than `margin` and by more than
+// chance explains (two-proportion z-test, pooled).
+bool significantly_worse(int64_t k_a, int64_t n_a, int64_t k_b, int64_t n_b, double margin) {
+  if (n_a == 0 || n_b == 0) return false;
+  const double pa = static_cast<double>(k_a) / n_a, pb = static_cast<double>(k_b) / n_b;
+  if (pa <= pb + margin) return false;
+  const double p = static_cast<double>(k_a + k_b) / static_cast<double>(n_a + n_b);
+  const double se = std::sqrt(p * (1 - p) * (1.0 / n_a + 1.0 / n_b));
+  return se == 0 || (pa - pb) / se > kWorseZ;
+}
 
 // A one-token request through a freshly loaded version: pages in its weights and
 // touches its code paths before traffic does.
@@ -248,8 +263,12 @@ void Deployer::decide_canary() {
   const double ab_a = rate(a.abnormal, a.completed), ab_b = rate(b.abnormal, b.completed);
   const double itl_a = a.itl_count ? a.itl_sum_s / a.itl_count : 0, itl_b = b.itl_count ? b.itl_sum_s / b.itl_count : 0;
   std::string why;
-  if (err_a > err_b + c.max_error_rate_increase) why = fmt::format("error rate {:.3f} vs {:.3f}", err_a, err_b);
-  if (ab_a > ab_b + c.max_abnormal_rate_increase) why = fmt::format("abnormal outputs {:.3f} vs {:.3f}", ab_a, ab_b);
+  if (significantly_worse(a.failed, n, b.failed, b.completed + b.failed, c.max_error_rate_increase)) {
+    why = fmt::format("error rate {:.3f} vs {:.3f}", err_a, err_b);
+  }
+  if (significantly_worse(a.abnormal, a.completed, b.abnormal, b.completed, c.max_abnormal_rate_increase)) {
+    why = fmt::format("abnormal outputs {:.3f} vs {:.3f}", ab_a, ab_b);
+  }
   if (itl_b > 0 && itl_a > c.max_latency_ratio * itl_b) why = fmt::format("inter-token latency {:.4f} s vs {:.4f} s", itl_a, itl_b);
   const std::string summary = fmt::format("after {} requests: errors {:.3f} vs {:.3f}, abnormal {:.3f} vs {:.3f}, "
                                           "inter-token latency {:.4f} s vs {:.4f} s",

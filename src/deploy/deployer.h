@@ -32,6 +32,9 @@
 
 namespace llms {
 
+// When a candidate is worse: a rate (errors, abnormal outputs) higher than the current
+// version's by more than the margin and by more than chance explains (one-sided
+// two-proportion z-test at 1%), or a mean inter-token latency above the ratio.
 struct CanaryAutoConfig {
   int requests = 0;                 // decide after this many finished candidate requests; 0: off
   double max_error_rate_increase = 0.02;
