@@ -339,5 +339,37 @@ TEST(DeployTest, AutomaticCanaryPromotesTheGoodAndAbortsTheBroken) {
   EXPECT_EQ(r.root.current(), "q8");
 }
 
+// When the two versions cannot be loaded side by side (deploy_swap = drain), new
+// requests wait while the serving version drains and the candidate loads; a refused
+// candidate brings the old version back; no request of the load fails.
+TEST(DeployTest, DrainAndSwapHoldsRequestsInsteadOfRefusingThem) {
+  if (!have_stories()) GTEST_SKIP() << "needs ../shared/models/stories260K.gguf";
+  const Candidates& c = candidates();
+  Root r = make_root("drain");
+  ASSERT_TRUE(r.root.install("v2", c.q8, false).ok());
+  ASSERT_TRUE(r.root.install("bad", c.damaged, false).ok());
+  auto server = start_on_root(r.dir, [](ServeConfig& cfg) { cfg.deploy.swap = SwapMode::kDrain; });
+  const int port = server->port();
+  SteadyLoad load(port);
+  EXPECT_EQ(load.version_after(0), "v1");
+  HttpResult d = admin(port, "deploy", {{"version", "v2"}, {"canary", 0.5}});
+  EXPECT_EQ(d.status, 409);  // a canary needs both loaded
+  d = admin(port, "deploy", {{"version", "v2"}});
+  ASSERT_EQ(d.status, 200) << d.body;
+  EXPECT_NE(d.json()["message"].get<std::string>().find("drained"), std::string::npos) << d.body;
+  EXPECT_EQ(d.json()["state"]["loaded"], Json::array({"v2"}));
+  EXPECT_EQ(load.version_after(now_ns()), "v2");
+  d = admin(port, "deploy", {{"version", "bad"}});
+  EXPECT_EQ(d.status, 409) << d.body;
+  EXPECT_EQ(d.json()["result"], "refused_gate");
+  EXPECT_EQ(d.json()["state"]["current"], "v2");  // loaded again
+  EXPECT_EQ(load.version_after(now_ns()), "v2");
+  load.stop();
+  int failed = 0;
+  for (const auto& o : load.outcomes()) failed += o.status != 200 || (o.finish != "stop" && o.finish != "length");
+  EXPECT_EQ(failed, 0);
+  EXPECT_EQ(r.root.current(), "v2");
+}
+
 }  // namespace
 }  // namespace llms::test

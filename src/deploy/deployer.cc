@@ -4,10 +4,12 @@
 
 #include <cmath>
 #include <filesystem>
+#include <thread>
 
 #include "base/clock.h"
 #include "base/log.h"
 #include "engine/admission.h"
+#include "io/gguf_file.h"
 
 namespace llms {
 namespace {
@@ -46,6 +48,22 @@ Status warm_up(ServingVersion& v) {
 }
 
 }  // namespace
+
+Result<SwapMode> parse_swap_mode(const std::string& name) {
+  if (name == "auto") return SwapMode::kAuto;
+  if (name == "beside") return SwapMode::kBeside;
+  if (name == "drain") return SwapMode::kDrain;
+  return invalid_argument(fmt::format("deploy_swap: '{}' is not auto, beside or drain", name));
+}
+
+const char* swap_mode_name(SwapMode m) {
+  switch (m) {
+    case SwapMode::kAuto: return "auto";
+    case SwapMode::kBeside: return "beside";
+    case SwapMode::kDrain: return "drain";
+  }
+  return "?";
+}
 
 Deployer::Deployer(std::unique_ptr<ModelRoot> root, VersionSet& versions, DeployConfig config, Registry& registry)
     : root_(std::move(root)),
@@ -151,16 +169,21 @@ DeployOutcome Deployer::deploy(const std::string& name, double canary_share) {
   if (!root_->has_version(name)) {
     return refuse(name, "refused", fmt::format("no version '{}' in {} (llmserve deploy copies it there)", name, root_->dir()));
   }
-  const VersionPtr serving = versions_.current();
+  VersionPtr serving = versions_.current();
   if (serving->name() == name) return refuse(name, "refused", fmt::format("version '{}' is already serving", name));
   if (!(canary_share >= 0 && canary_share < 1)) return refuse(name, "refused", "canary must be in [0, 1)");
   VersionPtr v = versions_.previous();
   if (!v || v->name() != name) {  // the previous version, still loaded, needs no load
+    const bool beside = config_.swap == SwapMode::kBeside ||
+                        (config_.swap == SwapMode::kAuto && fits_beside(root_->model_path(name)));
+    if (!beside) {
+      if (canary_share > 0) {
+        return refuse(name, "refused", "a canary needs both versions loaded, and they do not fit side by side");
+      }
+      return drain_and_swap(name, std::move(serving));
+    }
     auto meta = read_version_meta(root_->meta_path(name));
     if (!meta.ok()) return refuse(name, "refused_load", meta.status().message());
-    if (!fits_beside(root_->model_path(name))) {
-      return refuse(name, "refused_load", "the candidate does not fit in memory beside the serving version");
-    }
     auto cand = ServingVersion::load({name, root_->model_path(name), *meta, config_.engine, config_.chat_template});
     if (!cand.ok()) return refuse(name, "refused_load", cand.status().message());
     v = std::move(cand).value();
@@ -185,22 +208,105 @@ DeployOutcome Deployer::deploy(const std::string& name, double canary_share) {
   }
   if (Status s = warm_up(*v); !s.ok()) return refuse(name, "refused_load", s.message());
   if (Status s = record_reference(*v); !s.ok()) log_warn("quality monitor: {}", s.to_string());
-  DeployOutcome o{true, name, canary_share > 0 ? "canary" : "switched", "", *g};
-  if (canary_share > 0) {
-    versions_.start_canary(v, canary_share);
-    o.message = fmt::format("{} takes {:.0f}% of new requests; {}", name, 100 * canary_share, g->reason);
-  } else {
-    const bool keep = config_.keep_previous && fits_beside(serving->model_path());
-    versions_.switch_to(v, keep);
-    if (Status s = root_->switch_to(name); !s.ok()) log_error("deploy of {}: links not switched: {}", name, s.to_string());
-    o.message = fmt::format("{} serves; {}", name, g->reason);
+  if (canary_share <= 0) {
+    return switched(v, *g, config_.keep_previous && fits_beside(serving->model_path()), "");
   }
+  versions_.start_canary(v, canary_share);
+  DeployOutcome o{true, name, "canary", fmt::format("{} takes {:.0f}% of new requests; {}", name, 100 * canary_share,
+                                                    g->reason), *g};
   deploys_.with({o.result}).inc();
   log_info("deploy of {}: {}", name, o.message);
   check_quality();
   std::lock_guard<std::mutex> lock(mu_);
   last_ = o;
   return o;
+}
+
+DeployOutcome Deployer::switched(VersionPtr v, const GateResult& g, bool keep_previous, const std::string& how) {
+  const std::string name = v->name();
+  if (versions_.paused()) {
+    versions_.resume(std::move(v));
+  } else {
+    versions_.switch_to(std::move(v), keep_previous);
+  }
+  if (Status s = root_->switch_to(name); !s.ok()) log_error("deploy of {}: links not switched: {}", name, s.to_string());
+  DeployOutcome o{true, name, "switched", fmt::format("{} serves{}; {}", name, how, g.reason), g};
+  deploys_.with({o.result}).inc();
+  log_info("deploy of {}: {}", name, o.message);
+  check_quality();
+  std::lock_guard<std::mutex> lock(mu_);
+  last_ = o;
+  return o;
+}
+
+// The two versions do not fit side by side: everything that needs the serving version
+// (the tokenizer check, its log-probabilities on the gate text) is done first; then
+// new requests are held, the running ones finish, the serving version is unloaded and
+// the candidate loaded and gated against the recorded log-probabilities. A refused
+// candidate is unloaded and the old version loaded again.
+DeployOutcome Deployer::drain_and_swap(const std::string& name, VersionPtr serving) {
+  const std::string path = root_->model_path(name);
+  auto meta = read_version_meta(root_->meta_path(name));
+  if (!meta.ok()) return refuse(name, "refused_load", meta.status().message());
+  auto file = GgufFile::open(path);
+  if (!file.ok()) return refuse(name, "refused_load", file.status().message());
+  auto tok = Tokenizer::from_gguf(*file);
+  if (!tok.ok()) return refuse(name, "refused_load", tok.status().message());
+  if (!config_.gate.allow_tokenizer_change) {
+    if (Status s = check_same_tokenizer(serving->tokenizer(), **tok); !s.ok()) {
+      return refuse(name, "refused_tokenizer", s.message() + " (allow it with --allow-tokenizer-change)");
+    }
+  }
+  if (gate_tokens_.empty()) {
+    auto t = gate_tokens(*serving, config_.gate);
+    if (!t.ok()) return refuse(name, "refused_gate", "no gate text: " + t.status().message());
+    gate_tokens_ = std::move(t).value();
+  }
+  PerplexityOptions opts;
+  opts.ctx = config_.gate.ctx;
+  auto base = record_logprobs(gate_tokens_, {&serving->model(), serving->k_type(), serving->v_type()}, opts, pool_);
+  if (!base.ok()) return refuse(name, "refused_gate", base.status().message());
+  const VersionLoadOptions old{serving->name(), serving->model_path(), serving->meta(), config_.engine, config_.chat_template};
+  tok->reset();
+  file = unavailable("closed");
+  log_info("deploy of {}: holding new requests while {} drains (the two do not fit side by side)", name, old.name);
+  serving.reset();
+  VersionPtr drained = versions_.pause();
+  while (drained) {  // until the requests running on it have finished and let it go
+    const EngineSnapshot s = drained->engine().snapshot();
+    if (s.running == 0 && s.waiting == 0 && drained.use_count() == 1) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // polling the engine, on the deployer's thread
+  }
+  drained.reset();
+  versions_.reap();
+  auto restore = [&](const std::string& result, const std::string& why) {
+    auto back = ServingVersion::load(old);
+    if (back.ok()) {
+      versions_.resume(std::move(back).value());
+    } else {
+      log_error("deploy of {}: {} could not be loaded again: {}; no version serves", name, old.name,
+                back.status().to_string());
+    }
+    return refuse(name, result, why);
+  };
+  auto cand = ServingVersion::load({name, path, *meta, config_.engine, config_.chat_template});
+  if (!cand.ok()) return restore("refused_load", cand.status().message());
+  VersionPtr v = std::move(cand).value();
+  auto g = run_gate_against(*base, old.name, *v, config_.gate, pool_);
+  if (!g.ok() || !g->passed) {
+    const std::string why = g.ok() ? g->reason : g.status().message();
+    v.reset();
+    DeployOutcome o = restore("refused_gate", why);
+    if (g.ok()) o.gate = *g;
+    return o;
+  }
+  v->set_gate(*g);
+  if (Status s = warm_up(*v); !s.ok()) {
+    v.reset();
+    return restore("refused_load", s.message());
+  }
+  if (Status s = record_reference(*v); !s.ok()) log_warn("quality monitor: {}", s.to_string());
+  return switched(std::move(v), *g, false, " (drained and swapped: the two versions do not fit side by side)");
 }
 
 Status Deployer::promote() {
@@ -254,7 +360,7 @@ void Deployer::check_quality() {
 void Deployer::decide_canary() {
   const CanaryAutoConfig& c = config_.canary_auto;
   const VersionPtr cand = versions_.candidate(), cur = versions_.current();
-  if (c.requests <= 0 || !cand) return;
+  if (c.requests <= 0 || !cand || !cur) return;
   const EngineSnapshot a = cand->engine().snapshot(), b = cur->engine().snapshot();
   const int64_t n = a.completed + a.failed;
   if (n < c.requests) return;

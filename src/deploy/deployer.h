@@ -42,7 +42,17 @@ struct CanaryAutoConfig {
   double max_latency_ratio = 1.5;   // candidate / current mean inter-token latency
 };
 
+// How a deploy makes room for the candidate.
+enum class SwapMode {
+  kAuto,    // beside the serving version when both fit in memory, else drain
+  kBeside,  // always load beside (canaries and instant rollback need this)
+  kDrain,   // hold new requests, let the running ones finish, unload, load, gate
+};
+Result<SwapMode> parse_swap_mode(const std::string& name);
+const char* swap_mode_name(SwapMode m);
+
 struct DeployConfig {
+  SwapMode swap = SwapMode::kAuto;
   GateConfig gate;
   CanaryAutoConfig canary_auto;
   bool keep_previous = true;        // keep the replaced version loaded while memory allows
@@ -93,6 +103,8 @@ class Deployer {
   void tick();
   void decide_canary();
   DeployOutcome refuse(const std::string& version, const std::string& result, const std::string& message);
+  DeployOutcome drain_and_swap(const std::string& name, VersionPtr serving);
+  DeployOutcome switched(VersionPtr v, const GateResult& g, bool keep_previous, const std::string& how);
   Status record_reference(ServingVersion& v);
   bool fits_beside(const std::string& model_path) const;
 

@@ -78,13 +78,25 @@ Result<std::vector<int32_t>> gate_tokens(ServingVersion& serving, const GateConf
 
 Result<GateResult> run_gate(const ServingVersion& serving, const ServingVersion& candidate,
                             const std::vector<int32_t>& tokens, const GateConfig& config, ThreadPool& pool) {
-  const double max_kl = candidate.meta().gate_max_kl.value_or(config.max_kl);
-  const double min_top1 = candidate.meta().gate_min_top1.value_or(config.min_top1);
   PerplexityOptions opts;
   opts.ctx = config.ctx;
   LLMS_ASSIGN_OR_RETURN(const PerplexityResult r,
                         evaluate_perplexity(tokens, {&candidate.model(), candidate.k_type(), candidate.v_type()},
                                             {&serving.model(), serving.k_type(), serving.v_type()}, opts, pool));
+  return gate_verdict(r, candidate, config, serving.name());
+}
+
+Result<GateResult> run_gate_against(const ReferenceLogprobs& serving_ref, const std::string& serving_name,
+                                    const ServingVersion& candidate, const GateConfig& config, ThreadPool& pool) {
+  LLMS_ASSIGN_OR_RETURN(const PerplexityResult r,
+                        evaluate_against(serving_ref, {&candidate.model(), candidate.k_type(), candidate.v_type()}, pool));
+  return gate_verdict(r, candidate, config, serving_name);
+}
+
+GateResult gate_verdict(const PerplexityResult& r, const ServingVersion& candidate, const GateConfig& config,
+                        const std::string& against) {
+  const double max_kl = candidate.meta().gate_max_kl.value_or(config.max_kl);
+  const double min_top1 = candidate.meta().gate_min_top1.value_or(config.min_top1);
   GateResult g;
   g.ran = true;
   g.kl = r.kl_divergence;
@@ -93,7 +105,7 @@ Result<GateResult> run_gate(const ServingVersion& serving, const ServingVersion&
   g.tokens = r.scored_tokens;
   const std::string numbers = fmt::format("KL {:.5f} (max {}), top-1 agreement {:.4f} (min {}), perplexity ratio {:.4f} "
                                           "over {} tokens against {}",
-                                          g.kl, max_kl, g.top1, min_top1, g.ppl_ratio, g.tokens, serving.name());
+                                          g.kl, max_kl, g.top1, min_top1, g.ppl_ratio, g.tokens, against);
   // NaN compares false: a candidate that produces NaN fails.
   g.passed = g.kl <= max_kl && g.top1 >= min_top1;
   g.reason = (g.passed ? "passed: " : "refused by the quality gate: ") + numbers;

@@ -40,5 +40,12 @@ Result<std::vector<int32_t>> gate_tokens(ServingVersion& serving, const GateConf
 // says which threshold and by how much in `reason`.
 Result<GateResult> run_gate(const ServingVersion& serving, const ServingVersion& candidate,
                             const std::vector<int32_t>& tokens, const GateConfig& config, ThreadPool& pool);
+// The same against the serving version's log-probabilities recorded beforehand (for a
+// swap in which the two versions are never loaded at once).
+Result<GateResult> run_gate_against(const ReferenceLogprobs& serving_ref, const std::string& serving_name,
+                                    const ServingVersion& candidate, const GateConfig& config, ThreadPool& pool);
+// The verdict on a comparison's numbers, by the candidate's thresholds.
+GateResult gate_verdict(const PerplexityResult& r, const ServingVersion& candidate, const GateConfig& config,
+                        const std::string& against);
 
 }  // namespace llms

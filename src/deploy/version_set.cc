@@ -10,6 +10,53 @@ VersionSet::VersionSet(VersionPtr current) : current_(std::move(current)) {}
 
 Result<VersionPtr> VersionSet::pick(const std::string& pinned) {
   std::lock_guard<std::mutex> lock(mu_);
+  return pick_locked(pinned);
+}
+
+bool VersionSet::pick_when_ready(const std::string& pinned, PickCallback done) {
+  Result<VersionPtr> now = unavailable("");
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (paused_) {
+      held_.emplace_back(pinned, std::move(done));
+      return false;
+    }
+    now = pick_locked(pinned);
+  }
+  done(std::move(now), true);
+  return true;
+}
+
+VersionPtr VersionSet::pause() {
+  std::lock_guard<std::mutex> lock(mu_);
+  paused_ = true;
+  retire(std::move(previous_));
+  retire(std::move(candidate_));
+  return std::move(current_);
+}
+
+bool VersionSet::paused() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return paused_;
+}
+
+void VersionSet::resume(VersionPtr v) {
+  std::vector<std::pair<std::string, PickCallback>> held;
+  std::vector<Result<VersionPtr>> answers;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    current_ = std::move(v);
+    paused_ = false;
+    credit_ = 0;
+    canary_requests_ = current_requests_ = 0;
+    held.swap(held_);
+    for (auto& [pinned, cb] : held) answers.push_back(pick_locked(pinned));
+  }
+  for (size_t i = 0; i < held.size(); ++i) held[i].second(std::move(answers[i]), false);
+}
+
+Result<VersionPtr> VersionSet::pick_locked(const std::string& pinned) {
+  if (!current_) return unavailable("a model version swap is in progress; retry shortly");
   if (!pinned.empty()) {
     for (const VersionPtr& v : {current_, candidate_, previous_}) {
       if (v && v->name() == pinned) return v;
@@ -48,7 +95,8 @@ VersionPtr VersionSet::previous() const {
 
 std::vector<VersionPtr> VersionSet::loaded() const {
   std::lock_guard<std::mutex> lock(mu_);
-  std::vector<VersionPtr> out{current_};
+  std::vector<VersionPtr> out;
+  if (current_) out.push_back(current_);
   if (candidate_) out.push_back(candidate_);
   if (previous_) out.push_back(previous_);
   return out;
@@ -57,13 +105,14 @@ std::vector<VersionPtr> VersionSet::loaded() const {
 VersionSetState VersionSet::state() const {
   std::lock_guard<std::mutex> lock(mu_);
   VersionSetState s;
-  s.current = current_->name();
+  if (current_) s.current = current_->name();
   if (previous_) s.previous = previous_->name();
   if (candidate_) s.candidate = candidate_->name();
   s.canary_share = candidate_ ? share_ : 0;
   for (const VersionPtr& v : {current_, candidate_, previous_}) {
     if (v) s.loaded.push_back(v->name());
   }
+  s.swapping = paused_;
   s.canary_requests = canary_requests_;
   s.current_requests = current_requests_;
   return s;

@@ -10,10 +10,15 @@
 // them; reap() (the monitor's thread) then drops them, so an engine is never stopped
 // on an HTTP thread.
 //
+// While a version is swapped for one that cannot be loaded beside it, the set is
+// paused: pick_when_ready() holds new requests (their callbacks) until resume() names
+// the version that serves, and runs them then, in arrival order.
+//
 // Thread-safety: every member may be called from any thread (one mutex).
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -36,6 +41,7 @@ struct VersionSetState {
   // Requests routed since the candidate was set up, per side.
   int64_t canary_requests = 0;
   int64_t current_requests = 0;
+  bool swapping = false;      // paused: a drain-and-swap deploy holds new requests
 };
 
 class VersionSet {
@@ -45,6 +51,12 @@ class VersionSet {
   // The version a new request goes to: the one named by `pinned` (a request's
   // x-llmserve-version header) when set, NOT_FOUND when that one is not loaded.
   Result<VersionPtr> pick(const std::string& pinned);
+  // `now`: called from pick_when_ready() itself (else later, from resume()'s thread).
+  using PickCallback = std::function<void(Result<VersionPtr>, bool now)>;
+  // As pick(), calling `done` with the answer now, or, while paused, when resumed
+  // (on the resuming thread). Returns whether it answered now.
+  bool pick_when_ready(const std::string& pinned, PickCallback done);
+  // Null only while paused.
   VersionPtr current() const;
   VersionPtr candidate() const;
   VersionPtr previous() const;
@@ -66,11 +78,19 @@ class VersionSet {
   // Drops the previous version (memory is needed).
   void drop_previous();
 
+  // Holds new requests and hands back the current version (and drops the previous
+  // one) so that the caller can unload it.
+  VersionPtr pause();
+  bool paused() const;
+  // `v` serves; the requests held since pause() are answered.
+  void resume(VersionPtr v);
+
   // Releases retired versions no request holds any more; returns how many.
   int reap();
 
  private:
   void retire(VersionPtr v);
+  Result<VersionPtr> pick_locked(const std::string& pinned);
 
   mutable std::mutex mu_;
   VersionPtr current_, previous_, candidate_;
@@ -78,6 +98,8 @@ class VersionSet {
   double credit_ = 0;
   int64_t canary_requests_ = 0, current_requests_ = 0;
   std::vector<VersionPtr> retired_;
+  bool paused_ = false;
+  std::vector<std::pair<std::string, PickCallback>> held_;
 };
 
 }  // namespace llms

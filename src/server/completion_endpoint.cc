@@ -17,27 +17,42 @@ std::optional<ApiError> check_model(const ServerContext& ctx, const std::string&
 
 HttpResponse json_response(int status, const Json& body) { return HttpResponse{status, "application/json", dump_json(body), {}}; }
 
-void handle_completions(ServerContext& ctx, const HttpRequest& req, std::shared_ptr<HttpExchange> ex, ApiKind kind) {
+namespace {
+
+// The rest of a completion once its version is known (on the exchange's strand).
+void start_on(ServerContext& ctx, const std::shared_ptr<HttpExchange>& ex, CompletionRequest r,
+              Result<VersionPtr> picked) {
   auto fail = [&](const ApiError& e) { ex->respond(api_error_response(e)); };
-  Json body;
-  if (auto e = parse_json_object(req.body, &body)) return fail(*e);
-  CompletionRequest r;
-  if (auto e = parse_completion_request(body, kind, &r)) return fail(*e);
-  if (auto e = check_model(ctx, r.model)) return fail(*e);
-  if (ctx.draining()) return fail(api_error_from_status(unavailable("the server is shutting down"), true));
-  auto picked = ctx.versions.pick(req.header(kVersionPinHeader));
   if (!picked.ok()) return fail(api_error_from_status(picked.status()));
   const VersionPtr v = std::move(picked).value();
   std::vector<PromptInput> prompts;
-  if (kind == ApiKind::kChat) {
+  if (r.kind == ApiKind::kChat) {
     PromptInput p;
     if (auto e = chat_prompt(r.messages, v->tokenizer(), v->chat_template(), r.add_generation_prompt, &p)) return fail(*e);
     prompts.push_back(std::move(p));
   } else if (auto e = completion_prompts(r.prompts, v->tokenizer(), &prompts)) {
     return fail(*e);
   }
-  auto job = std::make_shared<CompletionJob>(ctx, v, std::move(ex), std::move(r), std::move(prompts));
+  auto job = std::make_shared<CompletionJob>(ctx, v, ex, std::move(r), std::move(prompts));
   job->start();
+}
+
+}  // namespace
+
+void handle_completions(ServerContext& ctx, const HttpRequest& req, std::shared_ptr<HttpExchange> ex, ApiKind kind) {
+  auto fail = [&](const ApiError& e) { ex->respond(api_error_response(e)); };
+  Json body;
+  if (auto e = parse_json_object(req.body, &body)) return fail(*e);
+  auto r = std::make_shared<CompletionRequest>();
+  if (auto e = parse_completion_request(body, kind, r.get())) return fail(*e);
+  if (auto e = check_model(ctx, r->model)) return fail(*e);
+  if (ctx.draining()) return fail(api_error_from_status(unavailable("the server is shutting down"), true));
+  // During a drain-and-swap deploy the version set holds the request; its answer then
+  // comes on the deployer's thread and is posted back to this connection's strand.
+  ctx.versions.pick_when_ready(req.header(kVersionPinHeader), [&ctx, ex, r](Result<VersionPtr> v, bool now) {
+    if (now) return start_on(ctx, ex, std::move(*r), std::move(v));
+    ex->post([&ctx, ex, r, v = std::move(v)]() mutable { start_on(ctx, ex, std::move(*r), std::move(v)); });
+  });
 }
 
 }  // namespace llms

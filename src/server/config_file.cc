@@ -186,6 +186,18 @@ ConfigKey batching_key() {
           [](const ServeConfig& c) { return toml_string(batching_policy_name(c.engine.batching)); }};
 }
 
+ConfigKey swap_key() {
+  auto set = [](ServeConfig& c, const std::string& v) -> Status {
+    auto m = parse_swap_mode(v);
+    if (!m.ok()) return m.status();
+    c.deploy.swap = m.value();
+    return ok_status();
+  };
+  return {"deploy_swap", ConfigType::kString,
+          "How a deploy makes room: auto (beside when both fit, else drain), beside, drain", set,
+          [](const ServeConfig& c) { return toml_string(swap_mode_name(c.deploy.swap)); }};
+}
+
 #define SRV(field) [](ServeConfig& c) -> auto& { return c.server.field; }
 #define ENG(field) [](ServeConfig& c) -> auto& { return c.engine.field; }
 #define DEP(field) [](ServeConfig& c) -> auto& { return c.deploy.field; }
@@ -196,6 +208,7 @@ std::vector<ConfigKey> make_keys() {
       str_key("model", "GGUF model file to serve", SRV(model_path)),
       str_key("model_root", "Model root to serve (versions/, current, previous); instead of model", SRV(model_root)),
       str_key("admin_token_file", "File holding the admin API's bearer token (\"\": admin API off)", SRV(admin_token_file)),
+      swap_key(),
       bool_key("keep_previous", "Keep the replaced version loaded for instant rollback while memory allows",
                DEP(keep_previous)),
       str_key("gate_text", "Quality gate text file (\"\": a sample of the serving version)", DEP(gate.text_path)),

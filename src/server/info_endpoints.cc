@@ -30,6 +30,9 @@ void handle_health(ServerContext&, const HttpRequest&, std::shared_ptr<HttpExcha
 
 void handle_ready(ServerContext& ctx, const HttpRequest&, std::shared_ptr<HttpExchange> ex) {
   const VersionPtr current = ctx.versions.current();
+  if (!current) {
+    return ex->respond(json_response(503, Json{{"status", "not_ready"}, {"reason", "swapping model versions"}}));
+  }
   const EngineSnapshot s = current->engine().snapshot();
   std::string reason;
   const double since_step = s.last_step_ns > 0 ? static_cast<double>(now_ns() - s.last_step_ns) * 1e-9 : 0;
