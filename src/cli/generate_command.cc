@@ -29,6 +29,9 @@ struct Options {
   int64_t seed = -1;
   std::vector<std::string> stop;
   bool ignore_eos = false;
+  std::string speculative = "off";
+  int spec_tokens = 4;
+  int spec_ngram_max = 4;
   bool no_bos = false;
   int threads = 0;
   int parallel = 1;
@@ -89,6 +92,9 @@ void run(const Options& o) {
   ec.context_length = o.ctx;
   ec.threads = o.threads;
   ec.prefix_cache = !o.no_prefix_cache;
+  ec.speculative = value_or_fail(parse_speculative_mode(o.speculative));
+  ec.spec_tokens = o.spec_tokens;
+  ec.spec_ngram_max = o.spec_ngram_max;
   BatchGenerator gen(*model, *tokenizer, ec);
 
   const bool stream = specs.size() == 1 && !o.json;
@@ -127,6 +133,8 @@ void run(const Options& o) {
                               {"kv_shared_pct", st.kv_shared_pct},
                               {"preemptions", st.preemptions},
                               {"steps", st.steps},
+                              {"spec_draft_tokens", st.spec_draft_tokens},
+                              {"spec_accepted_tokens", st.spec_accepted_tokens},
                               {"seconds", st.total_s}};
     std::printf("%s\n", summary.dump().c_str());
     return;
@@ -143,6 +151,12 @@ void run(const Options& o) {
                static_cast<long long>(st.generated_tokens), st.total_s,
                decode_s > 0 && st.generated_tokens > 1 ? (st.generated_tokens - static_cast<double>(specs.size())) / decode_s : 0.0,
                tok_s);
+  if (st.spec_draft_tokens > 0) {
+    std::fprintf(stderr, "speculative: %lld of %lld proposed tokens accepted (%.1f%%), %.2f tokens per target pass\n",
+                 static_cast<long long>(st.spec_accepted_tokens), static_cast<long long>(st.spec_draft_tokens),
+                 100.0 * static_cast<double>(st.spec_accepted_tokens) / static_cast<double>(st.spec_draft_tokens),
+                 st.steps > 0 ? static_cast<double>(st.generated_tokens) / static_cast<double>(st.steps) : 0.0);
+  }
 }
 
 }  // namespace
@@ -164,6 +178,9 @@ void add_generate_command(CLI::App& app) {
   cmd->add_option("--seed", o->seed, "Random seed (-1 = random)")->capture_default_str();
   cmd->add_option("--stop", o->stop, "Stop string (repeatable)");
   cmd->add_flag("--ignore-eos", o->ignore_eos, "Keep generating past end-of-generation tokens");
+  cmd->add_option("--speculative", o->speculative, "Speculative decoding: off or ngram")->capture_default_str();
+  cmd->add_option("--spec-tokens", o->spec_tokens, "Most tokens proposed per step")->capture_default_str();
+  cmd->add_option("--spec-ngram-max", o->spec_ngram_max, "Longest suffix the ngram proposer looks up")->capture_default_str();
   cmd->add_flag("--no-bos", o->no_bos, "Do not add the BOS token");
   cmd->add_option("-t,--threads", o->threads, "Kernel threads (0 = one per core)")->capture_default_str();
   cmd->add_option("--parallel", o->parallel, "Prompts running at once")->capture_default_str();

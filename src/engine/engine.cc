@@ -57,6 +57,7 @@ Engine::Engine(std::unique_ptr<ModelRunner> runner, const Tokenizer& tokenizer, 
       result_cache_(config.result_cache_bytes),
       status_(metrics_, admission_, config.memory_limit_bytes > 0 ? config.memory_limit_bytes : machine_memory_bytes()),
       clock_(now_ns) {
+  if (config.speculative == SpeculativeMode::kNgram) proposer_ = std::make_unique<NgramProposer>(config.spec_ngram_max);
   publish(clock_(), true);
 }
 
@@ -145,6 +146,7 @@ void Engine::intake() {
     Sequence& s = *up;
     s.tokens = s.params.prompt;
     s.prompt_len = static_cast<int64_t>(s.tokens.size());
+    s.spec_k = config_.spec_tokens;
     const uint64_t seed = (static_cast<uint64_t>(entropy()) << 32) | entropy();
     s.sampler = std::make_unique<Sampler>(s.params.sampling, seed, s.params.prompt);
     s.decoder = std::make_unique<StreamingDecoder>(tokenizer_);
@@ -181,6 +183,7 @@ bool Engine::step() {
     publish(now, false);
     return false;
   }
+  propose_drafts();
   SchedulerContext ctx{waiting_, running_, kv_, config_, now};
   const SchedulePlan plan = scheduler_->schedule(ctx);
   admit(plan, now);
@@ -235,6 +238,12 @@ Status Engine::run_plan(const SchedulePlan& plan) {
     ch.start_pos = s.computed;
     ch.block_table = s.blocks.table.blocks;
     ch.logits = s.computed + c.n == static_cast<int64_t>(s.tokens.size()) ? LogitsWanted::kLast : LogitsWanted::kNone;
+    if (c.n_draft > 0) {  // the decode token and the proposed ones, every position scored
+      s.verify_input.assign(ch.tokens.begin(), ch.tokens.end());
+      s.verify_input.insert(s.verify_input.end(), s.draft.begin(), s.draft.begin() + c.n_draft);
+      ch.tokens = s.verify_input;
+      ch.logits = LogitsWanted::kAll;
+    }
     chunks_.push_back(ch);
   }
   const Stopwatch watch;
@@ -245,6 +254,10 @@ Status Engine::run_plan(const SchedulePlan& plan) {
     Sequence& s = *plan.chunks[i].seq;
     s.computed += plan.chunks[i].n;
     s.compute_s += compute_s;
+    if (plan.chunks[i].n_draft > 0) {
+      verify(s, i, plan.chunks[i].n_draft, done);
+      continue;
+    }
     kv_.commit(s.blocks, std::span<const int32_t>(s.tokens).first(static_cast<size_t>(s.computed)));
     if (chunks_[i].logits == LogitsWanted::kNone) continue;
     const float* logits = fwd_.last_of(i, chunks_[i]);

@@ -28,6 +28,7 @@
 #include "engine/engine_metrics.h"
 #include "engine/engine_status.h"
 #include "engine/model_runner.h"
+#include "engine/proposer.h"
 #include "engine/request.h"
 #include "engine/result_cache.h"
 #include "engine/scheduler.h"
@@ -81,6 +82,10 @@ class Engine {
   Registry& registry() { return *registry_; }
   const Tokenizer& tokenizer() const { return tokenizer_; }
 
+  // Replaces the proposer of speculative decoding (benchmarks, tests); null turns
+  // speculation off. Call before the first submit().
+  void set_proposer(std::unique_ptr<Proposer> proposer) { proposer_ = std::move(proposer); }
+
   // Replaces the monotonic clock (nanoseconds) used for arrivals, deadlines and
   // batching delays. For tests; call before the first submit().
   void set_clock(std::function<int64_t()> clock) { clock_ = std::move(clock); }
@@ -93,6 +98,10 @@ class Engine {
   Status run_plan(const SchedulePlan& plan);
   void observe_step(const SchedulePlan& plan, double step_s);
   void on_token(Sequence& s, int32_t token, const float* logits, int64_t now);
+  void propose_drafts();
+  // Checks chunk `chunk` of the last pass (a decode with n_draft proposed tokens) and
+  // emits what it accepts (engine_speculative.cc).
+  void verify(Sequence& s, size_t chunk, int64_t n_draft, int64_t now);
   void finish(Sequence& s, FinishReason reason, const std::string& message = "");
   void publish(int64_t now, bool force_rss);
   void cancel_remaining(const std::string& why);
@@ -111,6 +120,7 @@ class Engine {
   EngineMetrics metrics_;
   KvBlockManager kv_;
   std::unique_ptr<Scheduler> scheduler_;
+  std::unique_ptr<Proposer> proposer_;
   AdmissionController admission_;
   ResultCache result_cache_;
   EngineStatus status_;

@@ -15,6 +15,14 @@ const char* batching_policy_name(BatchingPolicy p) {
   return "?";
 }
 
+const char* speculative_mode_name(SpeculativeMode m) { return m == SpeculativeMode::kNgram ? "ngram" : "off"; }
+
+Result<SpeculativeMode> parse_speculative_mode(const std::string& name) {
+  if (name == "off" || name == "none") return SpeculativeMode::kOff;
+  if (name == "ngram") return SpeculativeMode::kNgram;
+  return invalid_argument(fmt::format("unknown speculative mode '{}' (off, ngram)", name));
+}
+
 Result<BatchingPolicy> parse_batching_policy(const std::string& name) {
   if (name == "continuous") return BatchingPolicy::kContinuous;
   if (name == "dynamic") return BatchingPolicy::kDynamic;
@@ -49,6 +57,8 @@ Status EngineConfig::validate() const {
   if (!(long_job_share > 0 && long_job_share <= 1)) return bad("long_job_share", "must be in (0, 1]");
   if (!(aging_s > 0)) return bad("aging", "must be > 0");
   if (threads < 0) return bad("threads", "must be >= 0");
+  if (spec_tokens < 1 || spec_tokens > 16) return bad("spec_tokens", fmt::format("{} is not in 1..16", spec_tokens));
+  if (spec_ngram_max < 1 || spec_ngram_max > 8) return bad("spec_ngram_max", fmt::format("{} is not in 1..8", spec_ngram_max));
   return ok_status();
 }
 

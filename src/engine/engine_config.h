@@ -10,6 +10,13 @@
 
 namespace llms {
 
+enum class SpeculativeMode {
+  kOff,
+  kNgram,  // prompt lookup (proposer.h)
+};
+const char* speculative_mode_name(SpeculativeMode m);
+Result<SpeculativeMode> parse_speculative_mode(const std::string& name);
+
 enum class BatchingPolicy {
   kContinuous,  // token budget per step; requests join and leave at every step
   kDynamic,     // wait for max_batch_size requests or max_delay_ms, run the batch to completion
@@ -50,6 +57,10 @@ struct EngineConfig {
   int interactive_boost = 10;     // priority advantage of the interactive lane
 
   int threads = 0;                // kernel threads; 0 = one per core
+
+  SpeculativeMode speculative = SpeculativeMode::kOff;
+  int spec_tokens = 4;            // most tokens proposed per sequence and step (K)
+  int spec_ngram_max = 4;         // longest suffix the ngram proposer looks up
 
   Status validate() const;
 };

@@ -1,7 +1,8 @@
 // Thousands of random requests (random lengths, priorities, lanes, deadlines,
-// cancellations) through a tiny KV pool on a real (generated) model. Each request must
-// end exactly once, the pool must return to empty, and every completed output must
-// equal the output of the same request run alone (a cut-short one: a prefix of it).
+// cancellations, speculative decoding for half of them) through a tiny KV pool on a
+// real (generated) model. Each request must end exactly once, the pool must return to
+// empty, and every completed output must equal the output of the same request run
+// alone without speculation (a cut-short one: a prefix of it).
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -54,6 +55,7 @@ RequestParams random_request(Rng& rng, int vocab) {
     p.sampling.temperature = 0.0f;
   }
   if (rng.below(8) == 0) p.timeout_s = 0.005 + rng.uniform() * 0.05;
+  p.speculative = rng.below(2) == 0;  // half the requests verify proposed tokens
   return p;
 }
 
@@ -72,6 +74,8 @@ TEST(EnginePropertyTest, RandomWorkloadEndsOnceFreesEverythingAndMatchesSoloRuns
   c.max_batch_tokens = 48;
   c.max_running = 8;
   c.kv_high_watermark = c.kv_low_watermark = 1.0;
+  c.speculative = SpeculativeMode::kNgram;
+  c.spec_ngram_max = 2;
   auto engine = make_engine(c, /*blocks=*/14);  // 112 token slots for up to 8 sequences of up to 60
   testing::ManualClock clock;
   engine->set_clock(clock.fn());
@@ -116,6 +120,9 @@ TEST(EnginePropertyTest, RandomWorkloadEndsOnceFreesEverythingAndMatchesSoloRuns
   EXPECT_EQ(snap.kv_blocks_used, 0);
   EXPECT_EQ(snap.running, 0);
   EXPECT_GT(snap.preemptions, 0) << "the pool should be small enough to force preemption";
+  EXPECT_GT(snap.spec_draft_tokens, 0);
+  EXPECT_GT(snap.spec_accepted_tokens, 0);
+  EXPECT_LT(snap.spec_accepted_tokens, snap.spec_draft_tokens);
 
   // Solo reference runs, one request at a time on a roomy cache.
   EngineConfig solo_config;

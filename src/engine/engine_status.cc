@@ -70,6 +70,8 @@ void EngineStatus::publish(int64_t now, bool force_rss, const KvBlockManager& kv
   snapshot_.abnormal = abnormal_;
   snapshot_.itl_sum_s = metrics_.itl.sum();
   snapshot_.itl_count = static_cast<int64_t>(metrics_.itl.count());
+  snapshot_.spec_draft_tokens = static_cast<int64_t>(metrics_.spec_draft_tokens.value());
+  snapshot_.spec_accepted_tokens = static_cast<int64_t>(metrics_.spec_accepted_tokens.value());
 }
 
 EngineSnapshot EngineStatus::snapshot() const {

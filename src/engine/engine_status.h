@@ -40,6 +40,8 @@ struct EngineSnapshot {
   int64_t abnormal = 0;          // completed with at least one abnormal kind (output_check.h)
   double itl_sum_s = 0;          // inter-token latencies, summed
   int64_t itl_count = 0;
+  int64_t spec_draft_tokens = 0;     // speculative decoding: proposed tokens verified
+  int64_t spec_accepted_tokens = 0;  // and accepted
   bool thread_running = false;
 };
 

@@ -39,13 +39,27 @@ class FakeRunner : public ModelRunner {
       calls.back().push_back(
           {static_cast<int64_t>(c.tokens.size()), c.start_pos, c.logits != LogitsWanted::kNone, c.tokens.front()});
       if (c.logits == LogitsWanted::kNone) continue;
-      out.first_row[i] = rows++;
-      std::vector<float> row(kFakeVocab, 0.0f);
-      const int64_t pos = c.start_pos + static_cast<int64_t>(c.tokens.size()) - 1;
-      row[static_cast<size_t>(pos == eos_at ? 2 : next(c.tokens.back(), pos))] = 10.0f;
-      out.logits.insert(out.logits.end(), row.begin(), row.end());
+      out.first_row[i] = rows;
+      const size_t n = c.tokens.size();
+      for (size_t j = c.logits == LogitsWanted::kAll ? 0 : n - 1; j < n; ++j, ++rows) {
+        const int64_t pos = c.start_pos + static_cast<int64_t>(j);
+        append_row(c.tokens[j], pos, out.logits);
+      }
     }
     return ok_status();
+  }
+
+  // Logits after `token` at `pos`: a one-hot row of the chain (EOS at eos_at), or with
+  // `soft`, a distribution over next() and the three ids after it (logits 2, 1, 0, -1).
+  void append_row(int32_t token, int64_t pos, std::vector<float>& logits) const {
+    std::vector<float> row(kFakeVocab, soft ? -30.0f : 0.0f);
+    const int32_t top = pos == eos_at ? 2 : next(token, pos);
+    if (!soft) {
+      row[static_cast<size_t>(top)] = 10.0f;
+    } else {
+      for (int d = 0; d < 4; ++d) row[static_cast<size_t>((top + d) % kFakeVocab)] = 2.0f - static_cast<float>(d);
+    }
+    logits.insert(logits.end(), row.begin(), row.end());
   }
 
   struct ChunkInfo {
@@ -56,6 +70,7 @@ class FakeRunner : public ModelRunner {
   };
   std::vector<std::vector<ChunkInfo>> calls;  // per forward call
   int64_t eos_at = -1;
+  bool soft = false;
 };
 
 // A tokenizer for the synthetic vocabulary, loaded from a small GGUF written once.

@@ -37,6 +37,7 @@ struct RequestParams {
   Lane lane = Lane::kInteractive;
   double timeout_s = 0;      // queueing + generation; 0 = the engine's default
   int top_logprobs = -1;     // -1: no logprobs; 0..20: the chosen token's and this many alternatives
+  bool speculative = true;   // false: never speculate for this request (when the engine does)
 };
 
 struct TokenEvent {

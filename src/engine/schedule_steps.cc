@@ -37,6 +37,7 @@ Sequence* choose_victim(const std::vector<Sequence*>& candidates, const Sequence
 
 void preempt(Sequence* s, SchedulerContext& ctx, SchedulePlan& plan) {
   ctx.kv.release(s->blocks);
+  s->draft.clear();
   s->computed = 0;
   s->running = false;
   ++s->preemptions;
@@ -45,14 +46,15 @@ void preempt(Sequence* s, SchedulerContext& ctx, SchedulePlan& plan) {
   plan.preempted.push_back(s);
 }
 
-void add_chunk(Sequence* s, int64_t n, SchedulePlan& plan) {
+void add_chunk(Sequence* s, int64_t n, SchedulePlan& plan, int64_t n_draft) {
   LLMS_DCHECK(n > 0 && n <= s->pending(), "chunk size out of range");
-  plan.chunks.push_back({s, n});
-  plan.num_tokens += n;
+  LLMS_DCHECK(n_draft == 0 || (n == 1 && n_draft <= static_cast<int64_t>(s->draft.size())), "draft out of range");
+  plan.chunks.push_back({s, n, n_draft});
+  plan.num_tokens += n + n_draft;
   if (s->computed + n <= s->prompt_len || n > 1) {
     plan.prefill_tokens += n;
   } else {
-    plan.decode_tokens += n;
+    plan.decode_tokens += n + n_draft;
   }
 }
 
@@ -74,8 +76,10 @@ void schedule_running(SchedulerContext& ctx, SchedulePlan& plan, int64_t& budget
     int64_t n = std::min(s->pending(), budget);
     if (s->long_job && s->pending() > 1) n = std::min(n, long_budget);
     if (n <= 0) continue;
+    // A decode verifies the proposed tokens in the same pass, as far as the budget goes.
+    const int64_t n_draft = s->pending() == 1 ? std::min<int64_t>(static_cast<int64_t>(s->draft.size()), budget - 1) : 0;
     bool placed = false;
-    while (!(placed = ctx.kv.reserve(s->blocks, n))) {
+    while (!(placed = ctx.kv.reserve(s->blocks, n + n_draft))) {
       Sequence* victim = choose_victim(unplanned, s);
       if (victim == nullptr || victim->params.priority > s->params.priority) break;
       std::erase(unplanned, victim);
@@ -85,9 +89,9 @@ void schedule_running(SchedulerContext& ctx, SchedulePlan& plan, int64_t& budget
       preempt(s, ctx, plan);
       continue;
     }
-    budget -= n;
+    budget -= n + n_draft;
     if (s->long_job && s->pending() > 1) long_budget -= n;
-    add_chunk(s, n, plan);
+    add_chunk(s, n, plan, n_draft);
   }
 }
 

@@ -34,7 +34,8 @@ void schedule_running(SchedulerContext& ctx, SchedulePlan& plan, int64_t& budget
 // blocks, when the KV cache has no room.
 bool start_sequence(Sequence* s, SchedulerContext& ctx, SchedulePlan& plan, int64_t budget);
 
-// Adds a chunk of n tokens of s to the plan (blocks already reserved).
-void add_chunk(Sequence* s, int64_t n, SchedulePlan& plan);
+// Adds a chunk of n tokens of s, and n_draft of its proposed tokens after them, to the
+// plan (blocks already reserved).
+void add_chunk(Sequence* s, int64_t n, SchedulePlan& plan, int64_t n_draft = 0);
 
 }  // namespace llms

@@ -24,7 +24,8 @@ namespace llms {
 
 struct ScheduledChunk {
   Sequence* seq = nullptr;
-  int64_t n = 0;  // tokens of seq->tokens from seq->computed
+  int64_t n = 0;        // tokens of seq->tokens from seq->computed
+  int64_t n_draft = 0;  // proposed tokens verified after them (a decode's seq->draft prefix)
 };
 
 // A sequence moved from waiting to running. `first`: it was never scheduled before,

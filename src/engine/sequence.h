@@ -43,6 +43,13 @@ struct Sequence {
   double compute_s = 0;
   int preemptions = 0;
 
+  // Speculative decoding: this step's proposed tokens, the chunk's input built from
+  // them, how many to propose (adapted to the acceptance rate) and that rate.
+  std::vector<int32_t> draft;
+  std::vector<int32_t> verify_input;
+  int spec_k = 0;
+  double spec_acceptance = 0.5;
+
   int64_t generated() const { return static_cast<int64_t>(tokens.size()) - prompt_len; }
   // Positions still to compute before the next token can be sampled.
   int64_t pending() const { return static_cast<int64_t>(tokens.size()) - computed; }

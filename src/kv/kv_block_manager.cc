@@ -94,6 +94,17 @@ bool KvBlockManager::reserve(SequenceBlocks& seq, int64_t n) {
   return true;
 }
 
+void KvBlockManager::truncate(SequenceBlocks& seq, int64_t n) {
+  LLMS_CHECK(n >= 0 && n <= seq.table.num_tokens, "truncate beyond the table");
+  const size_t keep = static_cast<size_t>((n + block_size_ - 1) / block_size_);
+  LLMS_CHECK(seq.hashes.size() <= static_cast<size_t>(n / block_size_), "truncate into a committed block");
+  while (seq.table.blocks.size() > keep) {
+    drop_reference(seq.table.blocks.back());
+    seq.table.blocks.pop_back();
+  }
+  seq.table.num_tokens = n;
+}
+
 void KvBlockManager::commit(SequenceBlocks& seq, std::span<const int32_t> tokens) {
   const size_t B = static_cast<size_t>(block_size_);
   const size_t full = std::min(tokens.size() / B, seq.table.blocks.size());

@@ -63,6 +63,10 @@ class KvBlockManager {
   // Grows the sequence for `n` more positions; false (and no change) on no room.
   bool reserve(SequenceBlocks& seq, int64_t n);
 
+  // Gives back the positions past `n` (proposed tokens that were rejected): the table
+  // holds n positions and no block beyond them. Committed blocks are never cut.
+  void truncate(SequenceBlocks& seq, int64_t n);
+
   // Records the blocks that `tokens` (the sequence's tokens so far, all computed)
   // has filled since the last call, making them findable by later sequences.
   void commit(SequenceBlocks& seq, std::span<const int32_t> tokens);

@@ -146,10 +146,24 @@ TEST(KvBlockManagerTest, RandomizedAgainstModel) {
     } else {
       auto it = live.begin();
       std::advance(it, static_cast<long>(rng.below(live.size())));
-      if (op < 6) {  // decode a few tokens
+      if (op < 5) {  // decode a few tokens
         for (int i = 0; i < 3; ++i) {
           if (!write(it->second, static_cast<int32_t>(rng.below(20)))) break;
         }
+      } else if (op < 7) {  // speculate: write k proposed tokens, keep the first m
+        Live& s = it->second;
+        const int64_t k = 1 + static_cast<int64_t>(rng.below(5)), pos = static_cast<int64_t>(s.tokens.size());
+        if (!m.reserve(s.blocks, k)) continue;
+        std::vector<int32_t> draft;
+        for (int64_t j = 0; j < k; ++j) {
+          draft.push_back(static_cast<int32_t>(rng.below(20)));
+          content[s.blocks.table.blocks[(pos + j) / kB]][(pos + j) % kB] = draft.back();
+        }
+        const int64_t keep = static_cast<int64_t>(rng.below(static_cast<uint64_t>(k + 1)));
+        s.tokens.insert(s.tokens.end(), draft.begin(), draft.begin() + keep);
+        m.truncate(s.blocks, static_cast<int64_t>(s.tokens.size()));
+        ASSERT_EQ(s.blocks.table.capacity(kB) - static_cast<int64_t>(s.tokens.size()) < kB, true);
+        m.commit(s.blocks, s.tokens);
       } else {  // finish
         m.release(it->second.blocks);
         live.erase(it);

@@ -186,6 +186,17 @@ ConfigKey batching_key() {
           [](const ServeConfig& c) { return toml_string(batching_policy_name(c.engine.batching)); }};
 }
 
+ConfigKey speculative_key() {
+  auto set = [](ServeConfig& c, const std::string& v) -> Status {
+    auto m = parse_speculative_mode(v);
+    if (!m.ok()) return invalid_argument("speculative: " + m.status().message());
+    c.engine.speculative = m.value();
+    return ok_status();
+  };
+  return {"speculative", ConfigType::kString, "Speculative decoding: off or ngram (prompt lookup)", set,
+          [](const ServeConfig& c) { return toml_string(speculative_mode_name(c.engine.speculative)); }};
+}
+
 ConfigKey swap_key() {
   auto set = [](ServeConfig& c, const std::string& v) -> Status {
     auto m = parse_swap_mode(v);
@@ -261,6 +272,10 @@ std::vector<ConfigKey> make_keys() {
       num_key("aging", "Seconds of waiting that raise a request's priority by one", ENG(aging_s)),
       int_key("interactive_boost", "Priority advantage of the interactive lane", ENG(interactive_boost), -kBig, kBig),
       int_key("threads", "Kernel threads (0: one per core)", ENG(threads), 0, 4096),
+      speculative_key(),
+      int_key("spec_tokens", "Speculative decoding: most tokens proposed per sequence and step", ENG(spec_tokens), 1, 16),
+      int_key("spec_ngram_max", "Speculative decoding: longest suffix the ngram proposer looks up", ENG(spec_ngram_max),
+              1, 8),
   };
 }
 

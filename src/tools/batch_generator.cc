@@ -85,6 +85,8 @@ Result<std::vector<GenerationOutput>> BatchGenerator::run(std::span<const Reques
     st.prefill_tokens_computed = snap.prefill_tokens_computed;
     st.prefix_cache_hit_tokens = snap.prefix.hit_tokens;
     st.steps = snap.steps;
+    st.spec_draft_tokens = snap.spec_draft_tokens;
+    st.spec_accepted_tokens = snap.spec_accepted_tokens;
     st.preemptions = snap.preemptions;
     st.first_token_s = first_token_s;
     st.total_s = total.elapsed_s();

@@ -37,6 +37,8 @@ struct GeneratorStats {
   int64_t prefill_tokens_computed = 0;  // prompt tokens run through the model
   int64_t prefix_cache_hit_tokens = 0;
   int64_t steps = 0;
+  int64_t spec_draft_tokens = 0;     // speculative decoding: proposed and verified
+  int64_t spec_accepted_tokens = 0;  // and accepted
   int64_t preemptions = 0;
   double first_token_s = 0;  // until the first token of the first prompt
   double total_s = 0;
