@@ -22,6 +22,8 @@ void add_bench_decode_command(CLI::App& app) {
   cmd->add_option("--prefill", o->bench.prefill_tokens, "Prompt tokens")->capture_default_str();
   cmd->add_option("--decode", o->bench.decode_tokens, "Tokens decoded one at a time")->capture_default_str();
   cmd->add_option("-t,--threads", o->bench.threads, "Threads (0 = one per core)");
+  cmd->add_option("--verify", o->bench.verify_tokens,
+                  "Also time a pass verifying K proposed tokens (K + 1 positions) against a decode step");
   cmd->add_flag("--json", o->json, "Print one JSON object");
   cmd->callback([o] {
     auto model = value_or_fail(Model::load(o->model));
@@ -40,6 +42,10 @@ void add_bench_decode_command(CLI::App& app) {
                           {"prefill_gops", r.prefill_gops},
                           {"pct_peak", r.pct_peak},
                           {"threads", r.threads},
+                          {"verify_tokens", o->bench.verify_tokens},
+                          {"verify_s", r.verify_s},
+                          {"verify_decode_s", r.verify_decode_s},
+                          {"verify_cost_ratio", r.verify_cost_ratio},
                           {"simd", simd_target_name()}};
       std::printf("%s\n", j.dump().c_str());
       return;
@@ -51,6 +57,10 @@ void add_bench_decode_command(CLI::App& app) {
     std::printf("decode: %.2f tok/s, %.2f GB/s = %.1f%% of the %.2f GB/s read bandwidth measured between tokens "
                 "(best single pass %.2f GB/s)\n",
                 r.decode_tok_s, r.achieved_gb_s, r.pct_bandwidth, r.bandwidth_gb_s, r.best_bandwidth_gb_s);
+    if (o->bench.verify_tokens > 0) {
+      std::printf("verify %d proposed tokens: %.2f ms per pass, %.2f ms per decode step: verify_cost_ratio %.3f\n",
+                  o->bench.verify_tokens, 1e3 * r.verify_s, 1e3 * r.verify_decode_s, r.verify_cost_ratio);
+    }
   });
 }
 

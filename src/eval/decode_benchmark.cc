@@ -43,7 +43,9 @@ Result<DecodeBenchResult> run_decode_benchmark(const Model& model, const DecodeB
   r.model_bytes = static_cast<int64_t>(model.file().file_size());
   r.bytes_per_token = model.weights().bytes_per_token();
 
-  const int total = o.prefill_tokens + o.decode_tokens;
+  if (o.verify_tokens < 0 || o.verify_tokens > 16) return invalid_argument("--verify must be in 0..16");
+  const int total = o.prefill_tokens + o.decode_tokens + o.verify_tokens + 1;
+  if (total > c.n_ctx_train) return invalid_argument("prefill + decode + verify tokens exceed the model's context");
   KvCache kv(model.kv_config((total + 15) / 16, 16, DType::kF16, DType::kF16));
   std::vector<int32_t> table;
   for (int32_t b = 0; b < kv.num_blocks(); ++b) table.push_back(b);
@@ -100,6 +102,26 @@ Result<DecodeBenchResult> run_decode_benchmark(const Model& model, const DecodeB
   const double ops = 2.0 * ((params - head) * o.prefill_tokens + head);
   r.prefill_gops = ops / prefill_s / 1e9;
   r.pct_peak = 100.0 * r.prefill_gops / r.peak_gops;
+  if (o.verify_tokens > 0) {
+    // Alternate a decode step and a verification pass at the same position, so both
+    // see the same bandwidth; each overwrites the positions the other wrote.
+    const size_t at = static_cast<size_t>(o.prefill_tokens + o.decode_tokens);
+    SequenceChunk one{std::span(tokens).subspan(at, 1), static_cast<int64_t>(at), table, LogitsWanted::kLast};
+    SequenceChunk verify{std::span(tokens).subspan(at, static_cast<size_t>(o.verify_tokens + 1)), static_cast<int64_t>(at),
+                         table, LogitsWanted::kAll};
+    constexpr int kRounds = 16;
+    for (int i = 0; i < kRounds; ++i) {
+      const Stopwatch a;
+      LLMS_RETURN_IF_ERROR(model.forward({&one, 1}, kv, state, pool, out));
+      r.verify_decode_s += a.elapsed_s();
+      const Stopwatch b;
+      LLMS_RETURN_IF_ERROR(model.forward({&verify, 1}, kv, state, pool, out));
+      r.verify_s += b.elapsed_s();
+    }
+    r.verify_s /= kRounds;
+    r.verify_decode_s /= kRounds;
+    r.verify_cost_ratio = r.verify_s / r.verify_decode_s;
+  }
   return r;
 }
 

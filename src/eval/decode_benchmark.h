@@ -20,6 +20,7 @@ struct DecodeBenchOptions {
   int decode_tokens = 64;
   int threads = 0;
   int64_t probe_bytes = 1LL << 30;  // buffer for the bandwidth probe (beyond every cache)
+  int verify_tokens = 0;  // K > 0: also time passes that verify K proposed tokens (speculative decoding)
 };
 
 struct DecodeBenchResult {
@@ -36,6 +37,11 @@ struct DecodeBenchResult {
   double prefill_gops = 0;      // 2 * parameters * prefill tokens / time
   double pct_peak = 0;
   int threads = 0;
+  // With verify_tokens: a pass over K + 1 positions (logits at each) against a
+  // one-token decode step, timed alternately at the same position.
+  double verify_s = 0;
+  double verify_decode_s = 0;
+  double verify_cost_ratio = 0;
 };
 
 Result<DecodeBenchResult> run_decode_benchmark(const Model& model, const DecodeBenchOptions& options);

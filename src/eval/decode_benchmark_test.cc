@@ -38,6 +38,14 @@ TEST(DecodeBenchmarkTest, CountsTheBytesEveryTokenReads) {
   ASSERT_GT(r->bandwidth_gb_s, 0);
   EXPECT_GT(r->best_bandwidth_gb_s, 0);
   EXPECT_NEAR(r->pct_bandwidth, 100.0 * r->achieved_gb_s / r->bandwidth_gb_s, 1e-9);
+  EXPECT_EQ(r->verify_cost_ratio, 0);  // not asked for
+  o.verify_tokens = 4;
+  auto v = run_decode_benchmark(*model, o);
+  ASSERT_TRUE(v.ok()) << v.status().to_string();
+  EXPECT_GT(v->verify_s, 0);
+  EXPECT_DOUBLE_EQ(v->verify_cost_ratio, v->verify_s / v->verify_decode_s);
+  o.verify_tokens = 17;
+  EXPECT_EQ(run_decode_benchmark(*model, o).status().code(), StatusCode::kInvalidArgument);
   o.prefill_tokens = 4000;
   EXPECT_EQ(run_decode_benchmark(*model, o).status().code(), StatusCode::kInvalidArgument);
   std::filesystem::remove(path);
