@@ -30,6 +30,7 @@ struct Options {
   std::vector<std::string> stop;
   bool ignore_eos = false;
   std::string speculative = "off";
+  std::string draft_model;
   int spec_tokens = 4;
   int spec_ngram_max = 4;
   bool no_bos = false;
@@ -95,6 +96,7 @@ void run(const Options& o) {
   ec.speculative = value_or_fail(parse_speculative_mode(o.speculative));
   ec.spec_tokens = o.spec_tokens;
   ec.spec_ngram_max = o.spec_ngram_max;
+  ec.draft_model = o.draft_model;
   BatchGenerator gen(*model, *tokenizer, ec);
 
   const bool stream = specs.size() == 1 && !o.json;
@@ -178,7 +180,8 @@ void add_generate_command(CLI::App& app) {
   cmd->add_option("--seed", o->seed, "Random seed (-1 = random)")->capture_default_str();
   cmd->add_option("--stop", o->stop, "Stop string (repeatable)");
   cmd->add_flag("--ignore-eos", o->ignore_eos, "Keep generating past end-of-generation tokens");
-  cmd->add_option("--speculative", o->speculative, "Speculative decoding: off or ngram")->capture_default_str();
+  cmd->add_option("--speculative", o->speculative, "Speculative decoding: off, ngram or draft")->capture_default_str();
+  cmd->add_option("--draft-model", o->draft_model, "Draft model for --speculative draft (same vocabulary)");
   cmd->add_option("--spec-tokens", o->spec_tokens, "Most tokens proposed per step")->capture_default_str();
   cmd->add_option("--spec-ngram-max", o->spec_ngram_max, "Longest suffix the ngram proposer looks up")->capture_default_str();
   cmd->add_flag("--no-bos", o->no_bos, "Do not add the BOS token");

@@ -36,8 +36,23 @@ Result<std::unique_ptr<Engine>> Engine::create(const Model& model, const Tokeniz
            batching_policy_name(config.batching), kv.num_blocks, config.block_size,
            static_cast<double>(kv.num_blocks * kv.bytes_per_block) / (1 << 20), dtype_name(config.k_type),
            dtype_name(config.v_type), kv.context_length, runner->num_threads());
-  return std::make_unique<Engine>(std::move(runner), tokenizer, config, model.identity(), kv.num_blocks,
-                                  kv.context_length, registry);
+  auto engine = std::make_unique<Engine>(std::move(runner), tokenizer, config, model.identity(), kv.num_blocks,
+                                         kv.context_length, registry);
+  if (config.speculative == SpeculativeMode::kDraft) {
+    LLMS_ASSIGN_OR_RETURN(engine->draft_model_, Model::load(config.draft_model));
+    const int64_t per_block = engine->draft_model_->kv_config(1, config.block_size, DType::kF16, DType::kF16).bytes_per_block();
+    // As many sequences of the context as the target holds, within a twentieth of memory.
+    const int64_t limit = config.memory_limit_bytes > 0 ? config.memory_limit_bytes : machine_memory_bytes();
+    const int64_t blocks = std::max<int64_t>(
+        1, std::min<int64_t>(limit / 20 / per_block,
+                             static_cast<int64_t>(kv.num_blocks) + config.max_running));
+    LLMS_ASSIGN_OR_RETURN(auto draft, DraftModelProposer::create(*engine->draft_model_, model.config().n_vocab,
+                                                                 static_cast<int32_t>(std::min<int64_t>(blocks, 1 << 22)),
+                                                                 config.block_size, config.threads));
+    engine->proposer_ = std::move(draft);
+    log_info("engine: speculative decoding with draft model {}", config.draft_model);
+  }
+  return engine;
 }
 
 Engine::Engine(std::unique_ptr<ModelRunner> runner, const Tokenizer& tokenizer, const EngineConfig& config,
@@ -337,6 +352,7 @@ void Engine::finish(Sequence& s, FinishReason reason, const std::string& message
     replay_.erase(it);
   }
   status_.note_finish(now, reason, !abnormal.empty());
+  if (proposer_) proposer_->forget(s.id);
   s.handle->push(std::move(fe));
   sequences_.erase(s.id);
 }

@@ -120,6 +120,7 @@ class Engine {
   EngineMetrics metrics_;
   KvBlockManager kv_;
   std::unique_ptr<Scheduler> scheduler_;
+  std::unique_ptr<Model> draft_model_;  // speculative = draft
   std::unique_ptr<Proposer> proposer_;
   AdmissionController admission_;
   ResultCache result_cache_;

@@ -15,12 +15,20 @@ const char* batching_policy_name(BatchingPolicy p) {
   return "?";
 }
 
-const char* speculative_mode_name(SpeculativeMode m) { return m == SpeculativeMode::kNgram ? "ngram" : "off"; }
+const char* speculative_mode_name(SpeculativeMode m) {
+  switch (m) {
+    case SpeculativeMode::kOff: return "off";
+    case SpeculativeMode::kNgram: return "ngram";
+    case SpeculativeMode::kDraft: return "draft";
+  }
+  return "?";
+}
 
 Result<SpeculativeMode> parse_speculative_mode(const std::string& name) {
   if (name == "off" || name == "none") return SpeculativeMode::kOff;
   if (name == "ngram") return SpeculativeMode::kNgram;
-  return invalid_argument(fmt::format("unknown speculative mode '{}' (off, ngram)", name));
+  if (name == "draft") return SpeculativeMode::kDraft;
+  return invalid_argument(fmt::format("unknown speculative mode '{}' (off, ngram, draft)", name));
 }
 
 Result<BatchingPolicy> parse_batching_policy(const std::string& name) {
@@ -59,6 +67,9 @@ Status EngineConfig::validate() const {
   if (threads < 0) return bad("threads", "must be >= 0");
   if (spec_tokens < 1 || spec_tokens > 16) return bad("spec_tokens", fmt::format("{} is not in 1..16", spec_tokens));
   if (spec_ngram_max < 1 || spec_ngram_max > 8) return bad("spec_ngram_max", fmt::format("{} is not in 1..8", spec_ngram_max));
+  if ((speculative == SpeculativeMode::kDraft) != !draft_model.empty()) {
+    return bad("draft_model", "is needed with speculative = draft, and only then");
+  }
   return ok_status();
 }
 

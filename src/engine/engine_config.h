@@ -13,6 +13,7 @@ namespace llms {
 enum class SpeculativeMode {
   kOff,
   kNgram,  // prompt lookup (proposer.h)
+  kDraft,  // a draft model (draft_model)
 };
 const char* speculative_mode_name(SpeculativeMode m);
 Result<SpeculativeMode> parse_speculative_mode(const std::string& name);
@@ -61,6 +62,7 @@ struct EngineConfig {
   SpeculativeMode speculative = SpeculativeMode::kOff;
   int spec_tokens = 4;            // most tokens proposed per sequence and step (K)
   int spec_ngram_max = 4;         // longest suffix the ngram proposer looks up
+  std::string draft_model;        // GGUF of the draft model (speculative = draft)
 
   Status validate() const;
 };

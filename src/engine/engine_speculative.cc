@@ -17,6 +17,7 @@ namespace llms {
 
 void Engine::propose_drafts() {
   if (!proposer_) return;
+  std::vector<ProposalRequest> requests;
   for (Sequence* s : running_) {
     s->draft.clear();
     if (s->pending() != 1 || !s->params.speculative) continue;
@@ -24,8 +25,9 @@ void Engine::propose_drafts() {
     const int64_t room = std::min<int64_t>(s->params.max_tokens - s->generated(),
                                            context_length_ - static_cast<int64_t>(s->tokens.size())) - 1;
     const int k = static_cast<int>(std::min<int64_t>(s->spec_k, room));
-    if (k > 0) s->draft = proposer_->propose(s->tokens, k);
+    if (k > 0) requests.push_back({s->id, s->tokens, k, &s->draft});
   }
+  proposer_->propose(requests);
 }
 
 void Engine::verify(Sequence& s, size_t chunk, int64_t n_draft, int64_t now) {

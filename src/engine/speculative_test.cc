@@ -22,20 +22,19 @@ using testing::kFakeVocab;
 // and the chain continued from the wrong token, like a draft model's guess would be.
 class ChainProposer : public Proposer {
  public:
-  std::vector<int32_t> propose(std::span<const int32_t> tokens, int k) override {
-    std::vector<int32_t> out;
-    int32_t last = tokens.back();
-    int64_t pos = static_cast<int64_t>(tokens.size()) - 1;
-    for (int i = 0; i < k; ++i, ++pos) {
-      int32_t t = FakeRunner::next(last, pos);
-      if ((pos * 7) % 3 == 0) t = (t + 1) % kFakeVocab;
-      out.push_back(t);
-      last = t;
+  void propose(std::span<const ProposalRequest> requests) override {
+    for (const auto& r : requests) {
+      r.out->clear();
+      int32_t last = r.tokens.back();
+      int64_t pos = static_cast<int64_t>(r.tokens.size()) - 1;
+      for (int i = 0; i < r.k; ++i, ++pos) {
+        int32_t t = FakeRunner::next(last, pos);
+        if ((pos * 7) % 3 == 0) t = (t + 1) % kFakeVocab;
+        r.out->push_back(t);
+        last = t;
+      }
     }
-    ++calls;
-    return out;
   }
-  int calls = 0;
 };
 
 std::vector<int32_t> prompt_of(int n, int32_t start) {

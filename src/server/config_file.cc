@@ -193,7 +193,7 @@ ConfigKey speculative_key() {
     c.engine.speculative = m.value();
     return ok_status();
   };
-  return {"speculative", ConfigType::kString, "Speculative decoding: off or ngram (prompt lookup)", set,
+  return {"speculative", ConfigType::kString, "Speculative decoding: off, ngram (prompt lookup) or draft (draft_model)", set,
           [](const ServeConfig& c) { return toml_string(speculative_mode_name(c.engine.speculative)); }};
 }
 
@@ -274,6 +274,7 @@ std::vector<ConfigKey> make_keys() {
       int_key("threads", "Kernel threads (0: one per core)", ENG(threads), 0, 4096),
       speculative_key(),
       int_key("spec_tokens", "Speculative decoding: most tokens proposed per sequence and step", ENG(spec_tokens), 1, 16),
+      str_key("draft_model", "Speculative decoding: the draft model (GGUF, same vocabulary)", ENG(draft_model)),
       int_key("spec_ngram_max", "Speculative decoding: longest suffix the ngram proposer looks up", ENG(spec_ngram_max),
               1, 8),
   };
