@@ -51,6 +51,33 @@ TEST(CliTest, SeededSamplingIsReproducible) {
   EXPECT_NE(a.out, c.out);
 }
 
+// Speculative decoding changes how many passes the target runs, never what it writes:
+// eight prompts batched, greedy and seeded-sampled, with the model's own Q4_0 as the
+// draft and with prompt lookup, give the plain outputs token for token.
+TEST(CliTest, SpeculativeDecodingGivesThePlainOutputs) {
+  if (!have_stories()) GTEST_SKIP() << "needs " << kStories;
+  const std::string dir = ::testing::TempDir() + "/" + std::to_string(getpid());
+  const std::string draft = dir + "_draft_q4_0.gguf", prompts = dir + "_prompts.txt";
+  ASSERT_EQ(run("quantize " + kStories + " " + draft + " --type q4_0").exit_code, 0);
+  std::ofstream(prompts) << "Once upon a time\nLily and Ben\nThe dog\nOne day, a little\nThe sun was\nTom had a red\n"
+                            "She wanted to\nThe big tree\n";
+  for (const char* sampling : {"--temp 0", "--temp 0.8 --seed 3"}) {
+    const std::string base = "generate -m " + kStories + " --prompts-file " + prompts + " --parallel 8 -n 60 --json " + sampling;
+    const CmdResult plain = run(base);
+    ASSERT_EQ(plain.exit_code, 0);
+    for (const std::string& spec : std::vector<std::string>{" --speculative ngram", " --speculative draft --draft-model " + draft}) {
+      const CmdResult r = run(base + spec);
+      ASSERT_EQ(r.exit_code, 0) << spec;
+      // Every line but the last, the summary (its timings and counters differ), is identical.
+      auto last_line = [](const std::string& out) { return out.rfind('\n', out.size() - 2) + 1; };
+      EXPECT_EQ(plain.out.substr(0, last_line(plain.out)), r.out.substr(0, last_line(r.out))) << sampling << spec;
+      const auto summary = nlohmann::json::parse(r.out.substr(last_line(r.out)));
+      EXPECT_GT(summary["spec_accepted_tokens"].get<int64_t>(), 0) << sampling << spec;
+    }
+  }
+  EXPECT_NE(run("generate -m " + kStories + " -p x --speculative draft", true).out.find("draft_model"), std::string::npos);
+}
+
 TEST(CliTest, InspectJsonDescribesTheModel) {
   if (!have_stories()) GTEST_SKIP() << "needs " << kStories;
   const CmdResult r = run("inspect --json " + kStories);
