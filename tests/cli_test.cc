@@ -78,6 +78,27 @@ TEST(CliTest, SpeculativeDecodingGivesThePlainOutputs) {
   EXPECT_NE(run("generate -m " + kStories + " -p x --speculative draft", true).out.find("draft_model"), std::string::npos);
 }
 
+// bench-speculative replays the target's own greedy output: unchanged, every proposed
+// token is accepted and a pass yields several tokens; with every token corrupted none is,
+// and a pass yields one. Both runs check the output against plain decoding.
+TEST(CliTest, BenchSpeculativeAcceptanceFollowsTheCorruptedShare) {
+  if (!have_stories()) GTEST_SKIP() << "needs " << kStories;
+  const std::string base = "bench-speculative -m " + kStories + " -n 40 --rounds 1 --json --corrupt ";
+  const CmdResult clean = run(base + "0");
+  ASSERT_EQ(clean.exit_code, 0) << clean.out;
+  const auto c = nlohmann::json::parse(clean.out);
+  EXPECT_TRUE(c["identical"].get<bool>());
+  EXPECT_DOUBLE_EQ(c["acceptance"].get<double>(), 1.0);
+  EXPECT_GT(c["tokens_per_pass"].get<double>(), 2.0);
+  const CmdResult wrong = run(base + "1");
+  ASSERT_EQ(wrong.exit_code, 0) << wrong.out;
+  const auto w = nlohmann::json::parse(wrong.out);
+  EXPECT_TRUE(w["identical"].get<bool>());
+  EXPECT_DOUBLE_EQ(w["acceptance"].get<double>(), 0.0);
+  EXPECT_LE(w["tokens_per_pass"].get<double>(), 1.0);
+  EXPECT_NE(run(base + "1.5", true).out.find("--corrupt"), std::string::npos);
+}
+
 TEST(CliTest, InspectJsonDescribesTheModel) {
   if (!have_stories()) GTEST_SKIP() << "needs " << kStories;
   const CmdResult r = run("inspect --json " + kStories);

@@ -21,7 +21,9 @@ struct EngineMetrics {
   Counter& prefix_hits;             // prompt tokens found
   Counter& prefix_evictions;        // cached blocks reclaimed
   Counter& steps;
+  Counter& spec_drafts;             // proposals verified
   Counter& spec_draft_tokens;       // proposed tokens verified
+  Family<Counter>& spec_draft_by_position;     // proposed tokens by position (0 = first)
   Counter& spec_accepted_tokens;    // of them, accepted
   Family<Counter>& spec_accepted_by_position;  // by position in the proposal (0 = first)
   Counter& result_cache_hits;

@@ -46,7 +46,9 @@ void Engine::verify(Sequence& s, size_t chunk, int64_t n_draft, int64_t now) {
     ++accepted;
     ++s.computed;  // the proposed token's keys and values are the generated token's
   }
+  metrics_.spec_drafts.inc();
   metrics_.spec_draft_tokens.inc(static_cast<double>(n_draft));
+  for (int64_t j = 0; j < n_draft; ++j) metrics_.spec_draft_by_position.with({std::to_string(j)}).inc();
   metrics_.spec_accepted_tokens.inc(static_cast<double>(accepted));
   if (!sequences_.count(id)) return;
   kv_.truncate(s.blocks, s.computed);

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <map>
+#include <string>
 
 #include "engine/engine.h"
 #include "engine/engine_test_util.h"
@@ -68,6 +69,14 @@ SpecRun make(EngineConfig c, int32_t blocks, bool soft = false) {
   return r;
 }
 
+// The value of `name{position="j"}` (j < 0: the unlabelled series) in an exposition, 0 when absent.
+int64_t series_value(const std::string& text, const std::string& name, int j) {
+  const std::string key = j < 0 ? name + " " : name + "{position=\"" + std::to_string(j) + "\"} ";
+  const size_t at = text.find("\n" + key);
+  if (at == std::string::npos) return 0;
+  return static_cast<int64_t>(std::stod(text.substr(at + 1 + key.size())));
+}
+
 TEST(SpeculativeTest, GreedyOutputIsThePlainOutputAloneInABatchAndUnderPreemption) {
   for (int32_t blocks : {256, 10}) {  // roomy, then small enough to preempt
     EngineConfig c;
@@ -90,6 +99,24 @@ TEST(SpeculativeTest, GreedyOutputIsThePlainOutputAloneInABatchAndUnderPreemptio
     EXPECT_GT(s.spec_accepted_tokens, 0);
     EXPECT_LT(s.spec_accepted_tokens, s.spec_draft_tokens);  // some proposals were wrong
     EXPECT_EQ(s.kv_blocks_used, 0);
+    // By position: the counts add up to the totals, and no position accepts more than
+    // was proposed there, nor a later position more than an earlier one.
+    const std::string text = r.engine->registry().render();
+    int64_t proposed_sum = 0, accepted_sum = 0;
+    for (int j = 0; j < 4; ++j) {
+      const int64_t proposed = series_value(text, "llmserve_spec_decode_draft_tokens_per_pos_total", j);
+      const int64_t accepted = series_value(text, "llmserve_spec_decode_accepted_tokens_per_pos_total", j);
+      EXPECT_LE(accepted, proposed) << "position " << j;
+      if (j > 0) {
+        EXPECT_LE(accepted, series_value(text, "llmserve_spec_decode_accepted_tokens_per_pos_total", j - 1));
+      }
+      proposed_sum += proposed;
+      accepted_sum += accepted;
+    }
+    EXPECT_EQ(proposed_sum, s.spec_draft_tokens);
+    EXPECT_EQ(accepted_sum, s.spec_accepted_tokens);
+    EXPECT_EQ(series_value(text, "llmserve_spec_decode_draft_tokens_per_pos_total", 0),
+              series_value(text, "llmserve_spec_decode_drafts_total", -1));
     if (blocks == 10) {
       EXPECT_GT(s.preemptions, 0);
     }
