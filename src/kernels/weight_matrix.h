@@ -2,8 +2,8 @@
 // the matmul kernels. It views the model file's bytes (GGUF ne = {cols, rows}) and
 // holds the rows repacked at load into the panel layout the kernels stream
 // (packed_weights.h). Types without a kernel of their own but with a decoder (Q4_1,
-// Q5_0, Q5_1, Q8_1, Q2_K, Q3_K, Q5_K) are converted to Q8_0 at load, which keeps
-// their precision.
+// Q8_1, Q2_K) are converted to Q8_0 at load ("widened"), which keeps their precision
+// and costs Q8_0's 8.5 bits per weight in memory and bandwidth.
 //
 // Thread-safety: immutable after creation; shared by all threads. Copies share the
 // packed rows.
