@@ -22,30 +22,38 @@ LLMS_SIMD void unpack_q3k_scales(const uint8_t* s, VI (&sc)[16]) {
 }
 
 struct Q3_KKind : KQuantKind {
-  // Sub-block j of the super-block whose levels start at `body` into isum: the low
-  // bits of step s are bits 2s, 2s + 1 of vector A_j, the high bit is bit s (j even)
-  // or 4 + s (j odd) of the pair's vector H.
+  // Sub-blocks 2k and 2k + 1 (`pair`, three vectors V0, V1, V2) into isum. Their 8
+  // steps e0..e3, o0..o3 sit as 3-bit fields: V0 = e0 | e1 << 3 | low(e2) << 6,
+  // V1 = e3 | o0 << 3 | low(o1) << 6, V2 = o2 | o3 << 3 | high(e2) << 6 | high(o1) << 7
+  // (low: the 2 low bits, high: the third), so that most steps take one or two
+  // operations to unpack.
   template <int T>
-  LLMS_SIMD static void sub_block(const uint8_t* body, const TokenQ (&x)[T], int64_t sb, int64_t n, int j, VI sc,
-                                  VI (&isum)[T]) {
-    const VI low2 = set1_i32(0x03030303), bit2 = set1_i32(0x04040404);
-    const uint8_t* pair = body + 192 * (j / 2);
-    VI lo = load_i(pair + 64 * (j % 2));
-    const VI h = load_i(pair + 128);
-    VI hi = j % 2 == 0 ? slli_i32<2>(h) : srli_i32<2>(h);  // bit s of this sub-block at 2 + s
-    VI v[T];
+  LLMS_SIMD static void sub_block_pair(const uint8_t* pair, const TokenQ (&x)[T], int64_t sb, int64_t n, int k,
+                                       const VI (&sc)[16], VI (&isum)[T]) {
+    const VI low3 = set1_i32(0x07070707), low2 = set1_i32(0x03030303), bit2 = set1_i32(0x04040404);
+    const VI v0 = load_i(pair), v1 = load_i(pair + 64), v2 = load_i(pair + 128);
+    const VI q[8] = {and_i(v0, low3),
+                     and_i(srli_i32<3>(v0), low3),
+                     and_or(srli_i32<6>(v0), low2, and_i(srli_i32<4>(v2), bit2)),
+                     and_i(v1, low3),
+                     and_i(srli_i32<3>(v1), low3),
+                     and_or(srli_i32<6>(v1), low2, and_i(srli_i32<5>(v2), bit2)),
+                     and_i(v2, low3),
+                     and_i(srli_i32<3>(v2), low3)};
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) {
+      const int j = 2 * k + h;
+      VI v[T];
 #pragma GCC unroll 16
-    for (int t = 0; t < T; ++t) v[t] = set1_i32(x[t].corr[sb * n * 16 + j] / 8);
+      for (int t = 0; t < T; ++t) {
+        const int8_t* xq = x[t].q + sb * n * 256 + 16 * j;
+        v[t] = set1_i32(x[t].corr[sb * n * 16 + j] / 8);
 #pragma GCC unroll 4
-    for (int s = 0; s < 4; ++s) {
-      const VI q = and_or(lo, low2, and_i(hi, bit2));
+        for (int s = 0; s < 4; ++s) v[t] = dot_u8s8_bcast(v[t], q[4 * h + s], xq + 4 * s);
+      }
 #pragma GCC unroll 16
-      for (int t = 0; t < T; ++t) v[t] = dot_u8s8_bcast(v[t], q, x[t].q + sb * n * 256 + 16 * j + 4 * s);
-      lo = srli_i32<2>(lo);
-      hi = srli_i32<1>(hi);
+      for (int t = 0; t < T; ++t) isum[t] = add_i32(isum[t], mullo_i32(v[t], sc[j]));
     }
-#pragma GCC unroll 16
-    for (int t = 0; t < T; ++t) isum[t] = add_i32(isum[t], mullo_i32(v[t], sc));
   }
 
   template <int P, int T>
@@ -72,10 +80,10 @@ struct Q3_KKind : KQuantKind {
 #pragma GCC unroll 16
           for (int t = 0; t < T; ++t) isum[t] = zero_i();
           if constexpr (T == 1) {
-#pragma GCC unroll 16
-            for (int j = 0; j < 16; ++j) sub_block(base + 192, x, sb, n, j, sc[j], isum);
+#pragma GCC unroll 8
+            for (int k = 0; k < 8; ++k) sub_block_pair(base + 192 + 192 * k, x, sb, n, k, sc, isum);
           } else {
-            for (int j = 0; j < 16; ++j) sub_block(base + 192, x, sb, n, j, sc[j], isum);
+            for (int k = 0; k < 8; ++k) sub_block_pair(base + 192 + 192 * k, x, sb, n, k, sc, isum);
           }
           const VF d = load_f16(reinterpret_cast<const uint16_t*>(panel + paired_d_offset(sb, stride)));
 #pragma GCC unroll 16

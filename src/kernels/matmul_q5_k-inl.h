@@ -5,50 +5,50 @@
 //   acc  = fma(float(isum), d * d_x, acc)
 //   acc  = acc - float(msum) * (dmin * d_x)            (one rounding: fnma)
 // A level is its low nibble (Q4_K's units) with the fifth bit moved into place from
-// the super-block's high-bit vectors.
+// the chunk's two high-bit vectors.
 // Spliced into a target namespace after matmul_q4_k-inl.h.
-
-// Bit S of each byte of v at bit 4 (other bits are the caller's to mask).
-template <int S>
-LLMS_SIMD VI bit_to_4(VI v) {
-  if constexpr (S < 4) {
-    return slli_i32<4 - S>(v);
-  } else if constexpr (S > 4) {
-    return srli_i32<S - 4>(v);
-  } else {
-    return v;
-  }
-}
 
 // The tile is one long function on purpose, as Q4_K's: its accumulators stay in
 // registers across the chunk loop.
 struct Q5_KKind : KQuantKind {
-  // Chunk CH (sub-blocks 2CH, 2CH + 1) of the super-block at `base` for T tokens:
-  // per unit u the low nibbles are step u of sub-block 2CH, whose fifth bits are bit
-  // 2CH of high-bit vector u, the high nibbles step u of sub-block 2CH + 1 (bit 2CH + 1).
-  template <int CH, int T>
-  LLMS_SIMD static void chunk(const uint8_t* base, const TokenQ (&x)[T], int64_t sb, int64_t n, const VI (&sc)[8],
-                              VI (&isum)[T]) {
+  // Chunk ch (sub-blocks 2ch, 2ch + 1) of the super-block at `base` for T tokens:
+  // two vectors of fifth bits, then 8 units. Unit u's low nibbles are step u of
+  // sub-block 2ch, whose fifth bits are bit 2(u % 4) of bits vector u / 4, its high
+  // nibbles step u of sub-block 2ch + 1 (bit 2(u % 4) + 1). One ascending stream.
+  template <int T>
+  LLMS_SIMD static void chunk(const uint8_t* base, const TokenQ (&x)[T], int64_t sb, int64_t n, int ch,
+                              const VI (&sc)[8], VI (&isum)[T]) {
     const VI nibble = set1_i32(0x0F0F0F0F), bit4 = set1_i32(0x10101010);
+    const uint8_t* c = base + 256 + 640 * ch;
     VI lo_sum[T], hi_sum[T];
 #pragma GCC unroll 16
     for (int t = 0; t < T; ++t) lo_sum[t] = hi_sum[t] = zero_i();
-#pragma GCC unroll 8
-    for (int u = 0; u < 8; ++u) {
-      const VI packed = load_i(base + 768 + (8 * CH + u) * 64);
-      const VI bits = load_i(base + 256 + 64 * u);
-      const VI lo = and_or(packed, nibble, and_i(bit_to_4<2 * CH>(bits), bit4));
-      const VI hi = and_or(srli_i32<4>(packed), nibble, and_i(bit_to_4<2 * CH + 1>(bits), bit4));
+#pragma GCC unroll 2
+    for (int v = 0; v < 2; ++v) {
+      const VI bits = load_i(c + 64 * v);
+      // Bits 2k and 2k + 1 to bit 4 of each byte: shifted left for k < 2, right from
+      // k = 2 on (a left shift would push the top byte's bits out of its lane).
+      VI lo_bits = slli_i32<4>(bits), hi_bits = slli_i32<3>(bits);
+#pragma GCC unroll 4
+      for (int k = 0; k < 4; ++k) {
+        const int u = 4 * v + k;
+        if (k == 2) lo_bits = bits, hi_bits = srli_i32<1>(bits);
+        const VI packed = load_i(c + 128 + 64 * u);
+        const VI lo = and_or(packed, nibble, and_i(lo_bits, bit4));
+        const VI hi = and_or(srli_i32<4>(packed), nibble, and_i(hi_bits, bit4));
 #pragma GCC unroll 16
-      for (int t = 0; t < T; ++t) {
-        const int8_t* xq = x[t].q + sb * n * 256 + 64 * CH + 4 * u;
-        lo_sum[t] = dot_u8s8_bcast(lo_sum[t], lo, xq);
-        hi_sum[t] = dot_u8s8_bcast(hi_sum[t], hi, xq + 32);
+        for (int t = 0; t < T; ++t) {
+          const int8_t* xq = x[t].q + sb * n * 256 + 64 * ch + 4 * u;
+          lo_sum[t] = dot_u8s8_bcast(lo_sum[t], lo, xq);
+          hi_sum[t] = dot_u8s8_bcast(hi_sum[t], hi, xq + 32);
+        }
+        lo_bits = srli_i32<2>(lo_bits);
+        hi_bits = srli_i32<2>(hi_bits);
       }
     }
 #pragma GCC unroll 16
     for (int t = 0; t < T; ++t) {
-      isum[t] = add_i32(isum[t], add_i32(mullo_i32(lo_sum[t], sc[2 * CH]), mullo_i32(hi_sum[t], sc[2 * CH + 1])));
+      isum[t] = add_i32(isum[t], add_i32(mullo_i32(lo_sum[t], sc[2 * ch]), mullo_i32(hi_sum[t], sc[2 * ch + 1])));
     }
   }
 
@@ -76,10 +76,7 @@ struct Q5_KKind : KQuantKind {
           msum[t] = zero_i();
           for (int i = 0; i < 4; ++i) msum[t] = dot_i16(msum[t], mins[i], set1_i32(x[t].pairs[sb * n * 4 + i]));
         }
-        chunk<0>(base, x, sb, n, sc, isum);
-        chunk<1>(base, x, sb, n, sc, isum);
-        chunk<2>(base, x, sb, n, sc, isum);
-        chunk<3>(base, x, sb, n, sc, isum);
+        for (int ch = 0; ch < 4; ++ch) chunk(base, x, sb, n, ch, sc, isum);
         const VF d = load_f16(reinterpret_cast<const uint16_t*>(base));
         const VF dmin = load_f16(reinterpret_cast<const uint16_t*>(base + 32));
 #pragma GCC unroll 16

@@ -124,11 +124,18 @@ void pack_q5_k(const Tensor& t, int64_t p, uint8_t* dst) {
       set_f16(base + 32 + 2 * r, src[b].dmin);
       for (int v = 0; v < 3; ++v)
         for (int i = 0; i < 4; ++i) base[64 + 64 * v + 4 * r + i] = src[b].scales[4 * v + i];
-      for (int u = 0; u < 8; ++u)
-        for (int i = 0; i < 4; ++i) base[256 + 64 * u + 4 * r + i] = src[b].qh[4 * u + i];
-      for (int c = 0; c < 4; ++c)
-        for (int u = 0; u < 8; ++u)
-          for (int i = 0; i < 4; ++i) base[768 + (8 * c + u) * 64 + 4 * r + i] = src[b].qs[32 * c + 4 * u + i];
+      for (int c = 0; c < 4; ++c) {
+        uint8_t* chunk = base + 256 + 640 * c;
+        for (int u = 0; u < 8; ++u) {
+          for (int i = 0; i < 4; ++i) {
+            // Bits 2c, 2c + 1 of qh (the fifth bits of sub-blocks 2c, 2c + 1) to bits
+            // 2(u % 4), 2(u % 4) + 1 of high-bit vector u / 4.
+            const int two = (src[b].qh[4 * u + i] >> (2 * c)) & 3;
+            chunk[64 * (u / 4) + 4 * r + i] = static_cast<uint8_t>(chunk[64 * (u / 4) + 4 * r + i] | (two << (2 * (u % 4))));
+            chunk[128 + 64 * u + 4 * r + i] = src[b].qs[32 * c + 4 * u + i];
+          }
+        }
+      }
     }
   }
 }
@@ -171,16 +178,11 @@ void pack_q3_k(const Tensor& t, int64_t p, uint8_t* dst) {
       for (int k = 0; k < 8; ++k) {
         uint8_t* pair = base + 192 + 192 * k;
         for (int i = 0; i < 4; ++i) {
-          int a0 = 0, a1 = 0, h = 0;
-          for (int s = 0; s < 4; ++s) {
-            const int even = q[32 * k + 4 * s + i], odd = q[32 * k + 16 + 4 * s + i];
-            a0 |= (even & 3) << (2 * s);
-            a1 |= (odd & 3) << (2 * s);
-            h |= (even >> 2) << s | (odd >> 2) << (4 + s);
-          }
-          pair[4 * r + i] = static_cast<uint8_t>(a0);
-          pair[64 + 4 * r + i] = static_cast<uint8_t>(a1);
-          pair[128 + 4 * r + i] = static_cast<uint8_t>(h);
+          int e[4], o[4];  // steps of sub-blocks 2k and 2k + 1 at column i
+          for (int st = 0; st < 4; ++st) e[st] = q[32 * k + 4 * st + i], o[st] = q[32 * k + 16 + 4 * st + i];
+          pair[4 * r + i] = static_cast<uint8_t>(e[0] | e[1] << 3 | (e[2] & 3) << 6);
+          pair[64 + 4 * r + i] = static_cast<uint8_t>(e[3] | o[0] << 3 | (o[1] & 3) << 6);
+          pair[128 + 4 * r + i] = static_cast<uint8_t>(o[2] | o[3] << 3 | (e[2] >> 2) << 6 | (o[1] >> 2) << 7);
         }
       }
     }
@@ -248,10 +250,7 @@ DType packed_kind_dtype(PackedKind kind) {
   return kTypes[static_cast<int>(kind)];
 }
 
-void pack_weights(const Tensor& t, PackedWeights* out) {
-  PackedKind kind;
-  LLMS_CHECK(packed_kind_for(t.dtype, &kind), "pack_weights: no kernel for this type");
-  const int64_t cols = t.ne[0], rows = t.ne[1];
+void packed_geometry(PackedKind kind, int64_t rows, int64_t cols, PackedWeights* out) {
   out->kind = kind;
   out->rows = rows;
   out->cols = cols;
@@ -277,6 +276,12 @@ void pack_weights(const Tensor& t, PackedWeights* out) {
     case PackedKind::kQ6_K: paired(nb256, 3328); break;
     case PackedKind::kQ3_K: paired(nb256, 1728); break;
   }
+}
+
+void pack_weights(const Tensor& t, PackedWeights* out) {
+  PackedKind kind;
+  LLMS_CHECK(packed_kind_for(t.dtype, &kind), "pack_weights: no kernel for this type");
+  packed_geometry(kind, t.ne[1], t.ne[0], out);
   // Interleaved groups pay off only where a decode GEMV walks a whole group at once:
   // AVX2's tiles of 4 panels read half of every stripe and skip the other half, which
   // halved its GEMV rates from memory (Q8_0 35-52 -> 17 GB/s, Q4_0 26-41 -> 12-14).

@@ -28,14 +28,17 @@
 //         bits: byte 4r + i bit u for column 4u + i, bit 4 + u for column 16 + 4u + i.
 //   Q5_1: as Q5_0, each pair led by d [16] of both blocks, then m [16] of both (128
 //         bytes).
-//   Q5_K: per super-block: Q4_K's d, dmin and scale vectors, then the fifth bits as 8
-//         vectors (vector u: byte 4r + i = qh[4u + i] of row r), then Q4_K's units.
+//   Q5_K: per super-block: Q4_K's d, dmin and scale vectors, then per chunk c < 4 two
+//         vectors of fifth bits followed by Q4_K's eight units of the chunk: bits 2k,
+//         2k + 1 of byte 4r + i of vector v = bits 2c, 2c + 1 of row r's qh[4(4v + k) + i]
+//         (the fifth bits of unit 4v + k's low and high nibbles).
 //   IQ4_XS: per super-block: d [16] f16, scales_h [16], then scales_l as one vector
 //         (row r's 4 bytes at 4r), then per sub-block j < 8 Q4_0's 4 units.
 //   Q3_K: paired; a super-block is its 12 scale bytes as Q4_K's three vectors, then per
-//         pair of sub-blocks (2k, 2k + 1) three vectors A_2k, A_2k+1, H: the low two
-//         bits of step s of sub-block j in bits 2s, 2s + 1 of A_j, its high bit in bit
-//         s (j even) or 4 + s (j odd) of H.
+//         pair of sub-blocks (2k, 2k + 1) three vectors V0, V1, V2 of 3-bit levels:
+//         with e0..e3 the steps of sub-block 2k and o0..o3 those of 2k + 1,
+//         V0 = e0 | e1 << 3 | low2(e2) << 6, V1 = e3 | o0 << 3 | low2(o1) << 6,
+//         V2 = o2 | o3 << 3 | bit2(e2) << 6 | bit2(o1) << 7.
 //
 // Where the active target's decode GEMV walks kGroupPanels panels at a time (AVX-512;
 // KernelTable::gemv_panels), the quantized kinds' panels are stored in groups of
@@ -116,6 +119,10 @@ inline int64_t paired_panel_bytes(int64_t blocks, int64_t q_bytes) {
 // The kind for a GGUF type, or false when there is no kernel for it.
 bool packed_kind_for(DType type, PackedKind* kind);
 DType packed_kind_dtype(PackedKind kind);
+
+// The sizes of a [rows, cols] matrix of `kind` packed (all but `interleaved` and the
+// data), as pack_weights() sets them.
+void packed_geometry(PackedKind kind, int64_t rows, int64_t cols, PackedWeights* out);
 
 // Rearranges the rows of `t` (a [rows, cols] matrix of a type packed_kind_for()
 // accepts) into `out`.

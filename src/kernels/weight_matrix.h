@@ -19,6 +19,14 @@
 
 namespace llms {
 
+// How loading handles a matrix of a type: its own kernel, widened to Q8_0 (decoded
+// and re-encoded at load), or not at all.
+enum class MatrixSupport { kNative, kWidened, kUnsupported };
+MatrixSupport matrix_support(DType type);
+// Bytes a [rows, cols] matrix of `type` takes in memory once loaded (its packed panels,
+// Q8_0's for a widened type); 0 when unsupported.
+int64_t matrix_memory_bytes(DType type, int64_t rows, int64_t cols);
+
 class WeightMatrix {
  public:
   WeightMatrix() = default;
