@@ -17,8 +17,8 @@ struct Q5Kind {
   static constexpr int64_t kChunk = 2 * kQ8GemmChunk;
   static int64_t units(const PackedWeights& w) { return w.cols / 32; }
 
-  // Where block b's scale d (and min m), low nibbles and high bits start, from stripe 0
-  // of its panel (see packed_weights.h).
+  // Where block b's scale d (and min m) and its high bits (followed by its low
+  // nibbles) start, from stripe 0 of its panel (see packed_weights.h).
   static constexpr int64_t kHead = kMin ? 128 : 64;
   static int64_t d_at(int64_t b, int64_t stride) { return b / 2 * stride + 32 * (b % 2); }
   static int64_t m_at(int64_t b, int64_t stride) { return b / 2 * stride + 64 + 32 * (b % 2); }
@@ -44,7 +44,7 @@ struct Q5Kind {
     // Unit u (64 bytes of low nibbles) of panel p's block b for all T tokens; `lo_bits`
     // and `hi_bits` hold the high bits shifted so that unit u's are at bit 4.
     auto add_unit = [&](int p, int64_t b, int u, VI lo_bits, VI hi_bits, VI (&isum)[T]) __attribute__((always_inline)) {
-      const VI packed = load_i(panel[p] + q_at(b, stride[p]) + u * 64);
+      const VI packed = load_i(panel[p] + q_at(b, stride[p]) + 64 + u * 64);
       const VI lo = and_or(packed, nibble, and_i(lo_bits, bit4));
       const VI hi = and_or(srli_i32<4>(packed), nibble, and_i(hi_bits, bit4));
 #pragma GCC unroll 16
@@ -56,7 +56,7 @@ struct Q5Kind {
     // All four units of the block: bit u of each byte of the high bits belongs to unit
     // u's low nibbles, bit 4 + u to its high nibbles.
     auto add_block = [&](int p, int64_t b, VI (&isum)[T]) __attribute__((always_inline)) {
-      const VI bits = load_i(panel[p] + q_at(b, stride[p]) + 256);
+      const VI bits = load_i(panel[p] + q_at(b, stride[p]));
       VI lo_bits = slli_i32<4>(bits), hi_bits = bits;
 #pragma GCC unroll 4
       for (int u = 0; u < 4; ++u) {

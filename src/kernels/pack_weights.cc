@@ -88,9 +88,9 @@ void pack_q5(const Tensor& t, int64_t p, uint8_t* dst) {
       set_f16(stripe + 32 * (b % 2) + 2 * r, src[b].d);
       if constexpr (kMin) set_f16(stripe + 64 + 32 * (b % 2) + 2 * r, src[b].m);
       uint8_t* body = stripe + head + 320 * (b % 2);
+      put_q5_high_bits(src[b].qh, body + 4 * r);
       for (int u = 0; u < 4; ++u)
-        for (int i = 0; i < 4; ++i) body[u * 64 + 4 * r + i] = src[b].qs[4 * u + i];
-      put_q5_high_bits(src[b].qh, body + 256 + 4 * r);
+        for (int i = 0; i < 4; ++i) body[64 + u * 64 + 4 * r + i] = src[b].qs[4 * u + i];
     }
   }
 }

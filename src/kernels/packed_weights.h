@@ -24,8 +24,8 @@
 //         nibbles, steps 2 and 3 in B's, and the top two bits of step s in bits 2s,
 //         2s + 1 of C.
 //   IQ4_NL: as Q4_0 (its blocks are Q4_0's, with codes for levels).
-//   Q5_0: paired; a block is Q4_0's 4 units of low nibbles, then one vector of fifth
-//         bits: byte 4r + i bit u for column 4u + i, bit 4 + u for column 16 + 4u + i.
+//   Q5_0: paired; a block is one vector of fifth bits (byte 4r + i bit u for column
+//         4u + i, bit 4 + u for column 16 + 4u + i), then Q4_0's 4 units of low nibbles.
 //   Q5_1: as Q5_0, each pair led by d [16] of both blocks, then m [16] of both (128
 //         bytes).
 //   Q5_K: per super-block: Q4_K's d, dmin and scale vectors, then per chunk c < 4 two
