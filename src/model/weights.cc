@@ -27,9 +27,12 @@ class Loader {
     return t;
   }
 
+  // Repacked, so the file's pages of it are released: the weights are resident once.
   Result<WeightMatrix> matrix(const std::string& name, int64_t cols, int64_t rows) const {
     LLMS_ASSIGN_OR_RETURN(const GgufTensorInfo* t, tensor(name, {cols, rows}));
-    return WeightMatrix::from_tensor(t->view(), name);
+    auto m = WeightMatrix::from_tensor(t->view(), name);
+    f_.release_pages(*t);
+    return m;
   }
 
   Result<std::vector<float>> vector(const std::string& name, int64_t n) const {
@@ -39,6 +42,7 @@ class Loader {
     }
     std::vector<float> v(static_cast<size_t>(n));
     dequantize_row(t->dtype, t->data, v.data(), n);
+    f_.release_pages(*t);
     return v;
   }
 
@@ -84,6 +88,21 @@ Result<ModelWeights> ModelWeights::load(const GgufFile& file, const ModelConfig&
     LLMS_ASSIGN_OR_RETURN(L.w_down, ld.matrix(p + "ffn_down.weight", c.n_ff, c.n_embd));
   }
   return w;
+}
+
+WeightsMemory ModelWeights::memory() const {
+  WeightsMemory m;
+  auto add_vector = [&](const std::vector<float>& v) { m.owned_bytes += static_cast<int64_t>(v.size() * sizeof(float)); };
+  m.owned_bytes += output.packed_bytes();
+  add_vector(output_norm);
+  for (const auto& L : layers) {
+    for (const WeightMatrix* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) {
+      m.owned_bytes += w->packed_bytes();
+    }
+    for (const auto* v : {&L.attn_norm, &L.bq, &L.bk, &L.bv, &L.ffn_norm}) add_vector(*v);
+  }
+  m.mapped_bytes = token_embd.num_bytes();
+  return m;
 }
 
 int64_t ModelWeights::bytes_per_token() const {

@@ -147,7 +147,7 @@ Status write_synthetic_model(const SyntheticSpec& s, const std::string& path) {
   w.set(a + "rope.dimension_count", Value::u32(static_cast<uint32_t>(s.n_embd / s.n_head)));
   w.set(a + "rope.freq_base", Value::f32(s.rope_base));
   w.set(a + "attention.layer_norm_rms_epsilon", Value::f32(1e-5f));
-  w.set("general.file_type", Value::u32(static_cast<uint32_t>(s.weight_type)));
+  w.set("general.file_type", Value::u32(gguf_file_type(s.weight_type)));
   set_spm_vocabulary(w, make_synthetic_vocab(s.n_vocab));
 
   const int64_t d = s.n_embd, ff = s.n_ff, hd = s.n_embd / s.n_head;
