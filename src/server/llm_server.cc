@@ -25,6 +25,20 @@ Result<std::string> resolve_chat_template(const std::string& configured, const T
   return std::string();
 }
 
+namespace {
+
+void count_transport_event(ServerMetrics& m, HttpEvent e) {
+  switch (e) {
+    case HttpEvent::kRefusedTotal: return m.refused_connections.with({"max_connections"}).inc();
+    case HttpEvent::kRefusedPerClient: return m.refused_connections.with({"max_connections_per_client"}).inc();
+    case HttpEvent::kHeaderTimeout: return m.client_timeouts.with({"header"}).inc();
+    case HttpEvent::kBodyTimeout: return m.client_timeouts.with({"body"}).inc();
+    case HttpEvent::kWriteStall: return m.client_timeouts.with({"stream_stall"}).inc();
+  }
+}
+
+}  // namespace
+
 Result<std::unique_ptr<LlmServer>> LlmServer::start(const ServeConfig& config) {
   LLMS_RETURN_IF_ERROR(config.validate());
   std::unique_ptr<LlmServer> s(new LlmServer(config));
@@ -33,6 +47,11 @@ Result<std::unique_ptr<LlmServer>> LlmServer::start(const ServeConfig& config) {
 }
 
 Status LlmServer::init() {
+  LLMS_ASSIGN_OR_RETURN(ApiKeys keys, ApiKeys::load(config_.server));  // a bad key file fails before the model loads
+  if (keys.enabled()) {
+    log_info("API keys: {} configured; requests need 'Authorization: Bearer KEY' (open: /health, /ready{})", keys.size(),
+             config_.server.protect_metrics ? "" : ", /metrics");
+  }
   LLMS_ASSIGN_OR_RETURN(model_, Model::load(config_.server.model_path));
   if (model_->config().synthetic) {
     log_warn("{}: synthetic model with RANDOM weights; its text is noise", config_.server.model_path);
@@ -43,7 +62,7 @@ Status LlmServer::init() {
   metrics_ = std::make_unique<ServerMetrics>(*registry_);
   LLMS_ASSIGN_OR_RETURN(engine_, Engine::create(*model_, *tokenizer_, config_.engine, registry_.get()));
   ctx_ = std::make_unique<ServerContext>(*engine_, *tokenizer_, config_, *metrics_, std::move(tmpl));
-  router_ = std::make_unique<Router>(*ctx_);
+  router_ = std::make_unique<Router>(*ctx_, std::move(keys));
   engine_->start();
 
   HttpServerOptions o;
@@ -51,7 +70,14 @@ Status LlmServer::init() {
   o.port = config_.server.port;
   o.io_threads = config_.server.io_threads;
   o.max_body_bytes = config_.server.max_body_bytes;
-  o.idle_timeout_s = config_.server.idle_timeout_s;
+  const ServerConfig& sc = config_.server;
+  o.idle_timeout_s = sc.idle_timeout_s;
+  o.header_timeout_s = sc.header_timeout_s;
+  o.body_timeout_s = sc.body_timeout_s;
+  o.stall_timeout_s = sc.stream_stall_timeout_s;
+  o.stream_buffer_bytes = sc.stream_buffer_bytes;
+  o.max_connections = sc.max_connections;
+  o.max_connections_per_client = sc.max_connections_per_client;
   o.error_response = transport_error_response;
   ServerMetrics* m = metrics_.get();
   const Router* routes = router_.get();
@@ -61,6 +87,7 @@ Status LlmServer::init() {
     m->http_duration.with({endpoint}).observe(r.seconds);
   };
   o.on_connection = [m](int delta) { m->open_connections.add(delta); };
+  o.on_event = [m](HttpEvent e) { count_transport_event(*m, e); };
   Router* router = router_.get();
   http_ = std::make_unique<HttpServer>(std::move(o), [router](HttpRequest req, std::shared_ptr<HttpExchange> ex) {
     router->handle(std::move(req), std::move(ex));
