@@ -225,9 +225,13 @@ std::string HttpConnection::head(int status, const std::string& content_type, co
   return http_response_head(status, content_type, extra, content_length, keep);
 }
 
+// A response to HEAD has no body (RFC 9110 9.3.2): writing one would be read as the
+// start of the next response by a client that pipelines.
 void HttpConnection::respond(ConnectionExchange* ex, HttpResponse r) {
   if (ex != current_.get() || ex->ended || ex->streaming || closed_) return;
-  queue(head(r.status, r.content_type, r.headers, static_cast<int64_t>(r.body.size())) + r.body);
+  std::string bytes = head(r.status, r.content_type, r.headers, static_cast<int64_t>(r.body.size()));
+  if (ex->record.method != "HEAD") bytes += r.body;
+  queue(std::move(bytes));
   end_exchange(r.status);
 }
 
@@ -240,12 +244,13 @@ void HttpConnection::begin_stream(ConnectionExchange* ex, const std::string& con
 
 void HttpConnection::write_chunk(ConnectionExchange* ex, const std::string& data) {
   if (ex != current_.get() || ex->ended || !ex->streaming || closed_ || data.empty()) return;
+  if (ex->record.method == "HEAD") return;
   queue(fmt::format("{:x}\r\n", data.size()) + data + "\r\n");
 }
 
 void HttpConnection::end_stream(ConnectionExchange* ex) {
   if (ex != current_.get() || ex->ended || !ex->streaming || closed_) return;
-  queue("0\r\n\r\n");
+  if (ex->record.method != "HEAD") queue("0\r\n\r\n");
   end_exchange(200);
 }
 
