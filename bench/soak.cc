@@ -127,50 +127,11 @@ bool check(bool ok, const std::string& what) {
   return ok;
 }
 
-int run(const Options& o) {
-  raise_fd_limit();
-  const std::string args = o.server_args + " --stream-stall-timeout " + std::to_string(o.stall_timeout_s) +
-                           " --header-timeout " + std::to_string(o.header_timeout_s);
-  ServeChild child = start_serve(o.serve_bin, o.model, "127.0.0.1", args);
-  if (child.pid < 0 || child.port == 0 || !wait_ready("127.0.0.1", child.port)) {
-    std::fprintf(stderr, "error: the server did not start\n");
-    return 1;
-  }
-  TrafficOptions t{"127.0.0.1", child.port, o.stall_timeout_s, o.header_timeout_s};
-  const auto t0 = Clock::now();
-  auto since = [&] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
-  // The idle baseline: the fewest fds of a few samples (a probe's socket may linger).
-  Sample base = wait_idle(t, child.pid, 0, 1 << 30, 5);
-  for (int i = 0; i < 4; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(250));  // spacing of the baseline samples
-    const Sample s = sample(t, child.pid, since(), 0);
-    if (s.fds < base.fds) base = s;
-  }
-  std::printf("idle baseline: ");
-  print(base);
-
-  Traffic traffic(t);
-  std::atomic<bool> stop{false};
-  std::vector<std::thread> clients;
-  for (int i = 0; i < o.clients; ++i) clients.emplace_back([&, i] { traffic.run_client(stop, 1000 + i); });
-  std::vector<Sample> samples;
-  const double duration = o.minutes * 60;
-  while (since() < duration) {
-    std::this_thread::sleep_for(std::chrono::duration<double>(std::min(o.sample_every_s, duration - since() + 0.01)));
-    samples.push_back(sample(t, child.pid, since(), traffic.total()));
-    print(samples.back());
-  }
-  stop.store(true);
-  for (auto& c : clients) c.join();
-  const Sample end = wait_idle(t, child.pid, since(), base.fds, 60);
-  std::printf("idle at the end: ");
-  print(end);
-  std::printf("requests: %lld (%.1f/s), refused under load (429/503): %lld, unexpected: %lld\n%s",
-              static_cast<long long>(traffic.total()), static_cast<double>(traffic.total()) / duration,
-              static_cast<long long>(traffic.refused()), static_cast<long long>(traffic.unexpected()),
-              traffic.report().c_str());
-
+// The checks of the header comment; prints one line each.
+bool verdict(const Options& o, const Sample& base, const std::vector<Sample>& samples, const Sample& end,
+             const Traffic& traffic, ServeChild& child) {
   bool ok = true;
+  const double duration = o.minutes * 60;
   const auto warm = std::find_if(samples.begin(), samples.end(), [&](const Sample& s) { return s.t >= duration / 6; });
   const auto window = std::max<std::ptrdiff_t>(3, (samples.end() - warm) / 10);
   if (samples.end() - warm >= 2 * window) {
@@ -192,6 +153,57 @@ int run(const Options& o) {
   ok &= check(end.kv_used == 0 && end.running == 0, "KV blocks used at idle " + std::to_string(static_cast<int>(end.kv_used)));
   ok &= check(traffic.unexpected() == 0, std::to_string(traffic.unexpected()) + " unexpected answers");
   ok &= check(stop_serve(child), "the server stopped with exit status 0 on SIGTERM");
+  return ok;
+}
+
+// The idle baseline: the fewest fds of a few samples (a probe's socket may linger).
+Sample idle_baseline(const TrafficOptions& t, pid_t pid) {
+  Sample base = wait_idle(t, pid, 0, 1 << 30, 5);
+  for (int i = 0; i < 4; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));  // spacing of the baseline samples
+    const Sample s = sample(t, pid, 0, 0);
+    if (s.fds < base.fds) base = s;
+  }
+  return base;
+}
+
+int run(const Options& o) {
+  raise_fd_limit();
+  const std::string args = o.server_args + " --stream-stall-timeout " + std::to_string(o.stall_timeout_s) +
+                           " --header-timeout " + std::to_string(o.header_timeout_s);
+  ServeChild child = start_serve(o.serve_bin, o.model, "127.0.0.1", args);
+  if (child.pid < 0 || child.port == 0 || !wait_ready("127.0.0.1", child.port)) {
+    std::fprintf(stderr, "error: the server did not start\n");
+    return 1;
+  }
+  const TrafficOptions t{"127.0.0.1", child.port, o.stall_timeout_s, o.header_timeout_s};
+  const Sample base = idle_baseline(t, child.pid);
+  std::printf("idle baseline: ");
+  print(base);
+
+  Traffic traffic(t);
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> clients;
+  for (int i = 0; i < o.clients; ++i) clients.emplace_back([&, i] { traffic.run_client(stop, 1000 + i); });
+  const auto t0 = Clock::now();
+  auto since = [&] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
+  std::vector<Sample> samples;
+  const double duration = o.minutes * 60;
+  while (since() < duration) {
+    std::this_thread::sleep_for(std::chrono::duration<double>(std::min(o.sample_every_s, duration - since() + 0.01)));
+    samples.push_back(sample(t, child.pid, since(), traffic.total()));
+    print(samples.back());
+  }
+  stop.store(true);
+  for (auto& c : clients) c.join();
+  const Sample end = wait_idle(t, child.pid, since(), base.fds, 60);
+  std::printf("idle at the end: ");
+  print(end);
+  std::printf("requests: %lld (%.1f/s), refused under load (429/503): %lld, unexpected: %lld\n%s",
+              static_cast<long long>(traffic.total()), static_cast<double>(traffic.total()) / duration,
+              static_cast<long long>(traffic.refused()), static_cast<long long>(traffic.unexpected()),
+              traffic.report().c_str());
+  const bool ok = verdict(o, base, samples, end, traffic, child);
   std::printf("%s\n", ok ? "SOAK PASSED" : "SOAK FAILED");
   return ok ? 0 : 1;
 }
