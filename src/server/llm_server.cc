@@ -37,6 +37,23 @@ void count_transport_event(ServerMetrics& m, HttpEvent e) {
   }
 }
 
+// The transport's share of the configuration.
+HttpServerOptions transport_options(const ServerConfig& sc) {
+  HttpServerOptions o;
+  o.host = sc.host;
+  o.port = sc.port;
+  o.io_threads = sc.io_threads;
+  o.max_body_bytes = sc.max_body_bytes;
+  o.idle_timeout_s = sc.idle_timeout_s;
+  o.header_timeout_s = sc.header_timeout_s;
+  o.body_timeout_s = sc.body_timeout_s;
+  o.stall_timeout_s = sc.stream_stall_timeout_s;
+  o.stream_buffer_bytes = sc.stream_buffer_bytes;
+  o.max_connections = sc.max_connections;
+  o.max_connections_per_client = sc.max_connections_per_client;
+  return o;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<LlmServer>> LlmServer::start(const ServeConfig& config) {
@@ -65,19 +82,7 @@ Status LlmServer::init() {
   router_ = std::make_unique<Router>(*ctx_, std::move(keys));
   engine_->start();
 
-  HttpServerOptions o;
-  o.host = config_.server.host;
-  o.port = config_.server.port;
-  o.io_threads = config_.server.io_threads;
-  o.max_body_bytes = config_.server.max_body_bytes;
-  const ServerConfig& sc = config_.server;
-  o.idle_timeout_s = sc.idle_timeout_s;
-  o.header_timeout_s = sc.header_timeout_s;
-  o.body_timeout_s = sc.body_timeout_s;
-  o.stall_timeout_s = sc.stream_stall_timeout_s;
-  o.stream_buffer_bytes = sc.stream_buffer_bytes;
-  o.max_connections = sc.max_connections;
-  o.max_connections_per_client = sc.max_connections_per_client;
+  HttpServerOptions o = transport_options(config_.server);
   o.error_response = transport_error_response;
   ServerMetrics* m = metrics_.get();
   const Router* routes = router_.get();
