@@ -46,6 +46,7 @@ void raise_fd_limit(HttpServerOptions& o) {
 // Writes a 503 without reading the request (one non-blocking write: a refused client
 // must not hold the accept loop) and closes.
 void refuse(HttpServerState& state, Tcp::socket& socket, HttpEvent why) {
+  state.event(why);  // counted before the client can see the answer
   const bool total = why == HttpEvent::kRefusedTotal;
   const std::string message =
       total ? fmt::format("the server has {} open connections, its limit (max_connections)", state.options.max_connections)
@@ -59,7 +60,6 @@ void refuse(HttpServerState& state, Tcp::socket& socket, HttpEvent why) {
   socket.write_some(asio::buffer(bytes), ignored);
   socket.shutdown(Tcp::socket::shutdown_send, ignored);
   socket.close(ignored);
-  state.event(why);
 }
 
 // Starts a connection for `socket`, or refuses it when a connection cap is reached.

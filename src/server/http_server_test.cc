@@ -60,6 +60,12 @@ struct Fixture {
     });
     EXPECT_TRUE(server->start().ok());
   }
+  // The exchange the producer holds must go while the server's I/O context exists,
+  // and only once its threads stopped touching it.
+  ~Fixture() {
+    server->stop(0);
+    producer->ex.reset();
+  }
 };
 
 int connect_client(int port, int receive_buffer) {
