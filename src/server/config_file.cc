@@ -267,6 +267,8 @@ std::vector<ConfigKey> make_keys() {
                  SRV(api_key)),
       str_key("api_key_file", "File of Bearer keys, one per line", SRV(api_key_file)),
       bool_key("protect_metrics", "Require an API key on /metrics too", SRV(protect_metrics)),
+      str_key("metrics_compat",
+              "Also show the metrics gateways read under vLLM's names (vllm), or not (none)", SRV(metrics_compat)),
       num_key("shutdown_timeout", "Seconds in-flight requests get to finish on SIGTERM", SRV(shutdown_timeout_s)),
       str_key("chat_template", "Chat template name, Jinja source or \"plain\" (default: the model's)", SRV(chat_template)),
       batching_key(),

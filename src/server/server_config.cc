@@ -24,6 +24,9 @@ Status ServerConfig::validate() const {
   }
   if (max_connections < 1) return bad("max_connections", "must be >= 1");
   if (max_connections_per_client < 0) return bad("max_connections_per_client", "must be >= 0 (0: no cap)");
+  if (metrics_compat != "vllm" && metrics_compat != "none") {
+    return bad("metrics_compat", "must be vllm or none, not \"" + metrics_compat + "\"");
+  }
   if (protect_metrics && api_key.empty() && api_key_file.empty()) {
     return bad("protect_metrics", "needs an API key (api_key or api_key_file)");
   }
