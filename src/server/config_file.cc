@@ -269,6 +269,10 @@ std::vector<ConfigKey> make_keys() {
       bool_key("protect_metrics", "Require an API key on /metrics too", SRV(protect_metrics)),
       str_key("metrics_compat",
               "Also show the metrics gateways read under vLLM's names (vllm), or not (none)", SRV(metrics_compat)),
+      num_key("shutdown_delay",
+              "Seconds the server keeps serving and accepting after SIGTERM with /ready answering 503, so that load "
+              "balancers take it out of rotation first",
+              SRV(shutdown_delay_s)),
       num_key("shutdown_timeout", "Seconds in-flight requests get to finish on SIGTERM", SRV(shutdown_timeout_s)),
       str_key("chat_template", "Chat template name, Jinja source or \"plain\" (default: the model's)", SRV(chat_template)),
       batching_key(),

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
+#include <thread>
+
 #include "base/clock.h"
 #include "base/log.h"
 #include "deploy/admin_client.h"
@@ -119,6 +122,12 @@ Status LlmServer::init() {
 void LlmServer::shutdown() {
   if (shut_down_ || !http_) return;
   shut_down_ = true;
+  if (config_.server.shutdown_delay_s > 0) {
+    ctx_->set_leaving();
+    log_info("shutdown: /ready answers 503; serving {} s more before draining", config_.server.shutdown_delay_s);
+    // The delay is the point: balancers see /ready fail and stop sending before connections close.
+    std::this_thread::sleep_for(std::chrono::duration<double>(config_.server.shutdown_delay_s));
+  }
   ctx_->set_draining();
   const std::vector<VersionPtr> loaded = versions_->loaded();
   for (const VersionPtr& v : loaded) v->engine().begin_drain();
