@@ -35,6 +35,8 @@ struct ServerConfig {
   std::string api_key;               // required Bearer key ("" = none); a secret: never logged or printed
   std::string api_key_file;          // more keys, one per line
   bool protect_metrics = false;      // /metrics needs a key too
+  std::string kv_events;             // publish KV-cache block events here (tcp://HOST:PORT; "" = off)
+  std::string kv_events_pod;         // the events' pod id ("" = $POD_NAME, else the host name)
   std::string metrics_compat = "vllm";  // also show the gateway-read metrics under vLLM's names; "none": not
   std::string chat_template;         // "" = the model's (or "plain" when it has none), a name, or "plain"
 
