@@ -1,0 +1,154 @@
+#include "grammar/compiled_grammar.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <bit>
+#include <unordered_map>
+
+#include "base/clock.h"
+#include "grammar/grammar_stepper.h"
+
+namespace llms {
+
+// The classification of every token at one point at a time, walking the vocabulary
+// trie. Automaton states are interned and their transitions memoized across points,
+// so the long runs of identical states inside string or digit loops cost one lookup
+// per trie node.
+class CompiledGrammar::Precompute {
+ public:
+  Precompute(const Grammar& g, const TokenVocabulary& v) : v_(v), stepper_(g, pool_) {}
+
+  PointTokens classify(int32_t point) {
+    if (states_.size() > kMaxStates) reset();
+    MatchState start;
+    stepper_.start_at(point, StackPool::kUnknown, &start);
+    const int32_t s = intern(std::move(start));
+    std::vector<int32_t> accepted;
+    PointTokens out;
+    if (s >= 0) walk(0, s, false, &accepted, &out);
+    std::sort(accepted.begin(), accepted.end());
+    if (accepted.size() * 32 > static_cast<size_t>(v_.size())) {
+      out.accepted_bits.assign((static_cast<size_t>(v_.size()) + 31) / 32, 0);
+      for (const int32_t id : accepted) out.accepted_bits[static_cast<size_t>(id) >> 5] |= 1u << (id & 31);
+    } else {
+      out.accepted = std::move(accepted);
+    }
+    return out;
+  }
+
+  int64_t states_met() const { return states_met_; }
+
+ private:
+  static constexpr size_t kMaxStates = 16384;
+  static constexpr int32_t kUnset = -2;
+  static constexpr int32_t kDead = -1;
+  static constexpr int32_t kAmbiguous = -3;
+
+  void reset() {
+    pool_.truncate(0);
+    states_.clear();
+    trans_.clear();
+    by_hash_.clear();
+  }
+
+  static uint64_t state_hash(const MatchState& ms) {
+    uint64_t h = ms.reached_unknown ? 0x9E3779B97F4A7C15ULL : 0;
+    for (const int32_t t : ms.tops) h = (h ^ static_cast<uint64_t>(t)) * 0x100000001B3ULL + 0x7F4A7C15;
+    return h;
+  }
+
+  int32_t intern(MatchState ms) {
+    if (ms.overflow) return kAmbiguous;
+    if (ms.dead()) return kDead;
+    const uint64_t h = state_hash(ms);
+    auto& ids = by_hash_[h];
+    for (const int32_t id : ids) {
+      const MatchState& o = states_[static_cast<size_t>(id)];
+      if (o.tops == ms.tops && o.reached_unknown == ms.reached_unknown) return id;
+    }
+    const auto id = static_cast<int32_t>(states_.size());
+    states_.push_back(std::move(ms));
+    trans_.resize(states_.size() * 256, kUnset);
+    ids.push_back(id);
+    ++states_met_;
+    return id;
+  }
+
+  int32_t step(int32_t state, uint8_t byte) {
+    const size_t slot = static_cast<size_t>(state) * 256 + byte;
+    if (trans_[slot] != kUnset) return trans_[slot];
+    MatchState next;
+    stepper_.advance(states_[static_cast<size_t>(state)], byte, &next);
+    const int32_t id = intern(std::move(next));
+    trans_[static_cast<size_t>(state) * 256 + byte] = id;  // intern() may have grown trans_
+    return id;
+  }
+
+  // Tokens below trie node `node`, whose prefix leads to `state`. `pending`: some
+  // shorter prefix already popped into the unknown caller.
+  void walk(int32_t node, int32_t state, bool pending, std::vector<int32_t>* accepted, PointTokens* out) {
+    const auto& trie = v_.trie();
+    if (!trie[static_cast<size_t>(node)].has_children) return;
+    for (int32_t c = node + 1; c >= 0; c = trie[static_cast<size_t>(c)].next_sibling) {
+      const TokenVocabulary::TrieNode& cn = trie[static_cast<size_t>(c)];
+      const int32_t next = step(state, cn.byte);
+      if (next < 0) {
+        // Dead inside the frame. With a pop earlier on the path the real stack may
+        // still take the rest; an ambiguity overflow is left to the run-time check.
+        if (pending || next == kAmbiguous) {
+          for (int32_t r = cn.tokens_begin; r < cn.tokens_end; ++r) out->uncertain_ranks.push_back(r);
+        }
+        continue;
+      }
+      for (int32_t r = cn.tokens_begin; r < cn.tokens_here_end; ++r) accepted->push_back(v_.id_at(r));
+      walk(c, next, pending || states_[static_cast<size_t>(next)].reached_unknown, accepted, out);
+    }
+  }
+
+  const TokenVocabulary& v_;
+  StackPool pool_;
+  GrammarStepper stepper_;
+  std::vector<MatchState> states_;
+  std::vector<int32_t> trans_;  // [states_ * 256]: next state, kDead, kAmbiguous or kUnset
+  std::unordered_map<uint64_t, std::vector<int32_t>> by_hash_;
+  int64_t states_met_ = 0;
+};
+
+CompiledGrammar::CompiledGrammar(std::shared_ptr<const Grammar> g, std::shared_ptr<const TokenVocabulary> v)
+    : grammar_(std::move(g)), vocab_(std::move(v)) {}
+
+Result<std::shared_ptr<const CompiledGrammar>> CompiledGrammar::compile(std::shared_ptr<const Grammar> grammar,
+                                                                        std::shared_ptr<const TokenVocabulary> vocab) {
+  if (!grammar || !vocab) return invalid_argument("compile: no grammar or no vocabulary");
+  const Stopwatch watch;
+  std::shared_ptr<CompiledGrammar> cg(new CompiledGrammar(std::move(grammar), std::move(vocab)));
+  const Grammar& g = *cg->grammar_;
+  cg->first_point_.assign(static_cast<size_t>(g.num_elements()), -1);
+  std::vector<int32_t> points;
+  for (int32_t i = 0; i < g.num_elements(); ++i) {
+    const Element& e = g.element(i);
+    if (e.kind != ElementKind::kBytes && e.kind != ElementKind::kChars) continue;
+    cg->first_point_[static_cast<size_t>(i)] = static_cast<int32_t>(points.size());
+    const int n = e.kind == ElementKind::kBytes ? 1 : g.char_class(e.value).num_states();
+    for (int s = 0; s < n; ++s) points.push_back(make_point(i, s));
+  }
+  Precompute pre(g, *cg->vocab_);
+  cg->points_.reserve(points.size());
+  for (const int32_t p : points) {
+    cg->points_.push_back(pre.classify(p));
+    const PointTokens& t = cg->points_.back();
+    cg->stats_.num_uncertain += static_cast<int64_t>(t.uncertain_ranks.size());
+    if (t.accepted_bits.empty()) {
+      cg->stats_.num_accepted += static_cast<int64_t>(t.accepted.size());
+    } else {
+      for (const uint32_t w : t.accepted_bits) cg->stats_.num_accepted += std::popcount(w);
+    }
+  }
+  cg->stats_.num_points = static_cast<int32_t>(points.size());
+  cg->stats_.num_states = pre.states_met();
+  cg->stats_.seconds = watch.elapsed_s();
+  return std::shared_ptr<const CompiledGrammar>(std::move(cg));
+}
+
+}  // namespace llms

@@ -1,0 +1,144 @@
+#include "grammar/grammar_matcher.h"
+
+#include <gtest/gtest.h>
+
+#include "base/random.h"
+#include "grammar/grammar_test_util.h"
+
+namespace llms {
+namespace {
+
+using testing::allowed;
+using testing::compile_gbnf;
+using testing::make_vocab;
+using Ids = std::vector<int32_t>;
+
+TEST(GrammarMatcher, LiteralAlternativesByHand) {
+  //                       0    1    2    3     4      5    6 (eog)
+  auto v = make_vocab({"a", "b", "c", "ab", "abc", "x", ""}, {6});
+  auto g = compile_gbnf(R"(root ::= "ab" | "ac")", v);
+  GrammarMatcher m(g);
+  // "abc" runs past the end; "x" matches nothing; no end yet.
+  EXPECT_EQ(allowed(m), (Ids{0, 3}));
+  ASSERT_TRUE(m.accept_token(0));
+  EXPECT_EQ(allowed(m), (Ids{1, 2}));
+  ASSERT_TRUE(m.accept_token(2));
+  EXPECT_TRUE(m.finished());
+  EXPECT_EQ(allowed(m), (Ids{6}));  // only the end
+  ASSERT_TRUE(m.accept_token(6));
+  EXPECT_TRUE(m.terminated());
+  EXPECT_EQ(allowed(m), Ids{});
+}
+
+TEST(GrammarMatcher, EndOfGenerationOnlyWhereTheGrammarCanEnd) {
+  auto v = make_vocab({"1", "12", "a", "1a", "</s>"}, {4});
+  auto g = compile_gbnf("root ::= [0-9]+", v);
+  GrammarMatcher m(g);
+  EXPECT_EQ(allowed(m), (Ids{0, 1}));
+  EXPECT_FALSE(m.accept_token(4));
+  ASSERT_TRUE(m.accept_token(1));
+  EXPECT_TRUE(m.can_end());
+  EXPECT_FALSE(m.finished());
+  EXPECT_EQ(allowed(m), (Ids{0, 1, 4}));
+}
+
+TEST(GrammarMatcher, TokensEndingInsideACharacter) {
+  // é is C3 A9; tokens split it in every way.
+  auto v = make_vocab({"\xC3", "\xA9", "\xC3\xA9", "\xA9!", "!", "e"});
+  auto g = compile_gbnf(R"(root ::= [^a-z] "!")", v);
+  GrammarMatcher m(g);
+  EXPECT_EQ(allowed(m), (Ids{0, 2, 4}));  // "!" is itself a non-[a-z] character
+  ASSERT_TRUE(m.accept_token(0));
+  EXPECT_EQ(allowed(m), (Ids{1, 3}));     // only the continuation byte can follow
+  ASSERT_TRUE(m.accept_token(3));
+  EXPECT_TRUE(m.finished());
+}
+
+TEST(GrammarMatcher, RefusedTokenLeavesTheStateAlone) {
+  auto v = make_vocab({"a", "b"});
+  auto g = compile_gbnf(R"(root ::= "ab")", v);
+  GrammarMatcher m(g);
+  EXPECT_FALSE(m.accept_token(1));
+  EXPECT_EQ(m.num_accepted(), 0);
+  EXPECT_TRUE(m.accept_token(0));
+  EXPECT_TRUE(m.accept_token(1));
+}
+
+TEST(GrammarMatcher, RollbackRestoresEarlierMasks) {
+  auto v = make_vocab({"[", "]", "1", ",", ",1"});
+  auto g = compile_gbnf(R"(root ::= "[" ("1" ("," "1")*)? "]")", v);
+  GrammarMatcher m(g);
+  ASSERT_TRUE(m.accept_token(0));
+  const Ids after_open = allowed(m);
+  EXPECT_EQ(after_open, (Ids{1, 2}));
+  ASSERT_TRUE(m.accept_token(2));
+  EXPECT_EQ(allowed(m), (Ids{1, 3, 4}));
+  ASSERT_TRUE(m.accept_token(4));
+  ASSERT_TRUE(m.accept_token(1));
+  EXPECT_TRUE(m.finished());
+  m.rollback(3);
+  EXPECT_EQ(m.num_accepted(), 1);
+  EXPECT_FALSE(m.finished());
+  EXPECT_EQ(allowed(m), after_open);
+}
+
+TEST(GrammarMatcher, ControlTokensWithoutBytesAreNeverAllowed) {
+  auto v = make_vocab({"a", "", "<s>"});  // id 1: a control token (no bytes)
+  auto g = compile_gbnf(R"(root ::= [a<>s/]*)", v);
+  GrammarMatcher m(g);
+  EXPECT_EQ(allowed(m), (Ids{0, 2}));
+  EXPECT_FALSE(m.accept_token(1));
+}
+
+TEST(GrammarMatcher, UncertainTokensAreCheckedAgainstTheRealStack) {
+  // Inside the string loop, `"x` closes the string and goes on in the caller, which
+  // differs per use: after the key only ':' may follow, after the value only '}'.
+  auto v = make_vocab({"{", "}", "\"", ":", "k", "\":", "\"}", "kk"});
+  auto g = compile_gbnf(R"(
+root ::= "{" str ":" str "}"
+str  ::= "\"" [a-z]* "\""
+)", v);
+  GrammarMatcher m(g);
+  ASSERT_TRUE(m.accept_token(0));
+  ASSERT_TRUE(m.accept_token(2));
+  EXPECT_EQ(allowed(m), (Ids{2, 4, 5, 7}));  // `"}` would close and need ':' next
+  ASSERT_TRUE(m.accept_token(5));
+  ASSERT_TRUE(m.accept_token(2));
+  ASSERT_TRUE(m.accept_token(4));
+  EXPECT_EQ(allowed(m), (Ids{2, 4, 6, 7}));  // now `":` is the wrong one
+}
+
+// Every token's membership in the mask agrees with accepting it directly, along
+// random walks through a grammar with nesting, classes and alternatives.
+TEST(GrammarMatcher, MaskAgreesWithDirectAcceptance) {
+  std::vector<std::string> pieces = {"{", "}", "[", "]", "\"", ",", ":", " ", "a", "b", "1", "12", "\"a", "a\"",
+                                     "\":", "\",", "}]", "[{", "1,", " \"", "\xC3", "\xA9", "\xC3\xA9\"", "},{"};
+  pieces.push_back("");  // eog
+  auto v = make_vocab(pieces, {static_cast<int32_t>(pieces.size() - 1)});
+  auto g = compile_gbnf(R"(
+root  ::= value
+value ::= obj | arr | str | num
+obj   ::= "{" (str ":" value ("," str ":" value)*)? "}"
+arr   ::= "[" (value ("," " "? value)*)? "]"
+str   ::= "\"" [^"\\]* "\""
+num   ::= [0-9]+
+)", v);
+  Rng rng(7);
+  for (int walk = 0; walk < 60; ++walk) {
+    GrammarMatcher m(g);
+    for (int step = 0; step < 25 && !m.terminated(); ++step) {
+      const Ids ok = allowed(m);
+      for (int32_t id = 0; id < v->size(); ++id) {
+        const bool in_mask = std::find(ok.begin(), ok.end(), id) != ok.end();
+        const bool accepted = m.accept_token(id);
+        if (accepted) m.rollback(1);
+        ASSERT_EQ(in_mask, accepted) << "token " << id << " at step " << step;
+      }
+      if (ok.empty()) break;
+      ASSERT_TRUE(m.accept_token(ok[rng.below(ok.size())]));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace llms
