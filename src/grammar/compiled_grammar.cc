@@ -17,7 +17,7 @@ namespace llms {
 // per trie node.
 class CompiledGrammar::Precompute {
  public:
-  Precompute(const Grammar& g, const TokenVocabulary& v) : v_(v), stepper_(g, pool_) {}
+  Precompute(const Grammar& g, const TokenVocabulary& v) : v_(v), returns_(RuleReturns::of(g)), stepper_(g, pool_, &returns_) {}
 
   PointTokens classify(int32_t point) {
     if (states_.size() > kMaxStates) reset();
@@ -26,7 +26,7 @@ class CompiledGrammar::Precompute {
     const int32_t s = intern(std::move(start));
     std::vector<int32_t> accepted;
     PointTokens out;
-    if (s >= 0) walk(0, s, false, &accepted, &out);
+    if (s >= 0) walk(0, s, &accepted, &out);
     std::sort(accepted.begin(), accepted.end());
     if (accepted.size() * 32 > static_cast<size_t>(v_.size())) {
       out.accepted_bits.assign((static_cast<size_t>(v_.size()) + 31) / 32, 0);
@@ -53,7 +53,7 @@ class CompiledGrammar::Precompute {
   }
 
   static uint64_t state_hash(const MatchState& ms) {
-    uint64_t h = ms.reached_unknown ? 0x9E3779B97F4A7C15ULL : 0;
+    uint64_t h = (ms.reached_unknown ? 0x9E3779B97F4A7C15ULL : 0) ^ (ms.assumed_end ? 0x7F4A7C159E3779B9ULL : 0);
     for (const int32_t t : ms.tops) h = (h ^ static_cast<uint64_t>(t)) * 0x100000001B3ULL + 0x7F4A7C15;
     return h;
   }
@@ -65,7 +65,7 @@ class CompiledGrammar::Precompute {
     auto& ids = by_hash_[h];
     for (const int32_t id : ids) {
       const MatchState& o = states_[static_cast<size_t>(id)];
-      if (o.tops == ms.tops && o.reached_unknown == ms.reached_unknown) return id;
+      if (o.tops == ms.tops && o.reached_unknown == ms.reached_unknown && o.assumed_end == ms.assumed_end) return id;
     }
     const auto id = static_cast<int32_t>(states_.size());
     states_.push_back(std::move(ms));
@@ -85,28 +85,35 @@ class CompiledGrammar::Precompute {
     return id;
   }
 
-  // Tokens below trie node `node`, whose prefix leads to `state`. `pending`: some
-  // shorter prefix already popped into the unknown caller.
-  void walk(int32_t node, int32_t state, bool pending, std::vector<int32_t>* accepted, PointTokens* out) {
+  // Tokens below trie node `node`, whose prefix leads to `state`. A token is
+  // accepted when an exact path (not through an assumed caller) survives its last
+  // byte, uncertain when only assumed paths do, refused when none does.
+  void walk(int32_t node, int32_t state, std::vector<int32_t>* accepted, PointTokens* out) {
     const auto& trie = v_.trie();
     if (!trie[static_cast<size_t>(node)].has_children) return;
     for (int32_t c = node + 1; c >= 0; c = trie[static_cast<size_t>(c)].next_sibling) {
       const TokenVocabulary::TrieNode& cn = trie[static_cast<size_t>(c)];
       const int32_t next = step(state, cn.byte);
-      if (next < 0) {
-        // Dead inside the frame. With a pop earlier on the path the real stack may
-        // still take the rest; an ambiguity overflow is left to the run-time check.
-        if (pending || next == kAmbiguous) {
-          for (int32_t r = cn.tokens_begin; r < cn.tokens_end; ++r) out->uncertain_ranks.push_back(r);
-        }
+      if (next == kAmbiguous) {  // left to the run-time check
+        for (int32_t r = cn.tokens_begin; r < cn.tokens_end; ++r) out->uncertain_ranks.push_back(r);
         continue;
       }
-      for (int32_t r = cn.tokens_begin; r < cn.tokens_here_end; ++r) accepted->push_back(v_.id_at(r));
-      walk(c, next, pending || states_[static_cast<size_t>(next)].reached_unknown, accepted, out);
+      if (next < 0) continue;
+      const MatchState& st = states_[static_cast<size_t>(next)];
+      const bool exact = st.num_exact > 0 || st.reached_unknown;
+      for (int32_t r = cn.tokens_begin; r < cn.tokens_here_end; ++r) {
+        if (exact) {
+          accepted->push_back(v_.id_at(r));
+        } else {
+          out->uncertain_ranks.push_back(r);
+        }
+      }
+      if (!st.tops.empty()) walk(c, next, accepted, out);
     }
   }
 
   const TokenVocabulary& v_;
+  RuleReturns returns_;
   StackPool pool_;
   GrammarStepper stepper_;
   std::vector<MatchState> states_;

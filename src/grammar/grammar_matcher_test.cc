@@ -142,3 +142,65 @@ num   ::= [0-9]+
 
 }  // namespace
 }  // namespace llms
+
+namespace llms {
+namespace {
+
+// The classes of every token at the point inside the string loop, derived by hand.
+TEST(CompiledGrammar, ClassifiesTokensAtAPoint) {
+  //                        0    1     2    3     4      5      6     7
+  auto v = testing::make_vocab({"a", "ab", "\"", "\":", "\"}", "\"x", "a\"", "}"});
+  auto cg = testing::compile_gbnf(R"(
+root ::= "{" str ":" str "}"
+str  ::= "\"" [a-z]* "\""
+)", v);
+  ASSERT_NE(cg, nullptr);
+  // The [a-z] element of the loop rule: find its point.
+  const Grammar& g = cg->grammar();
+  int32_t point = -1;
+  for (int32_t i = 0; i < g.num_elements(); ++i) {
+    const Element& e = g.element(i);
+    if (e.kind == ElementKind::kBytes && g.byte_set(e.value).has('a') && !g.byte_set(e.value).has('{')) point = make_point(i, 0);
+  }
+  ASSERT_GE(point, 0);
+  const PointTokens& t = cg->tokens_at(point);
+  // The point's frame is the loop rule (star ::= [a-z] star | ""). "a" and "ab"
+  // stay inside it: accepted. `a"` leaves the loop after "a" with the quote still to
+  // read, which only the caller (str's closing quote) can take: uncertain. Tokens
+  // starting with a quote or a brace are not read by [a-z]: refused (the loop's
+  // exit is another stack top, with its own classes).
+  EXPECT_EQ(testing::accepted_ids(t, v->size()), (std::vector<int32_t>{0, 1}));
+  ASSERT_EQ(t.uncertain_ranks.size(), 1u);
+  EXPECT_EQ(v->id_at(t.uncertain_ranks[0]), 6);
+}
+
+TEST(CompiledGrammar, AssumedContinuationsRefuseWhatNoCallerTakes) {
+  //                             0     1      2      3     4
+  auto v = testing::make_vocab({"\"", "\":", "\"}", "\"x", "\"\""});
+  auto cg = testing::compile_gbnf(R"(
+root ::= "{" str ":" str "}"
+str  ::= "\"" [a-z]* "\""
+)", v);
+  ASSERT_NE(cg, nullptr);
+  // The closing-quote element of `str` (the second '"' element of the grammar).
+  const Grammar& g = cg->grammar();
+  int32_t point = -1;
+  int seen = 0;
+  for (int32_t i = 0; i < g.num_elements(); ++i) {
+    const Element& e = g.element(i);
+    if (e.kind == ElementKind::kBytes && g.byte_set(e.value).has('"') && ++seen == 2) point = make_point(i, 0);
+  }
+  ASSERT_GE(point, 0);
+  const PointTokens& t = cg->tokens_at(point);
+  // `"` ends the frame at its last byte: accepted. `":` and `"}` go on in a caller
+  // that may take them (after the key, after the value): uncertain. `"x` and `""`
+  // are taken by no caller: refused.
+  EXPECT_EQ(testing::accepted_ids(t, v->size()), (std::vector<int32_t>{0}));
+  std::vector<int32_t> uncertain;
+  for (const int32_t r : t.uncertain_ranks) uncertain.push_back(v->id_at(r));
+  std::sort(uncertain.begin(), uncertain.end());
+  EXPECT_EQ(uncertain, (std::vector<int32_t>{1, 2}));
+}
+
+}  // namespace
+}  // namespace llms

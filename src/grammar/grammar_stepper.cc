@@ -30,7 +30,7 @@ int32_t StackPool::intern(int32_t point, int32_t parent) {
     if (n.point == point && n.parent == parent) return id;
   }
   const auto id = static_cast<int32_t>(nodes_.size());
-  nodes_.push_back({point, parent});
+  nodes_.push_back({point, parent, parent < 0 ? parent : nodes_[static_cast<size_t>(parent)].bottom});
   chain_.push_back(buckets_[b]);
   buckets_[b] = id;
   return id;
@@ -123,6 +123,59 @@ bool GrammarStepper::visit(int32_t point, int32_t parent) {
   }
 }
 
+void GrammarStepper::pop_below_frame(int32_t element, int32_t bottom, MatchState* out) {
+  if (bottom == StackPool::kUnknown) out->reached_unknown = true;
+  if (returns_ == nullptr) return;
+  const int32_t rule = returns_->rule_of_element[static_cast<size_t>(element)];
+  for (const int32_t p : returns_->points[static_cast<size_t>(rule)]) push(p, StackPool::kAssumed);
+  if (returns_->ends_root[static_cast<size_t>(rule)]) out->assumed_end = true;
+}
+
+RuleReturns RuleReturns::of(const Grammar& g) {
+  RuleReturns r;
+  const size_t num_rules = g.rules().size();
+  r.rule_of_element.assign(static_cast<size_t>(g.num_elements()), 0);
+  r.points.assign(num_rules, {});
+  r.ends_root.assign(num_rules, false);
+  std::vector<std::vector<int32_t>> tail_callers(num_rules);  // rule -> rules that tail-call it
+  for (size_t rule = 0; rule < num_rules; ++rule) {
+    for (const int32_t start : g.rules()[rule].alternatives) {
+      for (int32_t i = start;; ++i) {
+        r.rule_of_element[static_cast<size_t>(i)] = static_cast<int32_t>(rule);
+        const Element& e = g.element(i);
+        if (e.kind == ElementKind::kEnd) break;
+        if (e.kind != ElementKind::kRule) continue;
+        if (g.element(i + 1).kind == ElementKind::kEnd) {
+          tail_callers[static_cast<size_t>(e.value)].push_back(static_cast<int32_t>(rule));
+        } else {
+          r.points[static_cast<size_t>(e.value)].push_back(make_point(i + 1, 0));
+        }
+      }
+    }
+  }
+  r.ends_root[static_cast<size_t>(g.root())] = true;
+  // A tail call returns wherever its caller returns: propagate to a fixpoint.
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t callee = 0; callee < num_rules; ++callee) {
+      for (const int32_t caller : tail_callers[callee]) {
+        auto& mine = r.points[callee];
+        for (const int32_t p : r.points[static_cast<size_t>(caller)]) {
+          if (std::find(mine.begin(), mine.end(), p) == mine.end()) {
+            mine.push_back(p);
+            changed = true;
+          }
+        }
+        if (r.ends_root[static_cast<size_t>(caller)] && !r.ends_root[callee]) {
+          r.ends_root[callee] = true;
+          changed = true;
+        }
+      }
+    }
+  }
+  return r;
+}
+
 void GrammarStepper::close(MatchState* out) {
   ++stamp_;
   if (stamp_ == 0) {  // wrapped: old stamps could collide
@@ -138,9 +191,12 @@ void GrammarStepper::close(MatchState* out) {
     const Element& e = g_.element(index);
     switch (e.kind) {
       case ElementKind::kBytes:
-      case ElementKind::kChars:
-        out->tops.push_back(pool_.intern(point, parent));
+      case ElementKind::kChars: {
+        const int32_t id = pool_.intern(point, parent);
+        out->tops.push_back(id);
+        if (pool_.node(id).bottom != StackPool::kAssumed) ++out->num_exact;
         break;
+      }
       case ElementKind::kRule: {
         const bool tail = g_.element(index + 1).kind == ElementKind::kEnd;
         const int32_t ret = tail ? parent : pool_.intern(make_point(index + 1, 0), parent);
@@ -150,8 +206,8 @@ void GrammarStepper::close(MatchState* out) {
       case ElementKind::kEnd:
         if (parent == StackPool::kRoot) {
           out->can_end = true;
-        } else if (parent == StackPool::kUnknown) {
-          out->reached_unknown = true;
+        } else if (parent == StackPool::kUnknown || parent == StackPool::kAssumed) {
+          pop_below_frame(index, parent, out);
         } else {
           const StackNode& n = pool_.node(parent);
           push(n.point, n.parent);

@@ -9,6 +9,12 @@
 // caller's frame (no node for it), so loops written as right recursion keep the stack
 // flat.
 //
+// The precomputation runs a stack above an unknown caller. When such a stack pops
+// its last frame, the stepper can go on in every place the rule may return to
+// (RuleReturns: the continuations after each reference to it), with the caller
+// beneath those marked kAssumed: such paths say "some context might take this
+// token", which lets the precomputation refuse the tokens no context can take.
+//
 // Thread-safety: a StackPool and a GrammarStepper belong to one thread.
 #pragma once
 
@@ -22,6 +28,7 @@ namespace llms {
 struct StackNode {
   int32_t point = 0;
   int32_t parent = 0;
+  int32_t bottom = 0;  // the sentinel at the bottom of the chain
 };
 
 class StackPool {
@@ -30,6 +37,7 @@ class StackPool {
   // unknown caller (the precomputation looks at one frame without its context).
   static constexpr int32_t kRoot = -1;
   static constexpr int32_t kUnknown = -2;
+  static constexpr int32_t kAssumed = -3;  // one of the caller's possible continuations
 
   int32_t intern(int32_t point, int32_t parent);
   const StackNode& node(int32_t id) const { return nodes_[static_cast<size_t>(id)]; }
@@ -48,22 +56,38 @@ class StackPool {
 
 struct MatchState {
   std::vector<int32_t> tops;     // sorted node ids, each at a terminal point
+  int32_t num_exact = 0;         // tops not above kAssumed
   bool can_end = false;          // some path has finished the root rule
   bool reached_unknown = false;  // some path popped into the unknown caller
+  bool assumed_end = false;      // an assumed continuation finished the root rule
   bool overflow = false;         // more stacks than kMaxStacks: ambiguity too high to follow
 
-  bool dead() const { return tops.empty() && !can_end && !reached_unknown; }
+  bool dead() const { return tops.empty() && !can_end && !reached_unknown && !assumed_end; }
   void clear() {
     tops.clear();
-    can_end = reached_unknown = overflow = false;
+    num_exact = 0;
+    can_end = reached_unknown = assumed_end = overflow = false;
   }
+};
+
+// Where each rule may return to: the points after every reference to it (through
+// tail calls, the callers' own return points), and whether it may end the root.
+struct RuleReturns {
+  std::vector<int32_t> rule_of_element;
+  std::vector<std::vector<int32_t>> points;  // per rule
+  std::vector<bool> ends_root;               // per rule
+
+  static RuleReturns of(const Grammar& g);
 };
 
 class GrammarStepper {
  public:
   static constexpr size_t kMaxStacks = 4096;
 
-  GrammarStepper(const Grammar& g, StackPool& pool) : g_(g), pool_(pool) {}
+  // With `returns`, popping into kUnknown or kAssumed goes on in the assumed
+  // continuations; without, it only sets reached_unknown.
+  GrammarStepper(const Grammar& g, StackPool& pool, const RuleReturns* returns = nullptr)
+      : g_(g), pool_(pool), returns_(returns) {}
 
   // The stacks at the start of the root rule, above `bottom`.
   void start(int32_t bottom, MatchState* out);
@@ -79,8 +103,11 @@ class GrammarStepper {
   bool visit(int32_t point, int32_t parent);
   void grow_seen();
 
+  void pop_below_frame(int32_t element, int32_t bottom, MatchState* out);
+
   const Grammar& g_;
   StackPool& pool_;
+  const RuleReturns* returns_;
   std::vector<std::pair<int32_t, int32_t>> work_;
   // Items seen by the current close(): open addressing, cleared by bumping the stamp.
   std::vector<uint64_t> seen_keys_;

@@ -40,4 +40,33 @@ inline std::vector<int32_t> allowed(GrammarMatcher& m) {
   return out;
 }
 
+// A vocabulary of the 256 single bytes, enough to run any text through a grammar.
+inline std::shared_ptr<const TokenVocabulary> byte_vocab() {
+  static const auto v = [] {
+    std::vector<std::string> pieces;
+    for (int b = 0; b < 256; ++b) pieces.emplace_back(1, static_cast<char>(b));
+    return make_vocab(std::move(pieces));
+  }();
+  return v;
+}
+
+// Whether `text` is a complete match of `g`.
+inline bool matches(std::shared_ptr<const Grammar> g, std::string_view text) {
+  auto cg = CompiledGrammar::compile(std::move(g), byte_vocab());
+  EXPECT_TRUE(cg.ok()) << cg.status().to_string();
+  if (!cg.ok()) return false;
+  GrammarMatcher m(std::move(cg).value());
+  return (text.empty() || m.accept_bytes(text)) && m.can_end();
+}
+
+// The accepted ids of a point, whichever form the precomputation stored.
+inline std::vector<int32_t> accepted_ids(const PointTokens& t, int32_t vocab_size) {
+  if (t.accepted_bits.empty()) return t.accepted;
+  std::vector<int32_t> out;
+  for (int32_t id = 0; id < vocab_size; ++id) {
+    if (mask_has(t.accepted_bits, id)) out.push_back(id);
+  }
+  return out;
+}
+
 }  // namespace llms::testing
