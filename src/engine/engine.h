@@ -89,6 +89,7 @@ class Engine {
   EngineSnapshot snapshot() const;
   const EngineConfig& config() const { return config_; }
   int context_length() const { return context_length_; }
+  int vocab_size() const { return runner_->vocab_size(); }
   int32_t num_kv_blocks() const { return kv_.num_blocks(); }
   Registry& registry() { return *registry_; }
   const Tokenizer& tokenizer() const { return tokenizer_; }

@@ -2,6 +2,7 @@
 
 #include "server/completion_job.h"
 #include "server/endpoints.h"
+#include "server/output_constraints.h"
 #include "server/prompt_builder.h"
 
 namespace llms {
@@ -28,6 +29,8 @@ void handle_completions(ServerContext& ctx, const HttpRequest& req, std::shared_
   auto picked = ctx.versions.pick(req.header(kVersionPinHeader));
   if (!picked.ok()) return fail(api_error_from_status(picked.status()));
   const VersionPtr v = std::move(picked).value();
+  if (auto e = check_logit_bias(r.params.sampling, v->engine().vocab_size())) return fail(*e);
+  if (auto e = compile_constraint(r.constraint, v->engine(), &r.params.grammar)) return fail(*e);
   std::vector<PromptInput> prompts;
   if (kind == ApiKind::kChat) {
     PromptInput p;

@@ -27,6 +27,17 @@ struct PromptSpec {
   std::vector<int64_t> tokens;
 };
 
+// What the output must match (response_format, or the grammar/regex extensions);
+// output_constraints.h turns it into a grammar.
+enum class ConstraintKind { kNone, kJsonObject, kJsonSchema, kGbnf, kRegex };
+
+struct OutputConstraint {
+  ConstraintKind kind = ConstraintKind::kNone;
+  std::string text;          // kGbnf, kRegex: the source
+  Json schema;               // kJsonSchema
+  std::string param;         // the request parameter it came from, for errors
+};
+
 struct CompletionRequest {
   ApiKind kind = ApiKind::kCompletion;
   std::string model;                  // "" when the client did not name one
@@ -41,12 +52,14 @@ struct CompletionRequest {
   std::vector<PromptSpec> prompts;    // completions: at least one
   std::vector<ChatMessage> messages;  // chat: at least one
   bool add_generation_prompt = true;  // chat: end the prompt with the assistant's turn
+  OutputConstraint constraint;
 };
 
 // Limits on what one HTTP request may ask for.
 inline constexpr int kMaxChoices = 128;       // n, and prompts x n
 inline constexpr int kMaxStopStrings = 16;
 inline constexpr int kMaxLogprobs = 20;
+inline constexpr int kMaxLogitBias = 1024;  // entries of logit_bias
 
 std::optional<ApiError> parse_completion_request(const Json& body, ApiKind kind, CompletionRequest* out);
 
