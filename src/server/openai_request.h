@@ -38,6 +38,24 @@ struct OutputConstraint {
   std::string param;         // the request parameter it came from, for errors
 };
 
+// tools / tool_choice / parallel_tool_calls of a chat request.
+enum class ToolChoice { kNone, kAuto, kRequired, kNamed };
+
+struct ToolDefinition {
+  std::string name;
+  std::string description;
+  Json parameters;   // a JSON Schema (an empty object when the client sent none)
+  Json raw;          // the tool as the client sent it, for chat templates
+};
+
+struct ToolRequest {
+  std::vector<ToolDefinition> tools;
+  ToolChoice choice = ToolChoice::kNone;
+  std::string named;      // kNamed: the function
+  bool parallel = true;   // parallel_tool_calls
+  bool active() const { return !tools.empty() && choice != ToolChoice::kNone; }
+};
+
 struct CompletionRequest {
   ApiKind kind = ApiKind::kCompletion;
   std::string model;                  // "" when the client did not name one
@@ -53,6 +71,7 @@ struct CompletionRequest {
   std::vector<ChatMessage> messages;  // chat: at least one
   bool add_generation_prompt = true;  // chat: end the prompt with the assistant's turn
   OutputConstraint constraint;
+  ToolRequest tools;                  // chat only
 };
 
 // Limits on what one HTTP request may ask for.
@@ -65,7 +84,8 @@ std::optional<ApiError> parse_completion_request(const Json& body, ApiKind kind,
 
 // `prompt`: a string, a list of strings, a list of token ids, or a list of such lists.
 std::optional<ApiError> parse_prompts(const Json& body, std::vector<PromptSpec>* out);
-// `messages`: a non-empty list of {role, content} with text content.
+// `messages`: a non-empty list of {role, content} with text content; assistant
+// messages may carry tool_calls (content null), tool messages a tool_call_id.
 std::optional<ApiError> parse_messages(const Json& body, std::vector<ChatMessage>* out);
 
 }  // namespace llms

@@ -34,9 +34,20 @@
 
 namespace llms {
 
+// A call an assistant message made (OpenAI tool_calls[]): `arguments` is JSON text.
+struct ChatToolCall {
+  std::string id;
+  std::string name;
+  std::string arguments;
+};
+
 struct ChatMessage {
-  std::string role;  // "system", "user", "assistant", ...
+  std::string role;  // "system", "user", "assistant", "tool"
   std::string content;
+  bool content_null = false;             // the client sent content: null (an assistant turn of calls)
+  std::vector<ChatToolCall> tool_calls;  // assistant
+  std::string tool_call_id;              // tool: the call this answers
+  std::string name;                      // tool (or any role): the optional name
 };
 
 enum class ChatTemplateKind {
