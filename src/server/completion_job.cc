@@ -196,15 +196,31 @@ void CompletionJob::emit(StreamChunk chunk, std::string* out) {
 }
 
 void CompletionJob::stream_tool_text(Choice& c, std::string* out) {
-  if (c.in_call) return;
-  size_t end = c.text.size() - tool_call_hold_back(*tools_, c.text);
-  if (const size_t start = tool_call_start(*tools_, c.text); start != std::string::npos) {
-    c.in_call = true;
-    end = start;
+  if (!c.in_call) {
+    size_t end = c.text.size() - tool_call_hold_back(*tools_, c.text);
+    if (const size_t start = tool_call_start(*tools_, c.text); start != std::string::npos) {
+      c.in_call = true;
+      c.call_start = end = start;
+    }
+    if (end > c.streamed) {
+      emit(StreamChunk{.index = c.index, .text = std::string_view(c.text).substr(c.streamed, end - c.streamed)}, out);
+      c.streamed = end;
+    }
+    if (!c.in_call) return;
   }
-  if (end <= c.streamed) return;
-  emit(StreamChunk{.index = c.index, .text = std::string_view(c.text).substr(c.streamed, end - c.streamed)}, out);
-  c.streamed = end;
+  // One chunk per call the new text touches: its head, then its arguments so far.
+  Json calls = Json::array();
+  for (ToolCallDelta& d : c.streamer.feed(std::string_view(c.text).substr(c.call_start))) {
+    if (d.head) {
+      calls.push_back({{"index", d.index}, {"id", ctx_.next_id("call_")}, {"type", "function"},
+                       {"function", {{"name", std::move(d.name)}, {"arguments", ""}}}});
+    } else if (!calls.empty() && calls.back()["index"] == d.index) {
+      calls.back()["function"]["arguments"] = calls.back()["function"]["arguments"].get<std::string>() + d.arguments;
+    } else {
+      calls.push_back({{"index", d.index}, {"function", {{"arguments", std::move(d.arguments)}}}});
+    }
+  }
+  for (Json& call : calls) emit(StreamChunk{.index = c.index, .tool_calls = Json::array({std::move(call)})}, out);
 }
 
 std::vector<ToolCallResult> CompletionJob::read_calls(const std::string& text, std::string* content) {
@@ -217,21 +233,14 @@ std::vector<ToolCallResult> CompletionJob::read_calls(const std::string& text, s
 
 void CompletionJob::finish_tool_stream(Choice& c, const FinishEvent& f, std::string* out) {
   c.text += f.text;
-  std::string content;
-  const std::vector<ToolCallResult> calls = read_calls(c.text, &content);
-  // Content is a prefix of the text: what was streamed plus the rest of it.
-  if (content.size() > c.streamed && content.compare(0, c.streamed, c.text, 0, c.streamed) == 0) {
-    emit(StreamChunk{.index = c.index, .text = std::string_view(content).substr(c.streamed)}, out);
-  }
-  for (size_t i = 0; i < calls.size(); ++i) {
-    const Json head = Json::array({{{"index", i}, {"id", calls[i].id}, {"type", "function"},
-                                    {"function", {{"name", calls[i].name}, {"arguments", ""}}}}});
-    emit(StreamChunk{.index = c.index, .tool_calls = head}, out);
-    emit(StreamChunk{.index = c.index, .tool_calls = Json::array({{{"index", i}, {"function", {{"arguments", calls[i].arguments}}}}})},
-         out);
+  stream_tool_text(c, out);
+  const bool calls = c.streamer.num_calls() > 0;
+  // No call after all (a marker and then nothing, cut by max_tokens): the rest is text.
+  if (!calls && c.text.size() > c.streamed) {
+    emit(StreamChunk{.index = c.index, .text = std::string_view(c.text).substr(c.streamed)}, out);
   }
   StreamChunk last{.index = c.index};
-  last.finish = !calls.empty() && f.reason == FinishReason::kStop ? kToolCallsFinish : api_finish_reason(f.reason);
+  last.finish = calls && f.reason == FinishReason::kStop ? kToolCallsFinish : api_finish_reason(f.reason);
   emit(last, out);
 }
 

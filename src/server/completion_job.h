@@ -5,7 +5,7 @@
 // With tools, each choice's text is read back for calls (tool_calls.h): a whole
 // response carries message.tool_calls; a stream sends the text before the first
 // call as content deltas (holding back what may be the start of a call marker) and
-// each call as delta.tool_calls fragments once the choice has finished.
+// each call as delta.tool_calls fragments as it is written (tool_call_stream.h).
 //
 // Flow: start() submits every choice (a refusal cancels the ones already queued and
 // answers the error), then the engine's notify callbacks post pump() onto the
@@ -30,6 +30,7 @@
 #include "server/openai_response.h"
 #include "server/prompt_builder.h"
 #include "server/server_context.h"
+#include "server/tool_call_stream.h"
 #include "server/tool_calls.h"
 
 namespace llms {
@@ -56,7 +57,9 @@ class CompletionJob : public std::enable_shared_from_this<CompletionJob> {
     std::optional<FinishEvent> finish;
     bool opened = false;  // first stream chunk (role / echo) sent
     size_t streamed = 0;  // tools: bytes of text already sent as content
-    bool in_call = false; // tools: a call has started; the rest waits for the end
+    bool in_call = false;  // tools: a call has started at call_start
+    size_t call_start = 0;
+    ToolCallStreamer streamer;  // tools: delta.tool_calls from the text after call_start
   };
 
   std::optional<ApiError> validate_prompts() const;

@@ -35,7 +35,11 @@ std::optional<std::vector<ParsedToolCall>> parse_hermes(std::string_view text, s
   while (pos != std::string_view::npos) {
     const size_t body = pos + kHermesOpen.size();
     const size_t close = text.find(kHermesClose, body);
-    if (close == std::string_view::npos) return std::nullopt;
+    // An unfinished last block (max_tokens cut it) is dropped after complete ones.
+    if (close == std::string_view::npos) {
+      if (calls.empty()) return std::nullopt;
+      break;
+    }
     auto call = call_from_json(Json::parse(trim(text.substr(body, close - body)), nullptr, false));
     if (!call) return std::nullopt;
     calls.push_back(std::move(*call));
@@ -156,7 +160,12 @@ std::vector<ChatMessage> tools_as_text(const std::vector<ChatMessage>& messages,
   const std::string intro = fmt::format("You can call these functions:\n<tools>\n{}</tools>\n{}", list, how);
   std::vector<ChatMessage> out;
   const bool tell = r.active();
-  if (tell && (messages.empty() || messages[0].role != "system")) out.push_back(ChatMessage{"system", intro});
+  if (tell && (messages.empty() || messages[0].role != "system")) {
+    ChatMessage system;
+    system.role = "system";
+    system.content = intro;
+    out.push_back(std::move(system));
+  }
   bool last_was_result = false;
   for (size_t i = 0; i < messages.size(); ++i) {
     ChatMessage m = messages[i];

@@ -54,7 +54,7 @@ struct ParsedOutput {
 
 // Reads calls in format `f`, falling back to the others and to a bare
 // {"name", "arguments"|"parameters"} object. Output that holds no well-formed call is
-// all content.
+// all content. Hermes blocks after the last closed one (a cut answer) are dropped.
 ParsedOutput parse_tool_calls(ToolCallFormat f, std::string_view text);
 
 // Streaming: where the first call starts in `text` (npos: not yet), and how many
