@@ -177,7 +177,9 @@ TEST(ToolCallsTest, ToolsAsTextTellsTheModelAndReplaysCalls) {
   const std::vector<ChatMessage> out = tools_as_text(msgs, r, ToolCallFormat::kHermes);
   ASSERT_EQ(out.size(), 4u);  // system + user + assistant + one user turn of results
   EXPECT_EQ(out[0].role, "system");
-  EXPECT_NE(out[0].content.find("\"name\":\"get_weather\""), std::string::npos) << out[0].content;
+  EXPECT_NE(out[0].content.find("<tools>\n{\"type\": \"function\", \"function\": {\"name\": \"get_weather\""),
+            std::string::npos)
+      << out[0].content;
   EXPECT_NE(out[0].content.find("<tool_call>"), std::string::npos);
   EXPECT_EQ(out[2].role, "assistant");
   EXPECT_TRUE(out[2].tool_calls.empty());
@@ -187,6 +189,32 @@ TEST(ToolCallsTest, ToolsAsTextTellsTheModelAndReplaysCalls) {
   EXPECT_EQ(Json::parse(back.calls[1].arguments), Json::parse(msgs[1].tool_calls[1].arguments));
   EXPECT_EQ(out[3].role, "user");
   EXPECT_EQ(out[3].content, "<tool_response>\nsunny\n</tool_response>\n<tool_response>\nrain\n</tool_response>");
+}
+
+TEST(ToolCallsTest, Llama3AndMistralPromptsFollowTheirTemplates) {
+  const ToolRequest r = weather_tools(ToolChoice::kAuto);
+  std::vector<ChatMessage> msgs(3);
+  msgs[0] = message("user", "Weather?");
+  msgs[1].role = "assistant";
+  msgs[1].tool_calls = {{"call_1", "get_weather", R"({"city":"Oslo","days":1})"}, {"call_2", "ping", "{}"}};
+  msgs[2] = message("tool", "sunny");
+  msgs[2].tool_call_id = "call_1";
+  const std::vector<ChatMessage> l = tools_as_text(msgs, r, ToolCallFormat::kLlama3);
+  ASSERT_EQ(l.size(), 3u);
+  EXPECT_EQ(l[0].content.find("Given the following functions"), 0u) << l[0].content;
+  EXPECT_NE(l[0].content.find("Weather?"), std::string::npos);
+  EXPECT_EQ(l[1].content, R"({"name": "get_weather", "parameters": {"city": "Oslo", "days": 1}})");
+  EXPECT_EQ(l[2].role, "ipython");
+  EXPECT_EQ(l[2].content, "sunny");
+  const std::vector<ChatMessage> m = tools_as_text(msgs, r, ToolCallFormat::kMistral);
+  ASSERT_EQ(m.size(), 4u);
+  EXPECT_EQ(m[0].role, "system");
+  EXPECT_EQ(m[0].content.find("[AVAILABLE_TOOLS] [{\"type\": \"function\""), 0u) << m[0].content;
+  const ParsedOutput back = parse_tool_calls(ToolCallFormat::kMistral, m[2].content);
+  ASSERT_EQ(back.calls.size(), 2u) << m[2].content;  // one [TOOL_CALLS] list for the turn
+  EXPECT_EQ(back.calls[1].name, "ping");
+  EXPECT_EQ(m[3].role, "tool");
+  EXPECT_EQ(m[3].tool_call_id, "call_1");
 }
 
 }  // namespace
