@@ -61,7 +61,9 @@ void expect_person(const std::string& text) {
   EXPECT_GE(v["name"].get<std::string>().size(), 1u);
   ASSERT_TRUE(v.contains("age") && v["age"].is_number_integer()) << text;
   EXPECT_TRUE(v["age"].get<int64_t>() >= 0 && v["age"].get<int64_t>() <= 120) << text;
-  if (v.contains("pet")) EXPECT_TRUE(v["pet"] == "cat" || v["pet"] == "dog" || v["pet"].is_null()) << text;
+  if (v.contains("pet")) {
+    EXPECT_TRUE(v["pet"] == "cat" || v["pet"] == "dog" || v["pet"].is_null()) << text;
+  }
   if (v.contains("tags")) {
     ASSERT_TRUE(v["tags"].is_array()) << text;
     EXPECT_LE(v["tags"].size(), 3u);
