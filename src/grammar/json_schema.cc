@@ -57,20 +57,6 @@ unsigned type_of_value(const SchemaJson& v) {
   return kNumber;
 }
 
-std::string pointer_escape(const std::string& key) {
-  std::string out;
-  for (const char c : key) {
-    if (c == '~') {
-      out += "~0";
-    } else if (c == '/') {
-      out += "~1";
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
 bool is_integer_value(const SchemaJson& v) {
   if (v.is_number_integer()) return true;
   return v.is_number_float() && std::floor(v.get<double>()) == v.get<double>();

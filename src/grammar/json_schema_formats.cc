@@ -58,7 +58,7 @@ GrammarExpr email() {
 Result<GrammarExpr> JsonSchemaParts::format(const std::string& name, const std::string& path) {
   if (name == "date") return shared("date", date);
   if (name == "time") return shared("time", time);
-  if (name == "date-time") return shared("date-time", [this] { return seq({date(), lit("T"), time()}); });
+  if (name == "date-time") return shared("date-time", [] { return seq({date(), lit("T"), time()}); });
   if (name == "uuid") {
     return shared("uuid", [] { return seq({hex(8), lit("-"), hex(4), lit("-"), hex(4), lit("-"), hex(4), lit("-"), hex(12)}); });
   }
