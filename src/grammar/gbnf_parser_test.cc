@@ -28,6 +28,35 @@ TEST(Gbnf, RepetitionOfAnAlternationStaysInOneRule) {
   EXPECT_EQ(g->to_gbnf(), "root ::= star-1\nstar-1 ::= \"x\" star-1 | \"y\" \"z\" star-1 | \"\"\n");
 }
 
+// Found by the grammar fuzzer: each level of ".++++..." was a loop rule of its own,
+// and compiling 60 levels took longer than 20 s.
+TEST(Gbnf, RepetitionOfARepetitionIsOneLoop) {
+  for (const char* nested : {R"(root ::= [a-z]+++++++)", R"(root ::= (([a-z]+)+)+)", R"(root ::= [a-z]+*?+)",
+                             R"(root ::= ([a-z]?)+)"}) {
+    auto g = parse_gbnf(nested);
+    ASSERT_TRUE(g.ok()) << g.status().to_string();
+    EXPECT_LE(g->rules().size(), 2u) << nested << "\n" << g->to_gbnf();
+  }
+  // The language is kept: (x{2,}){3,} is x{6,}; (x{2,})* is not x*.
+  auto six = parse_gbnf(R"(root ::= ("a"{2,}){3,})");
+  ASSERT_TRUE(six.ok());
+  auto g6 = std::make_shared<const Grammar>(std::move(six).value());
+  EXPECT_FALSE(testing::matches(g6, "aaaaa"));
+  EXPECT_TRUE(testing::matches(g6, "aaaaaa"));
+  EXPECT_TRUE(testing::matches(g6, "aaaaaaa"));
+  auto pairs = parse_gbnf(R"(root ::= ("a"{2,})*)");
+  ASSERT_TRUE(pairs.ok());
+  auto gp = std::make_shared<const Grammar>(std::move(pairs).value());
+  EXPECT_TRUE(testing::matches(gp, ""));
+  EXPECT_FALSE(testing::matches(gp, "a"));
+  EXPECT_TRUE(testing::matches(gp, "aaa"));
+  auto none = parse_gbnf(R"(root ::= "b" ("a"+){0} "c")");
+  ASSERT_TRUE(none.ok()) << none.status().to_string();
+  auto gn = std::make_shared<const Grammar>(std::move(none).value());
+  EXPECT_TRUE(testing::matches(gn, "bc"));
+  EXPECT_FALSE(testing::matches(gn, "bac"));
+}
+
 TEST(Gbnf, BoundedRepetitionIsAChain) {
   auto g = parse_gbnf(R"(root ::= [a]{1,3})");
   ASSERT_TRUE(g.ok()) << g.status().to_string();

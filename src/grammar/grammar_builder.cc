@@ -53,6 +53,32 @@ GrammarExpr GrammarExpr::alt(std::vector<GrammarExpr> items) {
 }
 
 GrammarExpr GrammarExpr::repeat(GrammarExpr item, int min, int max) {
+  // A repetition of a repetition is one repetition when that keeps the language:
+  // (x{a,}){b,} = x{ab,} (b >= 1), (x{0,1}){b,} = x*, (x{a,})* and (x{a,})? = x* for
+  // a <= 1, (x?)? = x?. Nested loops ("."+++...) would otherwise each be a rule, and
+  // the precomputation's stacks grow with every level.
+  while ((item.kind == Kind::kSeq || item.kind == Kind::kAlt) && item.items.size() == 1) {
+    GrammarExpr inner = std::move(item.items[0]);
+    item = std::move(inner);
+  }
+  if (item.kind == Kind::kRepeat) {
+    const int a = item.min, a_max = item.max;
+    const bool inner_open = a_max == kUnbounded, outer_open = max == kUnbounded;
+    int new_min = -1, new_max = 0;
+    if (inner_open && outer_open && min >= 1 && static_cast<int64_t>(a) * min <= (1 << 20)) {
+      new_min = a * min, new_max = kUnbounded;
+    } else if (a == 0 && a_max == 1 && outer_open) {
+      new_min = 0, new_max = kUnbounded;
+    } else if (inner_open && a <= 1 && min == 0 && max != 0) {
+      new_min = 0, new_max = kUnbounded;
+    } else if (a == 0 && a_max == 1 && min == 0 && max == 1) {
+      new_min = 0, new_max = 1;
+    }
+    if (new_min >= 0) {
+      GrammarExpr inner = std::move(item.items[0]);
+      return repeat(std::move(inner), new_min, new_max);
+    }
+  }
   GrammarExpr e;
   e.kind = Kind::kRepeat;
   e.items.push_back(std::move(item));

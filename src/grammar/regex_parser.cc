@@ -188,8 +188,14 @@ class RegexParser {
     return ok_status();
   }
 
+  // One quantifier, as ECMA-262: a second one ("a++", possessive in other dialects,
+  // "a{2}{3}") is "nothing to repeat".
   Status parse_quantifiers(GrammarExpr* atom) {
-    for (;;) {
+    for (bool quantified = false;; quantified = true) {
+      const char next = peek();
+      if (quantified && (next == '*' || next == '+' || next == '?' || (next == '{' && looks_like_braces()))) {
+        return error(fmt::format("nothing to repeat before '{}' (one quantifier per atom)", next));
+      }
       int min = 0;
       int max = GrammarExpr::kUnbounded;
       const char c = peek();

@@ -64,6 +64,15 @@ TEST(Regex, AnchorsAndLazyQuantifiersInFullMatch) {
   EXPECT_FALSE(matches(g, "y"));
 }
 
+TEST(Regex, OneQuantifierPerAtomAsEcma) {
+  for (const char* bad : {"a++", "a*+", ".{2}{3}", "(ab)?*", "a+?+"}) {
+    auto g = parse_regex(bad);
+    ASSERT_FALSE(g.ok()) << bad;
+    EXPECT_NE(g.status().message().find("nothing to repeat"), std::string::npos) << g.status().message();
+  }
+  EXPECT_TRUE(parse_regex("a+?b??c{1,2}?").ok());  // lazy quantifiers are one quantifier
+}
+
 TEST(Regex, BraceThatIsNotAQuantifierIsALiteral) {
   auto g = full("a{b}");
   EXPECT_TRUE(matches(g, "a{b}"));
