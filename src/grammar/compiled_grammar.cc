@@ -24,15 +24,21 @@ class CompiledGrammar::Precompute {
     MatchState start;
     stepper_.start_at(point, StackPool::kUnknown, &start);
     const int32_t s = intern(std::move(start));
-    std::vector<int32_t> accepted;
+    // The accepted ids go into a bitset (ids come in trie order, not id order); a
+    // sparse set is then read out of it in order.
+    bits_.assign((static_cast<size_t>(v_.size()) + 31) / 32, 0);
+    num_accepted_ = 0;
     PointTokens out;
-    if (s >= 0) walk(0, s, &accepted, &out);
-    std::sort(accepted.begin(), accepted.end());
-    if (accepted.size() * 32 > static_cast<size_t>(v_.size())) {
-      out.accepted_bits.assign((static_cast<size_t>(v_.size()) + 31) / 32, 0);
-      for (const int32_t id : accepted) out.accepted_bits[static_cast<size_t>(id) >> 5] |= 1u << (id & 31);
+    if (s >= 0) walk(0, s, &out);
+    if (num_accepted_ * 32 > static_cast<size_t>(v_.size())) {
+      out.accepted_bits = bits_;
     } else {
-      out.accepted = std::move(accepted);
+      out.accepted.reserve(num_accepted_);
+      for (size_t w = 0; w < bits_.size(); ++w) {
+        for (uint32_t x = bits_[w]; x != 0; x &= x - 1) {
+          out.accepted.push_back(static_cast<int32_t>(w * 32 + static_cast<size_t>(std::countr_zero(x))));
+        }
+      }
     }
     return out;
   }
@@ -40,7 +46,7 @@ class CompiledGrammar::Precompute {
   int64_t states_met() const { return states_met_; }
 
  private:
-  static constexpr size_t kMaxStates = 16384;
+  static constexpr size_t kMaxStates = 4096;  // the memo is kept with the grammar: at most 4 MiB of transitions
   static constexpr int32_t kUnset = -2;
   static constexpr int32_t kDead = -1;
   static constexpr int32_t kAmbiguous = -3;
@@ -88,7 +94,7 @@ class CompiledGrammar::Precompute {
   // Tokens below trie node `node`, whose prefix leads to `state`. A token is
   // accepted when an exact path (not through an assumed caller) survives its last
   // byte, uncertain when only assumed paths do, refused when none does.
-  void walk(int32_t node, int32_t state, std::vector<int32_t>* accepted, PointTokens* out) {
+  void walk(int32_t node, int32_t state, PointTokens* out) {
     const auto& trie = v_.trie();
     if (!trie[static_cast<size_t>(node)].has_children) return;
     for (int32_t c = node + 1; c >= 0; c = trie[static_cast<size_t>(c)].next_sibling) {
@@ -103,12 +109,14 @@ class CompiledGrammar::Precompute {
       const bool exact = st.num_exact > 0 || st.reached_unknown;
       for (int32_t r = cn.tokens_begin; r < cn.tokens_here_end; ++r) {
         if (exact) {
-          accepted->push_back(v_.id_at(r));
+          const int32_t id = v_.id_at(r);
+          bits_[static_cast<size_t>(id) >> 5] |= 1u << (id & 31);
+          ++num_accepted_;
         } else {
           out->uncertain_ranks.push_back(r);
         }
       }
-      if (!st.tops.empty()) walk(c, next, accepted, out);
+      if (!st.tops.empty()) walk(c, next, out);
     }
   }
 
@@ -120,10 +128,14 @@ class CompiledGrammar::Precompute {
   std::vector<int32_t> trans_;  // [states_ * 256]: next state, kDead, kAmbiguous or kUnset
   std::unordered_map<uint64_t, std::vector<int32_t>> by_hash_;
   int64_t states_met_ = 0;
+  std::vector<uint32_t> bits_;  // classify(): the accepted ids of the point
+  size_t num_accepted_ = 0;
 };
 
 CompiledGrammar::CompiledGrammar(std::shared_ptr<const Grammar> g, std::shared_ptr<const TokenVocabulary> v)
     : grammar_(std::move(g)), vocab_(std::move(v)) {}
+
+CompiledGrammar::~CompiledGrammar() = default;
 
 Result<std::shared_ptr<const CompiledGrammar>> CompiledGrammar::compile(std::shared_ptr<const Grammar> grammar,
                                                                         std::shared_ptr<const TokenVocabulary> vocab) {
@@ -132,30 +144,51 @@ Result<std::shared_ptr<const CompiledGrammar>> CompiledGrammar::compile(std::sha
   std::shared_ptr<CompiledGrammar> cg(new CompiledGrammar(std::move(grammar), std::move(vocab)));
   const Grammar& g = *cg->grammar_;
   cg->first_point_.assign(static_cast<size_t>(g.num_elements()), -1);
-  std::vector<int32_t> points;
   for (int32_t i = 0; i < g.num_elements(); ++i) {
     const Element& e = g.element(i);
     if (e.kind != ElementKind::kBytes && e.kind != ElementKind::kChars) continue;
-    cg->first_point_[static_cast<size_t>(i)] = static_cast<int32_t>(points.size());
+    cg->first_point_[static_cast<size_t>(i)] = static_cast<int32_t>(cg->point_ids_.size());
     const int n = e.kind == ElementKind::kBytes ? 1 : g.char_class(e.value).num_states();
-    for (int s = 0; s < n; ++s) points.push_back(make_point(i, s));
+    for (int s = 0; s < n; ++s) cg->point_ids_.push_back(make_point(i, s));
   }
-  Precompute pre(g, *cg->vocab_);
-  cg->points_.reserve(points.size());
-  for (const int32_t p : points) {
-    cg->points_.push_back(pre.classify(p));
-    const PointTokens& t = cg->points_.back();
-    cg->stats_.num_uncertain += static_cast<int64_t>(t.uncertain_ranks.size());
-    if (t.accepted_bits.empty()) {
-      cg->stats_.num_accepted += static_cast<int64_t>(t.accepted.size());
-    } else {
-      for (const uint32_t w : t.accepted_bits) cg->stats_.num_accepted += std::popcount(w);
-    }
-  }
-  cg->stats_.num_points = static_cast<int32_t>(points.size());
-  cg->stats_.num_states = pre.states_met();
+  const size_t n = cg->point_ids_.size();
+  cg->points_.resize(n);
+  cg->ready_ = std::make_unique<std::atomic<bool>[]>(n);
+  for (size_t i = 0; i < n; ++i) cg->ready_[i].store(false, std::memory_order_relaxed);
+  cg->pre_ = std::make_unique<Precompute>(g, *cg->vocab_);
+  cg->stats_.num_points = static_cast<int32_t>(n);
   cg->stats_.seconds = watch.elapsed_s();
   return std::shared_ptr<const CompiledGrammar>(std::move(cg));
+}
+
+const PointTokens& CompiledGrammar::classify(size_t index, int32_t point) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (ready_[index].load(std::memory_order_relaxed)) return points_[index];
+  const Stopwatch watch;
+  PointTokens& t = points_[index];
+  t = pre_->classify(point);
+  stats_.num_uncertain += static_cast<int64_t>(t.uncertain_ranks.size());
+  if (t.accepted_bits.empty()) {
+    stats_.num_accepted += static_cast<int64_t>(t.accepted.size());
+  } else {
+    for (const uint32_t w : t.accepted_bits) stats_.num_accepted += std::popcount(w);
+  }
+  ++stats_.num_classified;
+  stats_.num_states = pre_->states_met();
+  stats_.classify_seconds += watch.elapsed_s();
+  ready_[index].store(true, std::memory_order_release);
+  return t;
+}
+
+void CompiledGrammar::classify_all() const {
+  for (size_t i = 0; i < point_ids_.size(); ++i) {
+    if (!ready_[i].load(std::memory_order_acquire)) classify(i, point_ids_[i]);
+  }
+}
+
+CompileStats CompiledGrammar::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
 }
 
 }  // namespace llms

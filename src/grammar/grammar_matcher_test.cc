@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include "base/random.h"
 #include "grammar/grammar_test_util.h"
 
@@ -200,6 +202,37 @@ str  ::= "\"" [a-z]* "\""
   for (const int32_t r : t.uncertain_ranks) uncertain.push_back(v->id_at(r));
   std::sort(uncertain.begin(), uncertain.end());
   EXPECT_EQ(uncertain, (std::vector<int32_t>{1, 2}));
+}
+
+// Points are classified on first use: a matcher meets only some of them, and its
+// masks are the ones a fully classified grammar gives, from any thread.
+TEST(CompiledGrammar, PointsAreClassifiedOnFirstUse) {
+  auto v = testing::make_vocab({"a", "b", "ab", "0", "12", "345", "b0", "\"", "x"});
+  const char* text = R"(root ::= "a" [0-9]{0,20} "b" | "x" [0-9]{0,20} "b")";
+  auto lazy = testing::compile_gbnf(text, v);
+  auto eager = testing::compile_gbnf(text, v);
+  ASSERT_TRUE(lazy && eager);
+  eager->classify_all();
+  EXPECT_EQ(lazy->stats().num_classified, 0);
+  EXPECT_EQ(eager->stats().num_classified, eager->stats().num_points);
+  GrammarMatcher a(lazy), b(eager);
+  for (const int32_t id : {0, 4, 5, 3}) {  // "a" "12" "345" "0"
+    EXPECT_EQ(testing::allowed(a), testing::allowed(b));
+    ASSERT_TRUE(a.accept_token(id));
+    ASSERT_TRUE(b.accept_token(id));
+  }
+  EXPECT_EQ(testing::allowed(a), testing::allowed(b));
+  const CompileStats st = lazy->stats();
+  EXPECT_GT(st.num_classified, 0);
+  EXPECT_LT(st.num_classified, st.num_points);  // the "x" branch was never met
+  // Two threads asking for the rest get the same classes as the eager grammar.
+  std::thread t1([&] { lazy->classify_all(); });
+  std::thread t2([&] { lazy->classify_all(); });
+  t1.join();
+  t2.join();
+  EXPECT_EQ(lazy->stats().num_classified, st.num_points);
+  EXPECT_EQ(lazy->stats().num_accepted, eager->stats().num_accepted);
+  EXPECT_EQ(lazy->stats().num_uncertain, eager->stats().num_uncertain);
 }
 
 }  // namespace
