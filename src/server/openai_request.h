@@ -84,6 +84,10 @@ std::optional<ApiError> parse_completion_request(const Json& body, ApiKind kind,
 
 // `prompt`: a string, a list of strings, a list of token ids, or a list of such lists.
 std::optional<ApiError> parse_prompts(const Json& body, std::vector<PromptSpec>* out);
+// `tools`, `tool_choice`, `parallel_tool_calls` (chat only; on completions a 400).
+std::optional<ApiError> parse_tools(const Json& body, ApiKind kind, ToolRequest* out);
+// A message's `tool_calls` (assistant messages only).
+std::optional<ApiError> parse_message_tool_calls(const Json& message, ChatMessage* out);
 // `messages`: a non-empty list of {role, content} with text content; assistant
 // messages may carry tool_calls (content null), tool messages a tool_call_id.
 std::optional<ApiError> parse_messages(const Json& body, std::vector<ChatMessage>* out);
