@@ -183,6 +183,37 @@ TEST_F(ToolsTest, StreamedCallsAssembleFromDeltas) {
   }
 }
 
+// With n = 2 each choice streams its own calls: deltas are told apart by the
+// choice's index, and each choice's call is valid on its own.
+TEST_F(ToolsTest, EachChoiceOfAStreamHasItsOwnCalls) {
+  Json b = body({{"tool_choice", "required"}, {"parallel_tool_calls", false}, {"seed", 9}, {"n", 2}, {"stream", true},
+                 {"stream_options", {{"include_usage", true}}}});
+  const SseResult s = http_stream(port(), "/v1/chat/completions", b);
+  ASSERT_TRUE(s.done()) << s.raw;
+  std::map<int, Json> calls;  // choice index -> {name, arguments}
+  std::map<int, std::string> finish;
+  bool usage = false;
+  for (const Json& c : s.chunks()) {
+    if (c["choices"].empty()) usage = c["usage"]["completion_tokens"].get<int>() > 0;
+    for (const Json& ch : c["choices"]) {
+      const int i = ch["index"];
+      if (ch["finish_reason"].is_string()) finish[i] = ch["finish_reason"];
+      for (const Json& d : ch["delta"].value("tool_calls", Json::array())) {
+        EXPECT_EQ(d["index"], 0) << c.dump();  // one call per choice
+        if (d.contains("id")) calls[i] = {{"name", d["function"]["name"]}, {"arguments", ""}};
+        ASSERT_TRUE(calls.contains(i)) << c.dump();
+        calls[i]["arguments"] = calls[i]["arguments"].get<std::string>() + d["function"].value("arguments", "");
+      }
+    }
+  }
+  EXPECT_TRUE(usage);
+  ASSERT_EQ(calls.size(), 2u);
+  for (const auto& [i, call] : calls) {
+    EXPECT_EQ(finish[i], "tool_calls");
+    expect_valid_call({{"id", "x"}, {"type", "function"}, {"function", call}});
+  }
+}
+
 // A tool result goes into the prompt: a longer result, more prompt tokens by about
 // its length.
 TEST_F(ToolsTest, ToolMessagesGoIntoThePrompt) {
