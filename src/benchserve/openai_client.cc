@@ -82,11 +82,11 @@ double RequestOutcome::tpot_s() const {
 }
 
 std::string request_body(const RequestSpec& spec) {
-  Json b = {{"model", spec.model},
-            {"max_tokens", spec.max_tokens},
+  Json b = {{"max_tokens", spec.max_tokens},
             {"temperature", spec.temperature},
             {"stream", true},
             {"stream_options", {{"include_usage", true}}}};
+  if (!spec.model.empty()) b["model"] = spec.model;  // "": the server's only model
   if (spec.ignore_eos) b["ignore_eos"] = true;
   if (spec.endpoint == "/v1/chat/completions") {
     b["messages"] = Json::array({{{"role", "user"}, {"content", spec.prompt}}});
