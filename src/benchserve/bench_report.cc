@@ -84,6 +84,9 @@ Json result_json(const BenchResult& r, const BenchOptions& o, const RunContext& 
   for (const auto& [msg, n] : r.errors) errors.push_back({{"error", msg}, {"count", n}});
   j["errors"] = errors;
   j["server_metrics"] = server_json(r.server);
+  if (r.client_ttft_p50_in_server_buckets_s && j["server_metrics"].is_object()) {
+    j["server_metrics"]["client_ttft_p50_in_server_buckets_ms"] = *r.client_ttft_p50_in_server_buckets_s * 1e3;
+  }
   j["cost"] = o.price_per_hour > 0 ? Json{{"usd", opt(r.cost_usd)},
                                           {"per_million_output_tokens", opt(r.cost_per_million_output_tokens)},
                                           {"per_thousand_requests", opt(r.cost_per_thousand_requests)}}
@@ -130,6 +133,9 @@ std::string result_text(const BenchResult& r, const BenchOptions& o) {
     if (v.queue_time_mean_s) line("Mean queue time (ms):", ms_or_dash(v.queue_time_mean_s));
     if (v.ttft_mean_s) line("Mean TTFT, server (ms):", ms_or_dash(v.ttft_mean_s));
     if (v.ttft_p50_s) line("P50 TTFT, server histogram (ms):", ms_or_dash(v.ttft_p50_s));
+    if (r.client_ttft_p50_in_server_buckets_s) {
+      line("P50 TTFT, client in those buckets (ms):", ms_or_dash(r.client_ttft_p50_in_server_buckets_s));
+    }
   }
   if (r.cost_usd) {
     s += fmt::format("{:-^52}\n", fmt::format(" Cost at ${:g}/hour ", o.price_per_hour));

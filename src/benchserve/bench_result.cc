@@ -54,7 +54,7 @@ BenchResult compute_result(const RunOutput& run, const BenchOptions& o) {
   r.num_prompts = static_cast<int>(run.outcomes.size());
   r.duration_s = run.duration_s;
   r.peak_concurrency = run.peak_concurrency;
-  std::vector<double> ttft, tpot, itl, e2el;
+  std::vector<double> ttft, tpot, itl, e2el, ttft_s;
   for (const auto& q : run.outcomes) {
     if (!q.ok) {
       ++r.failed;
@@ -70,7 +70,10 @@ BenchResult compute_result(const RunOutput& run, const BenchOptions& o) {
     r.input_lens.push_back(q.prompt_tokens);
     r.output_lens.push_back(q.output_tokens);
     r.ttfts_s.push_back(q.ttft_s);
-    if (q.got_text) ttft.push_back(q.ttft_s * 1e3);
+    if (q.got_text) {
+      ttft.push_back(q.ttft_s * 1e3);
+      ttft_s.push_back(q.ttft_s);
+    }
     if (q.output_tokens > 1) tpot.push_back(q.tpot_s() * 1e3);
     for (double g : q.itl_s) itl.push_back(g * 1e3);
     e2el.push_back(q.e2e_s * 1e3);
@@ -91,6 +94,9 @@ BenchResult compute_result(const RunOutput& run, const BenchOptions& o) {
   }
   r.errors = group_errors(run.outcomes);
   if (!run.metrics_after.empty()) r.server = server_delta(run.metrics_before, run.metrics_after);
+  if (!r.server.ttft_buckets.empty()) {
+    r.client_ttft_p50_in_server_buckets_s = histogram_quantile(cumulative_counts(ttft_s, r.server.ttft_buckets), 0.5);
+  }
   add_cost(r, o.price_per_hour);
   return r;
 }

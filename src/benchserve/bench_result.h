@@ -30,6 +30,9 @@ struct BenchResult {
   Distribution ttft_ms, tpot_ms, itl_ms, e2el_ms;
   std::vector<std::pair<std::string, int>> errors;  // message, count; most frequent first
   ServerDelta server;
+  // The client's TTFT p50 read through the server's TTFT buckets (same interpolation as
+  // the server's own p50), when the server has that histogram.
+  std::optional<double> client_ttft_p50_in_server_buckets_s;
   std::optional<double> cost_usd, cost_per_million_output_tokens, cost_per_thousand_requests;
   // Per completed request, in prompt order, as vLLM saves them.
   std::vector<int> input_lens, output_lens;

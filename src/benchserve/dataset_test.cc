@@ -34,7 +34,8 @@ TEST(Dataset, RandomPromptsHaveTheirLengthsAndRepeatWithTheSeed) {
   EXPECT_EQ(make_prompts(o, 50, 1).value()[7].text, a[7].text);
   EXPECT_NE(make_prompts(o, 50, 2).value()[7].text, a[7].text);
   o.range_ratio = 0;
-  for (const auto& p : make_prompts(o, 5, 1).value()) EXPECT_EQ(words(p.text), 40);
+  const auto fixed = make_prompts(o, 5, 1).value();
+  for (const auto& p : fixed) EXPECT_EQ(words(p.text), 40);
 }
 
 TEST(Dataset, SharedPrefixPromptsShareTheirPrefixRoundRobin) {

@@ -124,6 +124,9 @@ OpenAiClient::OpenAiClient(const std::string& base_url, const std::string& api_k
   http_->set_read_timeout(secs, 0);
   http_->set_write_timeout(secs, 0);
   http_->set_keep_alive(true);
+  // Headers and body go out in separate writes: without this, Nagle holds the body
+  // until the server acknowledges the headers (a delayed ACK, up to 40 ms, in every TTFT).
+  http_->set_tcp_nodelay(true);
   if (!api_key.empty()) http_->set_bearer_token_auth(api_key);
 }
 

@@ -133,6 +133,16 @@ std::optional<double> histogram_quantile(const std::map<double, double>& cumulat
   return lower;
 }
 
+std::map<double, double> cumulative_counts(const std::vector<double>& samples, const std::map<double, double>& like) {
+  std::map<double, double> out;
+  for (const auto& [le, unused] : like) {
+    double n = 0;
+    for (double v : samples) n += v <= le ? 1 : 0;
+    out[le] = n;
+  }
+  return out;
+}
+
 ServerDelta server_delta(const MetricsSnapshot& before, const MetricsSnapshot& after) {
   ServerDelta d;
   for (const auto& f : kFamilies) {
@@ -147,9 +157,9 @@ ServerDelta server_delta(const MetricsSnapshot& before, const MetricsSnapshot& a
     if (*f.queue_time) d.queue_time_mean_s = mean_delta(before, after, f.queue_time);
     if (*f.ttft) {
       d.ttft_mean_s = mean_delta(before, after, f.ttft);
-      const auto buckets = bucket_delta(before, after, f.ttft);
-      d.ttft_p50_s = histogram_quantile(buckets, 0.5);
-      d.ttft_p99_s = histogram_quantile(buckets, 0.99);
+      d.ttft_buckets = bucket_delta(before, after, f.ttft);
+      d.ttft_p50_s = histogram_quantile(d.ttft_buckets, 0.5);
+      d.ttft_p99_s = histogram_quantile(d.ttft_buckets, 0.99);
     }
     break;
   }

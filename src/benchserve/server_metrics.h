@@ -37,7 +37,12 @@ struct ServerDelta {
   std::optional<double> preemptions;
   std::optional<double> queue_time_mean_s;
   std::optional<double> ttft_mean_s, ttft_p50_s, ttft_p99_s;  // the server's TTFT histogram
+  std::map<double, double> ttft_buckets;  // its cumulative counts in the run (upper bound → count)
 };
+
+// Samples (seconds) counted into the upper bounds of `like`, cumulatively, so that a
+// client's samples can be read through the same interpolation as the server's.
+std::map<double, double> cumulative_counts(const std::vector<double>& samples, const std::map<double, double>& like);
 
 ServerDelta server_delta(const MetricsSnapshot& before, const MetricsSnapshot& after);
 

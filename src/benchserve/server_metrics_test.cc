@@ -63,6 +63,12 @@ TEST(ServerMetrics, HistogramQuantileInterpolatesInsideTheBucket) {
   EXPECT_FALSE(histogram_quantile({{0.1, 0}, {INFINITY, 0}}, 0.5).has_value());
 }
 
+TEST(ServerMetrics, ClientSamplesCountedIntoTheServersBuckets) {
+  const std::map<double, double> like = {{0.1, 0}, {0.2, 0}, {INFINITY, 0}};
+  const auto c = cumulative_counts({0.05, 0.1, 0.15, 0.3}, like);
+  EXPECT_EQ(c, (std::map<double, double>{{0.1, 2}, {0.2, 3}, {INFINITY, 4}}));
+}
+
 TEST(ServerMetrics, DeltaOfARun) {
   const ServerDelta d = server_delta(parse_prometheus(kBefore), parse_prometheus(kAfter));
   EXPECT_EQ(d.flavor, "llmserve");
