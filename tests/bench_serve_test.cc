@@ -117,12 +117,16 @@ TEST_F(BenchServeTest, CountsAgreeWithTheServersMetricsAndTheResultHasVllmKeys) 
 TEST_F(BenchServeTest, ChatSweepWritesEveryRateGoodputAndTheChart) {
   BenchOptions o = options();
   o.endpoint = "/v1/chat/completions";
+  o.seed = 6;  // not the prompts of the other tests, which the result cache holds
   o.num_prompts = 6;
   o.sweep_rates = {20, benchserve::kInfiniteRate};
   o.goodput.e2el_ms = 60000;  // every request meets it
   o.price_per_hour = 1.0;
   o.save_result = temp("sweep.json");
+  const double cache_hits_before = metric(*server_, "llmserve_result_cache_hits_total");
   auto r = benchserve::bench_serve(o, nullptr);
+  // Every rate has its own prompts: none is answered by the result cache.
+  EXPECT_EQ(metric(*server_, "llmserve_result_cache_hits_total"), cache_hits_before);
   ASSERT_TRUE(r.ok()) << r.status().message();
   ASSERT_EQ(r.value().runs.size(), 2u);
   for (const auto& run : r.value().runs) {

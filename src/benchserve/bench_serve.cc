@@ -35,7 +35,8 @@ Status write_file(const std::string& path, const std::string& text, std::vector<
 
 Status warm_up(const BenchOptions& o, const std::string& model) {
   if (o.warmup == 0) return ok_status();
-  LLMS_ASSIGN_OR_RETURN(const auto prompts, make_prompts(o, o.warmup, o.seed + 1));
+  // Not the measured prompts, which a result cache would then answer.
+  LLMS_ASSIGN_OR_RETURN(const auto prompts, make_prompts(o, o.warmup, o.seed ^ 0x5741524d55505eedULL));
   const RunOutput run = run_benchmark(o, model, kInfiniteRate, prompts, terminal_progress("warm-up"));
   for (const auto& r : run.outcomes) {
     if (r.ok) return ok_status();
@@ -80,10 +81,16 @@ Result<BenchServeOutput> bench_serve(const BenchOptions& o, std::FILE* out) {
     OpenAiClient client(o.base_url, o.api_key, 30);
     LLMS_ASSIGN_OR_RETURN(result.model, client.first_model());
   }
-  LLMS_ASSIGN_OR_RETURN(const auto prompts, make_prompts(o, o.num_prompts, o.seed));
-  LLMS_RETURN_IF_ERROR(warm_up(o, result.model));
   const std::vector<double> rates = o.sweep_rates.empty() ? std::vector<double>{o.request_rate} : o.sweep_rates;
-  for (double rate : rates) {
+  // Each rate gets its own prompts: repeated deterministic prompts would be answered by
+  // a server's result cache (llmserve has one) instead of its engine.
+  LLMS_ASSIGN_OR_RETURN(const auto all_prompts,
+                        make_prompts(o, o.num_prompts * static_cast<int>(rates.size()), o.seed));
+  LLMS_RETURN_IF_ERROR(warm_up(o, result.model));
+  for (size_t i = 0; i < rates.size(); ++i) {
+    const double rate = rates[i];
+    const auto first = all_prompts.begin() + static_cast<std::ptrdiff_t>(i) * o.num_prompts;
+    const std::vector<BenchPrompt> prompts(first, first + o.num_prompts);
     const RunOutput run = run_benchmark(o, result.model, rate, prompts, terminal_progress(rate_label(rate) + " req/s"));
     result.runs.push_back(compute_result(run, o));
     if (out) {

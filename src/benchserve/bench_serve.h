@@ -1,5 +1,6 @@
 // `llmserve bench serve` end to end: finds the model, makes the prompts, sends the
-// warm-up, runs each rate (one, or every --sweep-rates entry), prints each result,
+// warm-up, runs each rate (one, or every --sweep-rates entry, each with prompts of its
+// own so that no server's result cache answers a later rate), prints each result,
 // and writes --save-result's JSON and markdown and the sweep's SVG.
 //
 // Thread-safety: blocks its caller; one call at a time per process is the intent
