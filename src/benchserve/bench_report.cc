@@ -84,6 +84,10 @@ Json result_json(const BenchResult& r, const BenchOptions& o, const RunContext& 
   for (const auto& [msg, n] : r.errors) errors.push_back({{"error", msg}, {"count", n}});
   j["errors"] = errors;
   j["server_metrics"] = server_json(r.server);
+  if (r.server_prompt_ms.count > 0) {
+    j["mean_server_prompt_ms"] = r.server_prompt_ms.mean;
+    j["median_server_prompt_ms"] = r.server_prompt_ms.median;
+  }
   if (r.client_ttft_p50_in_server_buckets_s && j["server_metrics"].is_object()) {
     j["server_metrics"]["client_ttft_p50_in_server_buckets_ms"] = *r.client_ttft_p50_in_server_buckets_s * 1e3;
   }
@@ -136,6 +140,11 @@ std::string result_text(const BenchResult& r, const BenchOptions& o) {
     if (r.client_ttft_p50_in_server_buckets_s) {
       line("P50 TTFT, client in those buckets (ms):", ms_or_dash(r.client_ttft_p50_in_server_buckets_s));
     }
+  }
+  if (r.server_prompt_ms.count > 0) {
+    s += fmt::format("{:-^52}\n", " Server's per-request timings ");
+    line("Mean prefill, server (ms):", fmt::format("{:.2f}", r.server_prompt_ms.mean));
+    line("Median prefill, server (ms):", fmt::format("{:.2f}", r.server_prompt_ms.median));
   }
   if (r.cost_usd) {
     s += fmt::format("{:-^52}\n", fmt::format(" Cost at ${:g}/hour ", o.price_per_hour));

@@ -54,7 +54,7 @@ BenchResult compute_result(const RunOutput& run, const BenchOptions& o) {
   r.num_prompts = static_cast<int>(run.outcomes.size());
   r.duration_s = run.duration_s;
   r.peak_concurrency = run.peak_concurrency;
-  std::vector<double> ttft, tpot, itl, e2el, ttft_s;
+  std::vector<double> ttft, tpot, itl, e2el, ttft_s, server_prompt;
   for (const auto& q : run.outcomes) {
     if (!q.ok) {
       ++r.failed;
@@ -77,12 +77,14 @@ BenchResult compute_result(const RunOutput& run, const BenchOptions& o) {
     if (q.output_tokens > 1) tpot.push_back(q.tpot_s() * 1e3);
     for (double g : q.itl_s) itl.push_back(g * 1e3);
     e2el.push_back(q.e2e_s * 1e3);
+    if (q.server_prompt_ms >= 0) server_prompt.push_back(q.server_prompt_ms);
   }
   const auto pcts = reported_percentiles(o.percentiles);
   r.ttft_ms = summarize(std::move(ttft), pcts);
   r.tpot_ms = summarize(std::move(tpot), pcts);
   r.itl_ms = summarize(std::move(itl), pcts);
   r.e2el_ms = summarize(std::move(e2el), pcts);
+  r.server_prompt_ms = summarize(std::move(server_prompt), pcts);
   if (r.duration_s > 0) {
     r.request_throughput = r.completed / r.duration_s;
     r.output_throughput = static_cast<double>(r.total_output_tokens) / r.duration_s;

@@ -33,6 +33,9 @@ struct BenchResult {
   // The client's TTFT p50 read through the server's TTFT buckets (same interpolation as
   // the server's own p50), when the server has that histogram.
   std::optional<double> client_ttft_p50_in_server_buckets_s;
+  // What servers that time each request report in it (llama-server: timings.prompt_ms,
+  // its prefill without queueing); count 0 when none did.
+  Distribution server_prompt_ms;
   std::optional<double> cost_usd, cost_per_million_output_tokens, cost_per_thousand_requests;
   // Per completed request, in prompt order, as vLLM saves them.
   std::vector<int> input_lens, output_lens;

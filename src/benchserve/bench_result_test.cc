@@ -47,6 +47,8 @@ TEST(BenchResult, CountsThroughputsAndGoodputFromOutcomes) {
   run.outcomes = hand_example();
   run.outcomes.push_back(failed("HTTP 503: busy"));
   run.outcomes.push_back(failed("timeout"));
+  run.outcomes[0].server_prompt_ms = 4;  // as llama-server reports its prefill
+  run.outcomes[1].server_prompt_ms = 6;
   run.duration_s = 2.0;
   run.peak_concurrency = 3;
   BenchOptions o;
@@ -68,6 +70,8 @@ TEST(BenchResult, CountsThroughputsAndGoodputFromOutcomes) {
   EXPECT_NEAR(r.tpot_ms.median, 100, 1e-9);
   EXPECT_NEAR(r.ttft_ms.median, 250, 1e-9);  // 125, 200, 300, 600
   EXPECT_NE(r.ttft_ms.at(99), 0);            // p99 is always reported
+  EXPECT_EQ(r.server_prompt_ms.count, 2u);
+  EXPECT_DOUBLE_EQ(r.server_prompt_ms.median, 5);
   ASSERT_EQ(r.errors.size(), 2u);
   EXPECT_EQ(r.errors[0].first, "HTTP 503: busy");
   EXPECT_EQ(r.errors[0].second, 2);

@@ -64,6 +64,10 @@ struct StreamState {
         out.prompt_tokens = u["prompt_tokens"].get<int>();
       }
     }
+    if (j.contains("timings") && j["timings"].is_object() && j["timings"].contains("prompt_ms") &&
+        j["timings"]["prompt_ms"].is_number()) {
+      out.server_prompt_ms = j["timings"]["prompt_ms"].get<double>();
+    }
     if (chunk_text(j).empty()) return;
     if (text_chunks == 0) {
       out.ttft_s = seconds_between(send_ns, now);

@@ -29,6 +29,7 @@ struct RequestOutcome {
   int output_tokens = 0;   // the server's usage.completion_tokens, else the chunks carrying text
   int prompt_tokens = -1;  // the server's usage.prompt_tokens; -1 when not reported
   bool got_text = false;   // false: the stream ended (e.g. at EOS) before any text; no TTFT
+  double server_prompt_ms = -1;  // llama-server's own timings.prompt_ms (its prefill); -1 when absent
   // (e2e - ttft) / (output_tokens - 1), 0 with fewer than two tokens.
   double tpot_s() const;
 };
