@@ -75,17 +75,18 @@ std::string sibling_path(const std::string& json_path, const std::string& ext) {
 
 Result<BenchServeOutput> bench_serve(const BenchOptions& o, std::FILE* out) {
   LLMS_RETURN_IF_ERROR(validate_options(o));
+  const std::vector<double> rates = o.sweep_rates.empty() ? std::vector<double>{o.request_rate} : o.sweep_rates;
+  // Each rate gets its own prompts: repeated deterministic prompts would be answered by
+  // a server's result cache (llmserve has one) instead of its engine. Made before the
+  // server is asked anything, so that a bad dataset is reported as such.
+  LLMS_ASSIGN_OR_RETURN(const auto all_prompts,
+                        make_prompts(o, o.num_prompts * static_cast<int>(rates.size()), o.seed));
   BenchServeOutput result;
   result.model = o.model;
   if (result.model.empty()) {
     OpenAiClient client(o.base_url, o.api_key, 30);
     LLMS_ASSIGN_OR_RETURN(result.model, client.first_model());
   }
-  const std::vector<double> rates = o.sweep_rates.empty() ? std::vector<double>{o.request_rate} : o.sweep_rates;
-  // Each rate gets its own prompts: repeated deterministic prompts would be answered by
-  // a server's result cache (llmserve has one) instead of its engine.
-  LLMS_ASSIGN_OR_RETURN(const auto all_prompts,
-                        make_prompts(o, o.num_prompts * static_cast<int>(rates.size()), o.seed));
   LLMS_RETURN_IF_ERROR(warm_up(o, result.model));
   for (size_t i = 0; i < rates.size(); ++i) {
     const double rate = rates[i];
