@@ -29,8 +29,14 @@ Result<ModelConfig> ModelConfig::from_gguf(const GgufFile& f) {
   } else if (c.arch_name == "qwen2") {
     c.arch = Architecture::kQwen2;
     c.rope_style = RopeStyle::kNeox;
+  } else if (c.arch_name == "gpt2") {
+    c.arch = Architecture::kGpt2;
+    c.norm = NormKind::kLayer;
+    c.ffn = FfnKind::kGelu;
+    c.learned_positions = true;
   } else {
-    return unimplemented(fmt::format("architecture '{}' is not supported (supported: llama, mistral, qwen2)", c.arch_name));
+    return unimplemented(
+        fmt::format("architecture '{}' is not supported (supported: llama, mistral, qwen2, gpt2)", c.arch_name));
   }
   const std::string p = c.arch_name + ".";
   LLMS_ASSIGN_OR_RETURN(c.name, f.get_string_or("general.name", f.path()));
@@ -50,14 +56,16 @@ Result<ModelConfig> ModelConfig::from_gguf(const GgufFile& f) {
     return invalid_argument(fmt::format("head count {} is not a multiple of the KV head count {}", c.n_head, c.n_head_kv));
   }
   LLMS_ASSIGN_OR_RETURN(c.rope_dim, get_dim_or(f, p + "rope.dimension_count", c.head_dim));
+  if (c.learned_positions) c.rope_dim = 0;
   if (c.rope_dim > c.head_dim || c.rope_dim % 2 != 0) {
     return invalid_argument(fmt::format("RoPE dimension {} must be even and at most the head size {}", c.rope_dim,
                                         c.head_dim));
   }
   LLMS_ASSIGN_OR_RETURN(double base, f.get_float_or(p + "rope.freq_base", 10000.0));
-  LLMS_ASSIGN_OR_RETURN(double eps, f.get_float_or(p + "attention.layer_norm_rms_epsilon", 1e-5));
+  const std::string eps_key = c.norm == NormKind::kRms ? "attention.layer_norm_rms_epsilon" : "attention.layer_norm_epsilon";
+  LLMS_ASSIGN_OR_RETURN(double eps, f.get_float_or(p + eps_key, 1e-5));
   if (!(base > 1.0) || !(eps > 0.0) || eps > 1.0) {
-    return invalid_argument(fmt::format("RoPE base {} or RMS epsilon {} is out of range", base, eps));
+    return invalid_argument(fmt::format("RoPE base {} or norm epsilon {} ('{}{}') is out of range", base, eps, p, eps_key));
   }
   c.rope_base = static_cast<float>(base);
   c.rms_eps = static_cast<float>(eps);

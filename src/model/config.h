@@ -14,6 +14,19 @@ namespace llms {
 enum class Architecture {
   kLlama,  // LLaMA-1/2/3, TinyLlama, Mistral (RMSNorm, RoPE, GQA, SwiGLU)
   kQwen2,  // LLaMA layout plus QKV biases and NeoX RoPE
+  kGpt2,   // learned positions, LayerNorm with bias, fused QKV with biases, GELU MLP
+};
+
+// How the residual stream is normalised before attention, the FFN and the head.
+enum class NormKind {
+  kRms,    // x / rms(x) * w                      (LLaMA family)
+  kLayer,  // (x - mean) / std(x) * w + b         (GPT-2)
+};
+
+// The feed-forward block.
+enum class FfnKind {
+  kSwiGlu,  // down(silu(gate x) * up x)          (LLaMA family)
+  kGelu,    // down(gelu(up x + b) ) + b          (GPT-2)
 };
 
 struct ModelConfig {
@@ -30,12 +43,19 @@ struct ModelConfig {
   int n_ctx_train = 0;
   int rope_dim = 0;
   float rope_base = 10000.0f;
-  float rms_eps = 1e-5f;
+  float rms_eps = 1e-5f;   // the norm's epsilon (RMSNorm or LayerNorm)
   RopeStyle rope_style = RopeStyle::kNormal;
+  NormKind norm = NormKind::kRms;
+  FfnKind ffn = FfnKind::kSwiGlu;
+  // Absolute positions from a learned table of n_ctx_train rows instead of RoPE
+  // (rope_dim is 0); no position at or past n_ctx_train can be computed.
+  bool learned_positions = false;
   bool synthetic = false;  // random weights from `make-model`: speed tests only
 
   int q_dim() const { return n_head * head_dim; }
   int kv_dim() const { return n_head_kv * head_dim; }
+  // The most positions a sequence may have (0: no limit from the model itself).
+  int max_positions() const { return learned_positions ? n_ctx_train : 0; }
 
   static Result<ModelConfig> from_gguf(const GgufFile& file);
 };

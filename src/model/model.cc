@@ -75,6 +75,10 @@ Status Model::validate(std::span<const SequenceChunk> chunks, const KvCache& kv)
       }
     }
     const int64_t end = ch.start_pos + static_cast<int64_t>(ch.tokens.size());
+    if (config_.max_positions() > 0 && end > config_.max_positions()) {
+      return invalid_argument(fmt::format("chunk {}: position {} is past the model's {} learned positions", i, end - 1,
+                                          config_.max_positions()));
+    }
     const int64_t blocks_needed = (end + kv.block_size() - 1) / kv.block_size();
     if (ch.start_pos < 0 || static_cast<int64_t>(ch.block_table.size()) < blocks_needed) {
       return invalid_argument(fmt::format("chunk {}: block table of {} blocks cannot hold {} positions", i,
@@ -97,11 +101,17 @@ Status Model::forward(std::span<const SequenceChunk> chunks, KvCache& kv, Forwar
 
   // Embedding rows: x [n_tokens, n_embd].
   float* x = s.x_.as<float>();
+  // With learned positions, plus the position's row: the tmp buffer holds it.
+  const Tensor& pos_embd = weights_.position_embd;
+  float* pos_row = s.tmp_.as<float>();
   int64_t t = 0;
   for (const auto& ch : chunks) {
-    for (int32_t id : ch.tokens) {
-      dequantize_row(weights_.token_embd.dtype, weights_.token_embd.row(id), x + t * c.n_embd, c.n_embd);
-      ++t;
+    for (size_t i = 0; i < ch.tokens.size(); ++i, ++t) {
+      dequantize_row(weights_.token_embd.dtype, weights_.token_embd.row(ch.tokens[i]), x + t * c.n_embd, c.n_embd);
+      if (c.learned_positions) {
+        dequantize_row(pos_embd.dtype, pos_embd.row(ch.start_pos + static_cast<int64_t>(i)), pos_row, c.n_embd);
+        add_inplace(x + t * c.n_embd, pos_row, c.n_embd);
+      }
     }
   }
   for (int l = 0; l < c.n_layer; ++l) {
@@ -122,7 +132,7 @@ void Model::attention_block(int l, std::span<const SequenceChunk> chunks, int64_
   float* k = s.k_.as<float>();    // [n, kv_dim]
   float* v = s.v_.as<float>();    // [n, kv_dim]
   float* att = s.att_.as<float>();  // [n, q_dim]
-  for (int64_t t = 0; t < n; ++t) rmsnorm(x + t * c.n_embd, L.attn_norm.data(), c.n_embd, c.rms_eps, xn + t * c.n_embd);
+  norm_rows(x, L.attn_norm, L.attn_norm_b, n, xn);
   {
     const MatmulOutput outs[] = {{&L.wq, q}, {&L.wk, k}, {&L.wv, v}};
     const char* const whats[] = {"attn_q", "attn_k", "attn_v"};
@@ -142,8 +152,10 @@ void Model::attention_block(int l, std::span<const SequenceChunk> chunks, int64_
     const int64_t first = t;
     for (size_t i = 0; i < ch.tokens.size(); ++i, ++t) {
       const int64_t pos = ch.start_pos + static_cast<int64_t>(i);
-      rope(q + t * c.q_dim(), c.n_head, c.head_dim, c.rope_dim, pos, inv_freq_.data(), c.rope_style);
-      rope(k + t * c.kv_dim(), c.n_head_kv, c.head_dim, c.rope_dim, pos, inv_freq_.data(), c.rope_style);
+      if (c.rope_dim > 0) {
+        rope(q + t * c.q_dim(), c.n_head, c.head_dim, c.rope_dim, pos, inv_freq_.data(), c.rope_style);
+        rope(k + t * c.kv_dim(), c.n_head_kv, c.head_dim, c.rope_dim, pos, inv_freq_.data(), c.rope_style);
+      }
       kv_store(layer, ch.block_table.data(), pos, k + t * c.kv_dim(), v + t * c.kv_dim());
     }
     AttentionQuery query;
@@ -156,6 +168,9 @@ void Model::attention_block(int l, std::span<const SequenceChunk> chunks, int64_
   }
   float* tmp = s.tmp_.as<float>();
   product(L.wo, l, "attn_output", att, n, tmp, s, pool);
+  if (!L.bo.empty()) {
+    for (int64_t t = 0; t < n; ++t) add_inplace(tmp + t * c.n_embd, L.bo.data(), c.n_embd);
+  }
   add_inplace(x, tmp, n * c.n_embd);
 }
 
@@ -166,16 +181,38 @@ void Model::ffn_block(int l, int64_t n, ForwardState& s, ThreadPool& pool) const
   float* xn = s.xn_.as<float>();
   float* gate = s.gate_.as<float>();  // [n, n_ff]
   float* up = s.up_.as<float>();      // [n, n_ff]
-  for (int64_t t = 0; t < n; ++t) rmsnorm(x + t * c.n_embd, L.ffn_norm.data(), c.n_embd, c.rms_eps, xn + t * c.n_embd);
-  {
+  norm_rows(x, L.ffn_norm, L.ffn_norm_b, n, xn);
+  float* hidden = gate;  // [n, n_ff]: what ffn_down reads
+  if (c.ffn == FfnKind::kSwiGlu) {
     const MatmulOutput outs[] = {{&L.w_gate, gate}, {&L.w_up, up}};
     const char* const whats[] = {"ffn_gate", "ffn_up"};
     products(outs, l, whats, xn, n, s, pool);
+    silu_mul(gate, up, n * c.n_ff, gate);
+  } else {
+    product(L.w_up, l, "ffn_up", xn, n, up, s, pool);
+    if (!L.b_up.empty()) {
+      for (int64_t t = 0; t < n; ++t) add_inplace(up + t * c.n_ff, L.b_up.data(), c.n_ff);
+    }
+    gelu(up, n * c.n_ff, gate);
   }
-  silu_mul(gate, up, n * c.n_ff, gate);
   float* tmp = s.tmp_.as<float>();
-  product(L.w_down, l, "ffn_down", gate, n, tmp, s, pool);
+  product(L.w_down, l, "ffn_down", hidden, n, tmp, s, pool);
+  if (!L.b_down.empty()) {
+    for (int64_t t = 0; t < n; ++t) add_inplace(tmp + t * c.n_embd, L.b_down.data(), c.n_embd);
+  }
   add_inplace(x, tmp, n * c.n_embd);
+}
+
+void Model::norm_rows(const float* x, const std::vector<float>& w, const std::vector<float>& b, int64_t n,
+                      float* out) const {
+  const int64_t d = config_.n_embd;
+  for (int64_t t = 0; t < n; ++t) {
+    if (config_.norm == NormKind::kRms) {
+      rmsnorm(x + t * d, w.data(), d, config_.rms_eps, out + t * d);
+    } else {
+      layernorm(x + t * d, w.data(), b.empty() ? nullptr : b.data(), d, config_.rms_eps, out + t * d);
+    }
+  }
 }
 
 void Model::products(std::span<const MatmulOutput> outs, int layer, std::span<const char* const> whats,
@@ -205,7 +242,7 @@ void Model::compute_logits(std::span<const SequenceChunk> chunks, ForwardState& 
     const int64_t from = ch.logits == LogitsWanted::kAll ? 0 : len - 1;
     if (ch.logits != LogitsWanted::kNone) {
       for (int64_t j = from; j < len; ++j, ++rows) {
-        rmsnorm(x + (t + j) * c.n_embd, weights_.output_norm.data(), c.n_embd, c.rms_eps, xn + rows * c.n_embd);
+        norm_rows(x + (t + j) * c.n_embd, weights_.output_norm, weights_.output_norm_b, 1, xn + rows * c.n_embd);
       }
     }
     t += len;

@@ -74,6 +74,8 @@ class Model {
   void attention_block(int layer, std::span<const SequenceChunk> chunks, int64_t n_tokens, KvCache& kv,
                        ForwardState& s, ThreadPool& pool) const;
   void ffn_block(int layer, int64_t n_tokens, ForwardState& s, ThreadPool& pool) const;
+  // out[t] = norm(x[t]) for n rows of n_embd: RMSNorm, or LayerNorm with bias `b`.
+  void norm_rows(const float* x, const std::vector<float>& w, const std::vector<float>& b, int64_t n, float* out) const;
   void compute_logits(std::span<const SequenceChunk> chunks, ForwardState& s, ThreadPool& pool, ForwardOutput& out) const;
   // One product of x with each of `outs` (the weights named whats[i]) in one pool job
   // (matmul_shared_input()), also reported to the state's observer.

@@ -129,6 +129,68 @@ std::vector<Vec> reference_logits(const GgufFile& f, const std::vector<int32_t>&
   return logits;
 }
 
+Vec layernorm(const Vec& x, const Vec& w, const Vec& b, double eps) {
+  double mean = 0, var = 0;
+  for (double v : x) mean += v;
+  mean /= static_cast<double>(x.size());
+  for (double v : x) var += (v - mean) * (v - mean);
+  const double s = 1.0 / std::sqrt(var / static_cast<double>(x.size()) + eps);
+  Vec y(x.size());
+  for (size_t i = 0; i < x.size(); ++i) y[i] = (x[i] - mean) * s * w[i] + b[i];
+  return y;
+}
+
+Vec add(Vec a, const Vec& b) {
+  for (size_t i = 0; i < a.size(); ++i) a[i] += b[i];
+  return a;
+}
+
+// GPT-2 (as in its paper's code): x = wte[token] + wpe[pos]; per layer
+// x += proj(attn(ln_1(x))) with fused c_attn, x += mlp(ln_2(x)) with GELU (tanh form);
+// logits = head(ln_f(x)). Multi-head attention without RoPE.
+std::vector<Vec> gpt2_reference_logits(const GgufFile& f, const std::vector<int32_t>& tokens) {
+  const int d = static_cast<int>(f.get_uint("gpt2.embedding_length").value());
+  const int n_layer = static_cast<int>(f.get_uint("gpt2.block_count").value());
+  const int n_head = static_cast<int>(f.get_uint("gpt2.attention.head_count").value());
+  const double eps = f.get_float("gpt2.attention.layer_norm_epsilon").value();
+  const int hd = d / n_head;
+  const Vec wte = read(f, "token_embd.weight"), wpe = read(f, "position_embd.weight");
+  const Vec head = f.find_tensor("output.weight") ? read(f, "output.weight") : wte;
+  std::vector<std::vector<Vec>> keys(n_layer), values(n_layer);
+  std::vector<Vec> logits;
+  for (size_t pos = 0; pos < tokens.size(); ++pos) {
+    Vec x(static_cast<size_t>(d));
+    for (int i = 0; i < d; ++i) x[i] = wte[tokens[pos] * d + i] + wpe[pos * d + i];
+    for (int l = 0; l < n_layer; ++l) {
+      const std::string p = "blk." + std::to_string(l) + ".";
+      const Vec h = layernorm(x, read(f, p + "attn_norm.weight"), read(f, p + "attn_norm.bias"), eps);
+      const Vec qkv = add(matvec(read(f, p + "attn_qkv.weight"), h), read(f, p + "attn_qkv.bias"));
+      keys[l].emplace_back(qkv.begin() + d, qkv.begin() + 2 * d);
+      values[l].emplace_back(qkv.begin() + 2 * d, qkv.end());
+      Vec att(static_cast<size_t>(d), 0.0);
+      for (int hh = 0; hh < n_head; ++hh) {
+        Vec s(pos + 1);
+        double mx = -1e300, sum = 0;
+        for (size_t t = 0; t <= pos; ++t) {
+          double dot = 0;
+          for (int i = 0; i < hd; ++i) dot += qkv[hh * hd + i] * keys[l][t][hh * hd + i];
+          mx = std::max(mx, s[t] = dot / std::sqrt(static_cast<double>(hd)));
+        }
+        for (double& e : s) sum += (e = std::exp(e - mx));
+        for (size_t t = 0; t <= pos; ++t)
+          for (int i = 0; i < hd; ++i) att[hh * hd + i] += s[t] / sum * values[l][t][hh * hd + i];
+      }
+      x = add(x, add(matvec(read(f, p + "attn_output.weight"), att), read(f, p + "attn_output.bias")));
+      const Vec h2 = layernorm(x, read(f, p + "ffn_norm.weight"), read(f, p + "ffn_norm.bias"), eps);
+      Vec up = add(matvec(read(f, p + "ffn_up.weight"), h2), read(f, p + "ffn_up.bias"));
+      for (double& u : up) u = 0.5 * u * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (u + 0.044715 * u * u * u)));
+      x = add(x, add(matvec(read(f, p + "ffn_down.weight"), up), read(f, p + "ffn_down.bias")));
+    }
+    logits.push_back(matvec(head, layernorm(x, read(f, "output_norm.weight"), read(f, "output_norm.bias"), eps)));
+  }
+  return logits;
+}
+
 // max |a - b| over the row divided by max |b|: relative to the row's scale, so that
 // logits near zero do not turn rounding noise into huge ratios.
 double row_error(const float* a, const Vec& b) {
@@ -145,7 +207,8 @@ void check_model(const std::string& path, const std::vector<int32_t>& tokens) {
   ASSERT_TRUE(model.ok()) << model.status().to_string();
   auto file = GgufFile::open(path);
   ASSERT_TRUE(file.ok());
-  const auto ref = reference_logits(*file, tokens);
+  const bool gpt2 = file->get_string("general.architecture").value() == "gpt2";
+  const auto ref = gpt2 ? gpt2_reference_logits(*file, tokens) : reference_logits(*file, tokens);
   const ModelConfig& c = (*model)->config();
 
   const int block_size = kMinKvBlockSize;  // small blocks: many block boundaries
@@ -199,6 +262,44 @@ TEST(ModelReferenceTest, GeneratedF16ModelMatchesDoubleReference) {
   const std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_f16.gguf";
   ASSERT_TRUE(write_synthetic_model(spec, path).ok());
   check_model(path, {1, 2, 3, 250, 9});
+  std::filesystem::remove(path);
+}
+
+TEST(ModelReferenceTest, GeneratedGpt2MatchesDoubleReference) {
+  for (bool tied : {true, false}) {
+    SyntheticSpec spec;
+    spec.arch = "gpt2";
+    spec.n_vocab = 300, spec.n_embd = 64, spec.n_layer = 2, spec.n_head = 4, spec.n_head_kv = 4, spec.n_ff = 256;
+    spec.n_ctx = 32, spec.tied_output = tied, spec.seed = 5;
+    const std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_gpt2.gguf";
+    ASSERT_TRUE(write_synthetic_model(spec, path).ok());
+    check_model(path, {1, 5, 77, 299, 8, 100, 42, 42, 3, 17, 250, 6});
+    std::filesystem::remove(path);
+  }
+}
+
+TEST(ModelReferenceTest, Gpt2PositionsEndAtTheLearnedTable) {
+  SyntheticSpec spec;
+  spec.arch = "gpt2";
+  spec.n_vocab = 260, spec.n_embd = 32, spec.n_layer = 1, spec.n_head = 2, spec.n_head_kv = 2, spec.n_ff = 64;
+  spec.n_ctx = 16;
+  const std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_gpt2_ctx.gguf";
+  ASSERT_TRUE(write_synthetic_model(spec, path).ok());
+  auto model = Model::load(path);
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
+  EXPECT_EQ((*model)->config().max_positions(), 16);
+  KvCache kv((*model)->kv_config(4, kMinKvBlockSize, DType::kF32, DType::kF32));
+  const std::vector<int32_t> table = {0, 1, 2, 3};
+  const std::vector<int32_t> tokens(17, 5);
+  ForwardState state;
+  ThreadPool pool(1);
+  ForwardOutput out;
+  SequenceChunk fits{std::span<const int32_t>(tokens).first(16), 0, table, LogitsWanted::kLast};
+  EXPECT_TRUE((*model)->forward({&fits, 1}, kv, state, pool, out).ok());
+  SequenceChunk past{std::span<const int32_t>(tokens).first(1), 16, table, LogitsWanted::kLast};
+  const Status st = (*model)->forward({&past, 1}, kv, state, pool, out);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("learned positions"), std::string::npos) << st.message();
   std::filesystem::remove(path);
 }
 

@@ -1,5 +1,6 @@
-// ModelWeights: every weight of a LLaMA-family model, checked against the config's
-// shapes at load. Matrices view the mapped file; norm and bias vectors are decoded
+// ModelWeights: every weight of a model (LLaMA family, Qwen2, GPT-2), checked
+// against the config's shapes at load. Fused GGUF tensors (GPT-2's attn_qkv) are
+// split into their row ranges here, so the forward pass sees one layout. Matrices view the mapped file; norm and bias vectors are decoded
 // to float copies (they are tiny and read every token).
 //
 // Thread-safety: immutable after load.
@@ -14,18 +15,23 @@
 
 namespace llms {
 
+// A vector that a model may lack (a bias) is empty.
 struct LayerWeights {
-  std::vector<float> attn_norm;  // [n_embd]
+  std::vector<float> attn_norm, attn_norm_b;  // [n_embd]; the bias with LayerNorm only
   WeightMatrix wq, wk, wv, wo;   // [q_dim, n_embd], [kv_dim, n_embd] x2, [n_embd, q_dim]
-  std::vector<float> bq, bk, bv; // empty unless the model has QKV biases
-  std::vector<float> ffn_norm;   // [n_embd]
-  WeightMatrix w_gate, w_up;     // [n_ff, n_embd]
+  std::vector<float> bq, bk, bv; // [q_dim], [kv_dim] x2: QKV biases (Qwen2, GPT-2)
+  std::vector<float> bo;         // [n_embd]: output projection bias (GPT-2)
+  std::vector<float> ffn_norm, ffn_norm_b;  // [n_embd]
+  WeightMatrix w_gate;           // [n_ff, n_embd]; none with a GELU MLP
+  WeightMatrix w_up;             // [n_ff, n_embd]
   WeightMatrix w_down;           // [n_embd, n_ff]
+  std::vector<float> b_up, b_down;  // [n_ff], [n_embd]: MLP biases (GPT-2)
 };
 
 struct ModelWeights {
   Tensor token_embd;             // [n_vocab, n_embd], any supported type
-  std::vector<float> output_norm;
+  Tensor position_embd;          // [n_ctx_train, n_embd] with learned positions; else empty
+  std::vector<float> output_norm, output_norm_b;
   WeightMatrix output;           // [n_vocab, n_embd]; the embedding when tied
   bool tied_output = false;
   std::vector<LayerWeights> layers;

@@ -16,14 +16,17 @@ namespace llms {
 using gguf::Value;
 
 Status SyntheticSpec::validate() const {
-  if (arch != "llama" && arch != "qwen2") return invalid_argument("architecture must be llama or qwen2, got '" + arch + "'");
+  if (arch != "llama" && arch != "qwen2" && arch != "gpt2") {
+    return invalid_argument("architecture must be llama, qwen2 or gpt2, got '" + arch + "'");
+  }
   if (n_vocab < 259) return invalid_argument(fmt::format("vocab size {} is below 259 (3 specials + 256 bytes)", n_vocab));
   if (n_embd <= 0 || n_layer <= 0 || n_head <= 0 || n_head_kv <= 0 || n_ff <= 0 || n_ctx <= 0) {
     return invalid_argument("every dimension must be positive");
   }
   if (n_embd % n_head != 0) return invalid_argument(fmt::format("dim {} is not a multiple of heads {}", n_embd, n_head));
   if (n_head % n_head_kv != 0) return invalid_argument(fmt::format("heads {} not a multiple of KV heads {}", n_head, n_head_kv));
-  if ((n_embd / n_head) % 2 != 0) return invalid_argument("head size must be even (RoPE rotates pairs)");
+  if (arch != "gpt2" && (n_embd / n_head) % 2 != 0) return invalid_argument("head size must be even (RoPE rotates pairs)");
+  if (arch == "gpt2" && n_head_kv != n_head) return invalid_argument("gpt2 has as many KV heads as heads");
   for (int64_t cols : {static_cast<int64_t>(n_embd), static_cast<int64_t>(n_ff)}) {
     if (!row_fits_blocks(weight_type, cols)) {
       return invalid_argument(fmt::format("type {} needs rows in multiples of {}; dim {} / ffn {} do not fit",
@@ -36,7 +39,9 @@ Status SyntheticSpec::validate() const {
   return ok_status();
 }
 
-std::vector<std::string> synthetic_preset_names() { return {"tiny", "llama-110m", "tinyllama-1.1b", "llama-7b"}; }
+std::vector<std::string> synthetic_preset_names() {
+  return {"tiny", "llama-110m", "tinyllama-1.1b", "llama-7b", "gpt2-small", "gpt2-large"};
+}
 
 Result<SyntheticSpec> synthetic_preset(std::string_view name) {
   SyntheticSpec s;
@@ -49,6 +54,12 @@ Result<SyntheticSpec> synthetic_preset(std::string_view name) {
     s.n_vocab = 32000, s.n_embd = 2048, s.n_layer = 22, s.n_head = 32, s.n_head_kv = 4, s.n_ff = 5632, s.n_ctx = 2048;
   } else if (name == "llama-7b") {
     s.n_vocab = 32000, s.n_embd = 4096, s.n_layer = 32, s.n_head = 32, s.n_head_kv = 32, s.n_ff = 11008, s.n_ctx = 4096;
+  } else if (name == "gpt2-small") {  // 124M; tied output head, as the released weights
+    s.arch = "gpt2", s.tied_output = true;
+    s.n_vocab = 50257, s.n_embd = 768, s.n_layer = 12, s.n_head = 12, s.n_head_kv = 12, s.n_ff = 3072, s.n_ctx = 1024;
+  } else if (name == "gpt2-large") {  // 774M
+    s.arch = "gpt2", s.tied_output = true;
+    s.n_vocab = 50257, s.n_embd = 1280, s.n_layer = 36, s.n_head = 20, s.n_head_kv = 20, s.n_ff = 5120, s.n_ctx = 1024;
   } else {
     std::string names;
     for (const auto& n : synthetic_preset_names()) names += (names.empty() ? "" : ", ") + n;
@@ -100,13 +111,11 @@ SpmVocabulary make_synthetic_vocab(int n_vocab) {
 
 namespace {
 
-// Fills a tensor with N(0, std) values, seeded by the model seed and the tensor name,
-// encoded row by row in `type`.
-// Fills a tensor with N(0, std) values encoded row by row in `type`. Each row has
+// Fills a tensor with N(mean, std) values encoded row by row in `type`. Each row has
 // its own generator (seeded by the model seed, the tensor name and the row), so rows
 // are filled on all cores and the file is the same whatever the core count.
 GgufWriter::Filler random_filler(DType type, int64_t cols, uint64_t seed, const std::string& name, float std_dev,
-                                 ThreadPool* pool) {
+                                 ThreadPool* pool, float mean = 0.0f) {
   return [=](std::span<uint8_t> out) {
     const uint64_t base = seed ^ hash64(name.data(), name.size());
     const int64_t rb = dtype_row_bytes(type, cols);
@@ -115,7 +124,7 @@ GgufWriter::Filler random_filler(DType type, int64_t cols, uint64_t seed, const 
       std::vector<float> row(static_cast<size_t>(cols));
       for (int64_t r = r0; r < r1; ++r) {
         Rng rng(base + static_cast<uint64_t>(r) * 0x9E3779B97F4A7C15ULL);
-        for (auto& x : row) x = static_cast<float>(rng.normal()) * std_dev;
+        for (auto& x : row) x = mean + static_cast<float>(rng.normal()) * std_dev;
         quantize_row(type, row.data(), out.data() + r * rb, cols);
       }
     });
@@ -130,11 +139,97 @@ GgufWriter::Filler const_filler(float value) {
 
 }  // namespace
 
+namespace {
+
+// The tensors a writer adds: matrices of the spec's weight type, F32 vectors.
+struct TensorSink {
+  const SyntheticSpec& s;
+  GgufWriter& w;
+  ThreadPool& pool;
+
+  void matrix(const std::string& name, int64_t cols, int64_t rows, float std_dev = 0.02f) {
+    w.add_tensor(name, s.weight_type, {cols, rows}, random_filler(s.weight_type, cols, s.seed, name, std_dev, &pool));
+  }
+  void random_vec(const std::string& name, int64_t n, float std_dev = 0.02f, float mean = 0.0f) {
+    w.add_tensor(name, DType::kF32, {n}, random_filler(DType::kF32, n, s.seed, name, std_dev, &pool, mean));
+  }
+  void ones(const std::string& name, int64_t n) { w.add_tensor(name, DType::kF32, {n}, const_filler(1.0f)); }
+};
+
+// LLaMA and Qwen2: separate Q, K, V (Qwen2 with biases), RMSNorm, SwiGLU.
+void add_llama_layers(TensorSink& t) {
+  const SyntheticSpec& s = t.s;
+  const int64_t d = s.n_embd, ff = s.n_ff, hd = s.n_embd / s.n_head;
+  const int64_t q_dim = hd * s.n_head, kv_dim = hd * s.n_head_kv;
+  t.ones("output_norm.weight", d);
+  if (!s.tied_output) t.matrix("output.weight", d, s.n_vocab);
+  for (int l = 0; l < s.n_layer; ++l) {
+    const std::string p = fmt::format("blk.{}.", l);
+    t.ones(p + "attn_norm.weight", d);
+    t.matrix(p + "attn_q.weight", d, q_dim);
+    t.matrix(p + "attn_k.weight", d, kv_dim);
+    t.matrix(p + "attn_v.weight", d, kv_dim);
+    if (s.arch == "qwen2") {
+      t.random_vec(p + "attn_q.bias", q_dim);
+      t.random_vec(p + "attn_k.bias", kv_dim);
+      t.random_vec(p + "attn_v.bias", kv_dim);
+    }
+    t.matrix(p + "attn_output.weight", q_dim, d);
+    t.ones(p + "ffn_norm.weight", d);
+    t.matrix(p + "ffn_gate.weight", d, ff);
+    t.matrix(p + "ffn_up.weight", d, ff);
+    t.matrix(p + "ffn_down.weight", ff, d);
+  }
+}
+
+constexpr float kGpt2EmbdStd = 0.14f;
+// Larger than the LLaMA presets' 0.02: the layers' outputs then outweigh the small
+// embedding, so that the tied head does not just predict the input token again.
+constexpr float kGpt2WeightStd = 0.04f;
+
+// GPT-2: learned positions, LayerNorm with bias, fused QKV with bias, GELU MLP with
+// biases. Norm weights and every bias are random (not 1 and 0), so that a weight or
+// bias left out changes the output.
+void add_gpt2_layers(TensorSink& t) {
+  const SyntheticSpec& s = t.s;
+  const int64_t d = s.n_embd, ff = s.n_ff;
+  auto norm = [&](const std::string& name) {
+    t.random_vec(name + ".weight", d, 0.2f, 1.0f);
+    t.random_vec(name + ".bias", d, 0.2f);
+  };
+  t.matrix("position_embd.weight", d, s.n_ctx, 0.05f);
+  norm("output_norm");
+  // GPT-2 files carry output.weight even when the head is tied (the converter copies
+  // the embedding; llama.cpp requires it): a tied head is written as that copy.
+  if (s.tied_output) {
+    t.w.add_tensor("output.weight", s.weight_type, {d, s.n_vocab},
+                   random_filler(s.weight_type, d, s.seed, "token_embd.weight", kGpt2EmbdStd, &t.pool));
+  } else {
+    t.matrix("output.weight", d, s.n_vocab);
+  }
+  for (int l = 0; l < s.n_layer; ++l) {
+    const std::string p = fmt::format("blk.{}.", l);
+    norm(p + "attn_norm");
+    t.matrix(p + "attn_qkv.weight", d, 3 * d, kGpt2WeightStd);
+    t.random_vec(p + "attn_qkv.bias", 3 * d);
+    t.matrix(p + "attn_output.weight", d, d, kGpt2WeightStd);
+    t.random_vec(p + "attn_output.bias", d);
+    norm(p + "ffn_norm");
+    t.matrix(p + "ffn_up.weight", d, ff, kGpt2WeightStd);
+    t.random_vec(p + "ffn_up.bias", ff);
+    t.matrix(p + "ffn_down.weight", ff, d, kGpt2WeightStd);
+    t.random_vec(p + "ffn_down.bias", d);
+  }
+}
+
+}  // namespace
+
 Status write_synthetic_model(const SyntheticSpec& s, const std::string& path) {
   LLMS_RETURN_IF_ERROR(s.validate());
   ThreadPool pool(0);
   GgufWriter w;
   const std::string a = s.arch + ".";
+  const bool gpt2 = s.arch == "gpt2";
   w.set("general.architecture", Value::string(s.arch));
   w.set("general.name", Value::string(fmt::format("synthetic {} (random weights)", s.preset)));
   w.set(kSyntheticKey, Value::boolean(true));
@@ -143,46 +238,25 @@ Status write_synthetic_model(const SyntheticSpec& s, const std::string& path) {
   w.set(a + "block_count", Value::u32(static_cast<uint32_t>(s.n_layer)));
   w.set(a + "feed_forward_length", Value::u32(static_cast<uint32_t>(s.n_ff)));
   w.set(a + "attention.head_count", Value::u32(static_cast<uint32_t>(s.n_head)));
-  w.set(a + "attention.head_count_kv", Value::u32(static_cast<uint32_t>(s.n_head_kv)));
-  w.set(a + "rope.dimension_count", Value::u32(static_cast<uint32_t>(s.n_embd / s.n_head)));
-  w.set(a + "rope.freq_base", Value::f32(s.rope_base));
-  w.set(a + "attention.layer_norm_rms_epsilon", Value::f32(1e-5f));
+  if (gpt2) {
+    w.set(a + "attention.layer_norm_epsilon", Value::f32(1e-5f));
+  } else {
+    w.set(a + "attention.head_count_kv", Value::u32(static_cast<uint32_t>(s.n_head_kv)));
+    w.set(a + "rope.dimension_count", Value::u32(static_cast<uint32_t>(s.n_embd / s.n_head)));
+    w.set(a + "rope.freq_base", Value::f32(s.rope_base));
+    w.set(a + "attention.layer_norm_rms_epsilon", Value::f32(1e-5f));
+  }
   w.set("general.file_type", Value::u32(static_cast<uint32_t>(s.weight_type)));
   set_spm_vocabulary(w, make_synthetic_vocab(s.n_vocab));
 
-  const int64_t d = s.n_embd, ff = s.n_ff, hd = s.n_embd / s.n_head;
-  const int64_t q_dim = hd * s.n_head, kv_dim = hd * s.n_head_kv;
-  const float std_dev = 0.02f;
-  auto matrix = [&](const std::string& name, int64_t cols, int64_t rows) {
-    w.add_tensor(name, s.weight_type, {cols, rows}, random_filler(s.weight_type, cols, s.seed, name, std_dev, &pool));
-  };
-  auto vec = [&](const std::string& name, int64_t n, bool random) {
-    if (random) {
-      w.add_tensor(name, DType::kF32, {n}, random_filler(DType::kF32, n, s.seed, name, std_dev, &pool));
-    } else {
-      w.add_tensor(name, DType::kF32, {n}, const_filler(1.0f));
-    }
-  };
-  w.add_tensor("token_embd.weight", s.weight_type, {d, s.n_vocab},
-               random_filler(s.weight_type, d, s.seed, "token_embd.weight", 1.0f, &pool));
-  vec("output_norm.weight", d, false);
-  if (!s.tied_output) matrix("output.weight", d, s.n_vocab);
-  for (int l = 0; l < s.n_layer; ++l) {
-    const std::string p = fmt::format("blk.{}.", l);
-    vec(p + "attn_norm.weight", d, false);
-    matrix(p + "attn_q.weight", d, q_dim);
-    matrix(p + "attn_k.weight", d, kv_dim);
-    matrix(p + "attn_v.weight", d, kv_dim);
-    if (s.arch == "qwen2") {
-      vec(p + "attn_q.bias", q_dim, true);
-      vec(p + "attn_k.bias", kv_dim, true);
-      vec(p + "attn_v.bias", kv_dim, true);
-    }
-    matrix(p + "attn_output.weight", q_dim, d);
-    vec(p + "ffn_norm.weight", d, false);
-    matrix(p + "ffn_gate.weight", d, ff);
-    matrix(p + "ffn_up.weight", d, ff);
-    matrix(p + "ffn_down.weight", ff, d);
+  TensorSink t{s, w, pool};
+  // GPT-2's embedding is small (std 0.14 in the released weights): its head is tied,
+  // and the logits should spread as a trained model's, neither flat nor one-hot.
+  t.matrix("token_embd.weight", s.n_embd, s.n_vocab, gpt2 ? kGpt2EmbdStd : 1.0f);
+  if (gpt2) {
+    add_gpt2_layers(t);
+  } else {
+    add_llama_layers(t);
   }
   return w.write(path);
 }

@@ -17,7 +17,7 @@ namespace llms {
 
 struct SyntheticSpec {
   std::string preset = "custom";
-  std::string arch = "llama";  // llama or qwen2 (QKV biases, NeoX RoPE)
+  std::string arch = "llama";  // llama, qwen2 (QKV biases, NeoX RoPE) or gpt2 (n_head_kv = n_head)
   int n_vocab = 512;
   int n_embd = 64;
   int n_layer = 2;
@@ -35,7 +35,8 @@ struct SyntheticSpec {
 
 // Names accepted by synthetic_preset().
 std::vector<std::string> synthetic_preset_names();
-// tiny, llama-110m, tinyllama-1.1b, llama-7b; NOT_FOUND lists the valid names.
+// tiny, llama-110m, tinyllama-1.1b, llama-7b, gpt2-small, gpt2-large; NOT_FOUND lists
+// the valid names.
 Result<SyntheticSpec> synthetic_preset(std::string_view name);
 
 Status write_synthetic_model(const SyntheticSpec& spec, const std::string& path);

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Writes the llama.cpp reference files of the architecture tests (tests/data/arch_ref_*.txt):
+# for each architecture, a generated model (make-model, seeded, F32 and Q8_0) is served by
+# llama.cpp's llama-server, and three token prompts get 32 greedy tokens each with the
+# top-10 log-probabilities of every step (from the raw logits, not after sampling).
+#
+#   scripts/arch-reference.sh [ARCH...]        # default: every architecture below
+#
+# LLAMA_BIN points at llama.cpp's bin/ (default ../shared/peers/llama.cpp/bin); LLMSERVE at
+# the llmserve binary (default build/release/src/cli/llmserve). Nothing in the tests needs
+# llama.cpp: they read the committed files and regenerate the model from the make-model
+# arguments on each file's `model` line (tests/arch_reference_test.cc).
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+llmserve=${LLMSERVE:-$here/build/release/src/cli/llmserve}
+bin=${LLAMA_BIN:-$here/../shared/peers/llama.cpp/bin}
+port=${PORT:-18741}
+work=$(mktemp -d)
+server_pid=
+cleanup() {
+  if [[ -n $server_pid ]]; then kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+# name -> make-model arguments (2-4 layers, real-shaped layers, a small vocabulary).
+declare -A models=(
+  [gpt2]="--preset gpt2-small --layers 2 --vocab 4096 --seed 7"
+)
+archs=("$@")
+[[ ${#archs[@]} -gt 0 ]] || archs=("${!models[@]}")
+
+for arch in "${archs[@]}"; do
+  args=${models[$arch]:?unknown architecture $arch}
+  for type in f32 q8_0; do
+    file=$work/$arch-$type.gguf
+    # shellcheck disable=SC2086
+    "$llmserve" make-model $args --type "$type" "$file" >/dev/null
+    LD_LIBRARY_PATH=$bin "$bin/llama-server" -m "$file" -c 512 -np 1 -t 2 -ctk f32 -ctv f32 --port "$port" \
+      >"$work/server.log" 2>&1 &
+    server_pid=$!
+    for _ in $(seq 120); do curl -sf "localhost:$port/health" >/dev/null && break; sleep 1; done
+    out=$here/tests/data/arch_ref_${arch}_${type}.txt
+    python3 - "$port" "$args --type $type" "$out" <<'PY'
+import json, random, sys, urllib.request
+port, args, out = sys.argv[1], sys.argv[2], sys.argv[3]
+rng = random.Random(20261201)
+# Three prompts: one token, a short one, and one of 40 tokens (ids from the vocabulary's
+# byte and word-piece range, which every generated model has).
+prompts = [[1], [1] + [rng.randrange(3, 259) for _ in range(6)], [1] + [rng.randrange(3, 1000) for _ in range(39)]]
+lines = ["# llama.cpp reference for tests/arch_reference_test.cc, written by scripts/arch-reference.sh",
+         "# step: the greedy token (end-of-generation excluded), then the top-10 as id:logprob",
+         f"model {args}"]
+for p in prompts:
+    # 40 asked, 32 kept: the server holds back the steps of an unfinished UTF-8 character
+    # at the end of the text (byte tokens), so the last few steps may not come back.
+    body = {"prompt": p, "n_predict": 40, "n_probs": 10, "temperature": 0, "top_k": 1, "ignore_eos": True,
+            "cache_prompt": False, "repeat_penalty": 1.0, "post_sampling_probs": False}
+    req = urllib.request.Request(f"http://localhost:{port}/completion", json.dumps(body).encode(),
+                                 {"Content-Type": "application/json"})
+    r = json.load(urllib.request.urlopen(req))
+    assert r["tokens_evaluated"] == len(p), (len(p), {k: v for k, v in r.items() if k != "completion_probabilities"})
+    steps = r["completion_probabilities"][:32]
+    assert len(steps) == 32, len(r["completion_probabilities"])
+    lines.append("prompt " + " ".join(map(str, p)))
+    for s in steps:
+        top = " ".join(f"{t['id']}:{t['logprob']:.7f}" for t in s["top_logprobs"])
+        lines.append(f"step {s['id']} {top}")
+open(out, "w").write("\n".join(lines) + "\n")
+print("wrote", out)
+PY
+    kill "$server_pid"; wait "$server_pid" 2>/dev/null || true; server_pid=
+  done
+done
