@@ -75,13 +75,14 @@ std::vector<double> log_probs(const float* logits, int64_t n) {
 }
 
 struct Agreement {
-  int greedy_mismatches = 0;
+  int greedy_mismatches = 0;  // steps whose greedy token differs, near ties excepted
+  int near_ties = 0;          // differing steps where llama.cpp's own top two are within tie_margin
   double worst_logprob_diff = 0;
 };
 
 // Runs one prompt and its 32 steps, feeding llama.cpp's greedy tokens (so that one
 // mismatch does not hide the rest).
-Agreement compare_prompt(const Model& m, const RefPrompt& p, int32_t eos) {
+Agreement compare_prompt(const Model& m, const RefPrompt& p, int32_t eos, double tie_margin) {
   const ModelConfig& c = m.config();
   const int block = 16;
   const int64_t total = static_cast<int64_t>(p.tokens.size() + p.steps.size());
@@ -105,14 +106,20 @@ Agreement compare_prompt(const Model& m, const RefPrompt& p, int32_t eos) {
     for (int32_t i = 0; i < c.n_vocab; ++i) {
       if (i != eos && lp[i] > lp[best]) best = i;
     }
-    if (best != step.greedy) ++a.greedy_mismatches;
+    if (best != step.greedy) {
+      // Our choice must be llama.cpp's runner-up, within the margin of its winner.
+      const bool tie = step.top.size() > 1 && step.top[1].first == best &&
+                       step.top[0].second - step.top[1].second <= tie_margin;
+      ++(tie ? a.near_ties : a.greedy_mismatches);
+    }
     for (const auto& [id, want] : step.top) a.worst_logprob_diff = std::max(a.worst_logprob_diff, std::abs(lp[id] - want));
     tokens.push_back(step.greedy);
   }
   return a;
 }
 
-void check_architecture(const std::string& arch, const std::string& type, double tolerance) {
+// tolerance: on every top-10 log-probability; tie_margin: see Agreement.
+void check_architecture(const std::string& arch, const std::string& type, double tolerance, double tie_margin) {
   const std::string ref_path = std::string(LLMSERVE_SOURCE_DIR) + "/tests/data/arch_ref_" + arch + "_" + type + ".txt";
   const Reference ref = read_reference(ref_path);
   ASSERT_EQ(ref.prompts.size(), 3u) << ref_path;
@@ -128,23 +135,32 @@ void check_architecture(const std::string& arch, const std::string& type, double
   for (size_t i = 0; i < ref.prompts.size(); ++i) {
     const RefPrompt& p = ref.prompts[i];
     ASSERT_EQ(p.steps.size(), 32u);
-    const Agreement a = compare_prompt(**model, p, eos);
+    const Agreement a = compare_prompt(**model, p, eos, tie_margin);
     EXPECT_EQ(a.greedy_mismatches, 0) << arch << " " << type << " prompt " << i;
+    EXPECT_LE(a.near_ties, 2) << arch << " " << type << " prompt " << i;
     EXPECT_LE(a.worst_logprob_diff, tolerance) << arch << " " << type << " prompt " << i;
-    std::printf("%s %s prompt %zu: greedy %d/32 equal, worst top-10 |logprob difference| %.2e (bound %.0e)\n",
-                arch.c_str(), type.c_str(), i, 32 - a.greedy_mismatches, a.worst_logprob_diff, tolerance);
+    std::printf("%s %s prompt %zu: greedy %d/32 equal (%d near ties), worst top-10 |logprob difference| %.2e "
+                "(bound %.0e)\n",
+                arch.c_str(), type.c_str(), i, 32 - a.greedy_mismatches - a.near_ties, a.near_ties,
+                a.worst_logprob_diff, tolerance);
   }
   std::filesystem::remove(model_path);
 }
 
-// F32 weights: both engines compute in float with F32 KV; what is left is the order of
-// sums and llama.cpp's GELU, which it reads from a table of F16 inputs and outputs.
+// The bounds and why they are what they are: docs/architectures.md.
+// F32 weights, F32 KV: both engines compute in float; what is left is the order of sums.
 constexpr double kF32Tolerance = 2e-3;
-// Q8_0 weights: see docs/architectures.md for the bound.
-constexpr double kQ8Tolerance = 2e-2;
+// GELU models in F32: llama.cpp reads GELU from a table of F16 inputs and outputs
+// (relative error up to 2^-11 twice); rounding our GELU the same way brings GPT-2 to
+// 1.4e-3, so the rest of the 5.7e-3 measured is that table.
+constexpr double kF32GeluTolerance = 8e-3;
+// Q8_0 weights: each engine rounds its activations to 8 bits per matrix product, and
+// each lands up to 0.22 from the exact product of the same weights with float
+// activations; the two land up to 0.25 from each other.
+constexpr double kQ8Tolerance = 0.35;
 
-TEST(ArchReferenceTest, Gpt2F32MatchesLlamaCpp) { check_architecture("gpt2", "f32", kF32Tolerance); }
-TEST(ArchReferenceTest, Gpt2Q8_0MatchesLlamaCpp) { check_architecture("gpt2", "q8_0", kQ8Tolerance); }
+TEST(ArchReferenceTest, Gpt2F32MatchesLlamaCpp) { check_architecture("gpt2", "f32", kF32GeluTolerance, 0.0); }
+TEST(ArchReferenceTest, Gpt2Q8_0MatchesLlamaCpp) { check_architecture("gpt2", "q8_0", kQ8Tolerance, kQ8Tolerance); }
 
 }  // namespace
 }  // namespace llms
