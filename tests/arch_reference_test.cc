@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "model/model.h"
+#include "tokenizer/tokenizer.h"
 #include "command_util.h"
 
 namespace llms {
@@ -34,6 +35,7 @@ struct RefPrompt {
 
 struct Reference {
   std::string make_model_args;
+  int context = 0;  // llama-server's -c (LongRoPE picks its factors by it)
   std::vector<RefPrompt> prompts;
 };
 
@@ -48,6 +50,8 @@ Reference read_reference(const std::string& path) {
     words >> kind;
     if (kind == "model") {
       std::getline(words, ref.make_model_args);
+    } else if (kind == "context") {
+      words >> ref.context;
     } else if (kind == "prompt") {
       ref.prompts.emplace_back();
       for (int32_t t; words >> t;) ref.prompts.back().tokens.push_back(t);
@@ -82,7 +86,7 @@ struct Agreement {
 
 // Runs one prompt and its 32 steps, feeding llama.cpp's greedy tokens (so that one
 // mismatch does not hide the rest).
-Agreement compare_prompt(const Model& m, const RefPrompt& p, int32_t eos, double tie_margin) {
+Agreement compare_prompt(const Model& m, const RefPrompt& p, int context, const Tokenizer& tok, double tie_margin) {
   const ModelConfig& c = m.config();
   const int block = 16;
   const int64_t total = static_cast<int64_t>(p.tokens.size() + p.steps.size());
@@ -91,6 +95,7 @@ Agreement compare_prompt(const Model& m, const RefPrompt& p, int32_t eos, double
   std::vector<int32_t> table;
   for (int32_t b = n_blocks - 1; b >= 0; --b) table.push_back(b);  // scattered on purpose
   ForwardState state;
+  state.set_context_length(context);
   ThreadPool pool(2);
   ForwardOutput out;
   std::vector<int32_t> tokens = p.tokens;
@@ -102,9 +107,12 @@ Agreement compare_prompt(const Model& m, const RefPrompt& p, int32_t eos, double
     EXPECT_TRUE(m.forward({&chunk, 1}, kv, state, pool, out).ok());
     done = static_cast<int64_t>(tokens.size());
     const std::vector<double> lp = log_probs(out.row(0), c.n_vocab);
-    int32_t best = eos == 0 ? 1 : 0;  // llama.cpp ran with end-of-generation banned
+    // llama.cpp's greedy choice had end-of-generation tokens (ignore_eos) and byte
+    // tokens (a logit bias, see the script) banned.
+    int32_t best = -1;
     for (int32_t i = 0; i < c.n_vocab; ++i) {
-      if (i != eos && lp[i] > lp[best]) best = i;
+      if (tok.is_end_of_generation(i) || tok.token_type(i) == TokenType::kByte) continue;
+      if (best < 0 || lp[i] > lp[best]) best = i;
     }
     if (best != step.greedy) {
       // Our choice must be llama.cpp's runner-up, within the margin of its winner.
@@ -130,12 +138,12 @@ void check_architecture(const std::string& arch, const std::string& type, double
   auto model = Model::load(model_path);
   ASSERT_TRUE(model.ok()) << model.status().to_string();
   ASSERT_EQ((*model)->config().arch_name, arch);
-  const int32_t eos = static_cast<int32_t>(
-      (*model)->file().get_int("tokenizer.ggml.eos_token_id").value());
+  auto tokenizer = Tokenizer::from_gguf((*model)->file());
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status().to_string();
   for (size_t i = 0; i < ref.prompts.size(); ++i) {
     const RefPrompt& p = ref.prompts[i];
     ASSERT_EQ(p.steps.size(), 32u);
-    const Agreement a = compare_prompt(**model, p, eos, tie_margin);
+    const Agreement a = compare_prompt(**model, p, ref.context, **tokenizer, tie_margin);
     EXPECT_EQ(a.greedy_mismatches, 0) << arch << " " << type << " prompt " << i;
     EXPECT_LE(a.near_ties, 2) << arch << " " << type << " prompt " << i;
     EXPECT_LE(a.worst_logprob_diff, tolerance) << arch << " " << type << " prompt " << i;
@@ -160,6 +168,8 @@ constexpr double kF32GeluTolerance = 8e-3;
 constexpr double kQ8Tolerance = 0.35;
 
 TEST(ArchReferenceTest, Gpt2F32MatchesLlamaCpp) { check_architecture("gpt2", "f32", kF32GeluTolerance, 0.0); }
+TEST(ArchReferenceTest, Phi3F32MatchesLlamaCpp) { check_architecture("phi3", "f32", kF32Tolerance, 0.0); }
+TEST(ArchReferenceTest, Phi3Q8_0MatchesLlamaCpp) { check_architecture("phi3", "q8_0", kQ8Tolerance, kQ8Tolerance); }
 TEST(ArchReferenceTest, Gpt2Q8_0MatchesLlamaCpp) { check_architecture("gpt2", "q8_0", kQ8Tolerance, kQ8Tolerance); }
 
 }  // namespace

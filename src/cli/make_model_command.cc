@@ -24,7 +24,7 @@ void add_make_model_command(CLI::App& app) {
   cmd->add_option("out", opts->out, "Output GGUF path")->required();
   cmd->add_option("--preset", opts->preset, "Shape preset: " + presets)->capture_default_str();
   cmd->add_option("--type", opts->type, "Weight type of the matrices (f32, f16, bf16, ...)")->capture_default_str();
-  cmd->add_option("--arch", opts->arch, "llama, qwen2 (QKV biases, NeoX RoPE) or gpt2");
+  cmd->add_option("--arch", opts->arch, "llama, qwen2 (QKV biases, NeoX RoPE), phi3 or gpt2");
   cmd->add_option("--layers", opts->layers, "Override the number of layers (cut depth)");
   cmd->add_option("--dim", opts->dim, "Override the embedding size");
   cmd->add_option("--heads", opts->heads, "Override the number of attention heads");

@@ -115,5 +115,17 @@ TEST(BatchEquivalenceTest, GeneratedGpt2MixedBatchesAreBitIdentical) {
   std::filesystem::remove(path);
 }
 
+TEST(BatchEquivalenceTest, GeneratedPhi3MixedBatchesAreBitIdentical) {
+  SyntheticSpec spec;
+  spec.arch = "phi3";
+  spec.n_vocab = 320, spec.n_embd = 192, spec.n_layer = 2, spec.n_head = 2, spec.n_head_kv = 2, spec.n_ff = 256;
+  spec.n_ctx = 65536;
+  const std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_batch_phi3.gguf";
+  ASSERT_TRUE(write_synthetic_model(spec, path).ok());
+  check_mixed_batches(path, DType::kF32);
+  check_mixed_batches(path, DType::kF16);
+  std::filesystem::remove(path);
+}
+
 }  // namespace
 }  // namespace llms

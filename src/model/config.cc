@@ -29,6 +29,9 @@ Result<ModelConfig> ModelConfig::from_gguf(const GgufFile& f) {
   } else if (c.arch_name == "qwen2") {
     c.arch = Architecture::kQwen2;
     c.rope_style = RopeStyle::kNeox;
+  } else if (c.arch_name == "phi3") {
+    c.arch = Architecture::kPhi3;
+    c.rope_style = RopeStyle::kNeox;
   } else if (c.arch_name == "gpt2") {
     c.arch = Architecture::kGpt2;
     c.norm = NormKind::kLayer;
@@ -36,7 +39,7 @@ Result<ModelConfig> ModelConfig::from_gguf(const GgufFile& f) {
     c.learned_positions = true;
   } else {
     return unimplemented(
-        fmt::format("architecture '{}' is not supported (supported: llama, mistral, qwen2, gpt2)", c.arch_name));
+        fmt::format("architecture '{}' is not supported (supported: llama, mistral, qwen2, phi3, gpt2)", c.arch_name));
   }
   const std::string p = c.arch_name + ".";
   LLMS_ASSIGN_OR_RETURN(c.name, f.get_string_or("general.name", f.path()));
@@ -68,6 +71,24 @@ Result<ModelConfig> ModelConfig::from_gguf(const GgufFile& f) {
     return invalid_argument(fmt::format("RoPE base {} or norm epsilon {} ('{}{}') is out of range", base, eps, p, eps_key));
   }
   c.rope_base = static_cast<float>(base);
+  LLMS_ASSIGN_OR_RETURN(c.n_ctx_orig, get_dim_or(f, p + "rope.scaling.original_context_length", c.n_ctx_train));
+  LLMS_ASSIGN_OR_RETURN(double attn_factor, f.get_float_or(p + "rope.scaling.attn_factor", 1.0));
+  if (!(attn_factor > 0.0) || attn_factor > 16.0) {
+    return invalid_argument(fmt::format("'{}rope.scaling.attn_factor' = {} is out of range (0, 16]", p, attn_factor));
+  }
+  c.rope_attn_factor = static_cast<float>(attn_factor);
+  LLMS_ASSIGN_OR_RETURN(std::string scaling, f.get_string_or(p + "rope.scaling.type", "none"));
+  if (scaling == "linear") {
+    LLMS_ASSIGN_OR_RETURN(double factor, f.get_float_or(p + "rope.scaling.factor", 1.0));
+    if (!(factor >= 1.0) || factor > 1024.0) {
+      return invalid_argument(fmt::format("'{}rope.scaling.factor' = {} is out of range [1, 1024]", p, factor));
+    }
+    c.rope_freq_scale = static_cast<float>(1.0 / factor);
+  } else if (scaling != "none" && scaling != "longrope") {
+    return unimplemented(fmt::format("RoPE scaling '{}' ('{}rope.scaling.type') is not supported (supported: none, "
+                                     "linear, longrope)", scaling, p));
+  }
+  LLMS_ASSIGN_OR_RETURN(c.sliding_window, get_dim_or(f, p + "attention.sliding_window", 0));
   c.rms_eps = static_cast<float>(eps);
   LLMS_ASSIGN_OR_RETURN(c.synthetic, f.get_bool_or(kSyntheticKey, false));
 

@@ -15,6 +15,7 @@ enum class Architecture {
   kLlama,  // LLaMA-1/2/3, TinyLlama, Mistral (RMSNorm, RoPE, GQA, SwiGLU)
   kQwen2,  // LLaMA layout plus QKV biases and NeoX RoPE
   kGpt2,   // learned positions, LayerNorm with bias, fused QKV with biases, GELU MLP
+  kPhi3,   // LLaMA layout with fused QKV and gate/up, NeoX RoPE with LongRoPE factors
 };
 
 // How the residual stream is normalised before attention, the FFN and the head.
@@ -50,12 +51,24 @@ struct ModelConfig {
   // Absolute positions from a learned table of n_ctx_train rows instead of RoPE
   // (rope_dim is 0); no position at or past n_ctx_train can be computed.
   bool learned_positions = false;
+  // RoPE scaling: the context the rotation was trained on (LongRoPE picks its long
+  // factors past it) and the factor on cos/sin (`rope.scaling.attn_factor`), which
+  // scales every attention score by its square.
+  int n_ctx_orig = 0;
+  float rope_attn_factor = 1.0f;
+  float rope_freq_scale = 1.0f;  // linear scaling: positions times this
+  // Sliding-window attention (`attention.sliding_window`), 0 if none. Not computed
+  // as a window: sequences are held within it instead, where attention is exact.
+  int sliding_window = 0;
   bool synthetic = false;  // random weights from `make-model`: speed tests only
 
   int q_dim() const { return n_head * head_dim; }
   int kv_dim() const { return n_head_kv * head_dim; }
   // The most positions a sequence may have (0: no limit from the model itself).
-  int max_positions() const { return learned_positions ? n_ctx_train : 0; }
+  int max_positions() const {
+    if (learned_positions) return n_ctx_train;
+    return sliding_window > 0 && sliding_window < n_ctx_train ? sliding_window : 0;
+  }
 
   static Result<ModelConfig> from_gguf(const GgufFile& file);
 };

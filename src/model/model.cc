@@ -26,6 +26,21 @@ void ForwardState::reserve(const ModelConfig& c, int64_t n) {
   capacity_ = n;
 }
 
+namespace {
+
+// inv_freq[i] = scale * base^(-2i / rope_dim) / factors[i] (factors may be empty).
+std::vector<float> rope_inv_freq(const ModelConfig& c, const std::vector<float>& factors) {
+  std::vector<float> f;
+  for (int i = 0; i < c.rope_dim / 2; ++i) {
+    double v = std::pow(static_cast<double>(c.rope_base), -2.0 * i / c.rope_dim) * c.rope_freq_scale;
+    if (!factors.empty()) v /= factors[static_cast<size_t>(i)];
+    f.push_back(static_cast<float>(v));
+  }
+  return f;
+}
+
+}  // namespace
+
 Result<std::unique_ptr<Model>> Model::load(const std::string& path) {
   LLMS_ASSIGN_OR_RETURN(GgufFile file, GgufFile::open(path));
   auto model = from_file(std::move(file));
@@ -38,9 +53,9 @@ Result<std::unique_ptr<Model>> Model::from_file(GgufFile file) {
   LLMS_ASSIGN_OR_RETURN(m->config_, ModelConfig::from_gguf(m->file_));
   LLMS_ASSIGN_OR_RETURN(m->weights_, ModelWeights::load(m->file_, m->config_));
   const ModelConfig& c = m->config_;
-  for (int i = 0; i < c.rope_dim / 2; ++i) {
-    m->inv_freq_.push_back(static_cast<float>(std::pow(static_cast<double>(c.rope_base), -2.0 * i / c.rope_dim)));
-  }
+  const ModelWeights& w = m->weights_;
+  m->inv_freq_ = rope_inv_freq(c, w.rope_freqs.empty() ? w.rope_factors_short : w.rope_freqs);
+  if (!w.rope_factors_long.empty()) m->inv_freq_long_ = rope_inv_freq(c, w.rope_factors_long);
   // Identity: everything before the tensor data (metadata and tensor table) plus size.
   HashBuilder h;
   h.add_pod(m->file_.file_size());
@@ -146,15 +161,19 @@ void Model::attention_block(int l, std::span<const SequenceChunk> chunks, int64_
     }
   }
   const KvLayerView layer = kv.layer(l);
-  const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  // RoPE's attn_factor multiplies cos and sin for both q and k: the score, its square.
+  const float scale = c.rope_attn_factor * c.rope_attn_factor / std::sqrt(static_cast<float>(c.head_dim));
+  // LongRoPE: the long factors when the caller's context passes the trained one.
+  const bool long_rope = !inv_freq_long_.empty() && s.context_length_ > c.n_ctx_orig;
+  const float* inv_freq = long_rope ? inv_freq_long_.data() : inv_freq_.data();
   int64_t t = 0;
   for (const auto& ch : chunks) {
     const int64_t first = t;
     for (size_t i = 0; i < ch.tokens.size(); ++i, ++t) {
       const int64_t pos = ch.start_pos + static_cast<int64_t>(i);
       if (c.rope_dim > 0) {
-        rope(q + t * c.q_dim(), c.n_head, c.head_dim, c.rope_dim, pos, inv_freq_.data(), c.rope_style);
-        rope(k + t * c.kv_dim(), c.n_head_kv, c.head_dim, c.rope_dim, pos, inv_freq_.data(), c.rope_style);
+        rope(q + t * c.q_dim(), c.n_head, c.head_dim, c.rope_dim, pos, inv_freq, c.rope_style);
+        rope(k + t * c.kv_dim(), c.n_head_kv, c.head_dim, c.rope_dim, pos, inv_freq, c.rope_style);
       }
       kv_store(layer, ch.block_table.data(), pos, k + t * c.kv_dim(), v + t * c.kv_dim());
     }

@@ -39,10 +39,16 @@ class ForwardState {
   void reserve(const ModelConfig& c, int64_t n_tokens);
   // Calls `observer` (not owned; null to stop) for every product of later passes.
   void set_observer(MatmulObserver* observer) { observer_ = observer; }
+  // The longest sequence the caller runs (its context). LongRoPE models (Phi-3 128k)
+  // rotate with their long factors when it passes their trained context, as llama.cpp
+  // does; by context rather than by sequence, so that a sequence's keys never change
+  // rotation and batches stay invariant. 0 (default): the short factors.
+  void set_context_length(int n) { context_length_ = n; }
 
  private:
   friend class Model;
   MatmulObserver* observer_ = nullptr;
+  int context_length_ = 0;
   int64_t capacity_ = 0;
   AlignedBuffer x_, xn_, q_, k_, v_, att_, tmp_, gate_, up_;
 };
@@ -90,7 +96,8 @@ class Model {
   GgufFile file_;
   ModelConfig config_;
   ModelWeights weights_;
-  std::vector<float> inv_freq_;  // [rope_dim / 2]
+  std::vector<float> inv_freq_;       // [rope_dim / 2], with rope_freqs or LongRoPE's short factors
+  std::vector<float> inv_freq_long_;  // [rope_dim / 2] with LongRoPE's long factors; else empty
   Hash128 identity_;
 };
 

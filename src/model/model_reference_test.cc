@@ -53,20 +53,27 @@ Vec rmsnorm(const Vec& x, const Vec& w, double eps) {
   return y;
 }
 
-void rope(Vec& v, int n_heads, int hd, int64_t pos, double base, bool neox) {
+// factors: frequency divisors (LongRoPE), or empty; mscale multiplies cos and sin.
+void rope(Vec& v, int n_heads, int hd, int64_t pos, double base, bool neox, const Vec& factors = {},
+          double mscale = 1.0) {
   for (int h = 0; h < n_heads; ++h) {
     for (int i = 0; i < hd / 2; ++i) {
-      const double theta = static_cast<double>(pos) * std::pow(base, -2.0 * i / hd);
+      const double theta = static_cast<double>(pos) * std::pow(base, -2.0 * i / hd) / (factors.empty() ? 1.0 : factors[i]);
       const int a = h * hd + (neox ? i : 2 * i), b = h * hd + (neox ? i + hd / 2 : 2 * i + 1);
       const double x0 = v[a], x1 = v[b];
-      v[a] = x0 * std::cos(theta) - x1 * std::sin(theta);
-      v[b] = x0 * std::sin(theta) + x1 * std::cos(theta);
+      v[a] = mscale * (x0 * std::cos(theta) - x1 * std::sin(theta));
+      v[b] = mscale * (x0 * std::sin(theta) + x1 * std::cos(theta));
     }
   }
 }
 
-// Logits at every position of `tokens`.
-std::vector<Vec> reference_logits(const GgufFile& f, const std::vector<int32_t>& tokens) {
+// Rows [first, first + count) of a row-major matrix with `cols` columns.
+Vec rows(const Vec& m, size_t cols, size_t first, size_t count) {
+  return Vec(m.begin() + first * cols, m.begin() + (first + count) * cols);
+}
+
+// Logits at every position of `tokens`; `context` picks LongRoPE's factor set.
+std::vector<Vec> reference_logits(const GgufFile& f, const std::vector<int32_t>& tokens, int context) {
   const std::string arch = f.get_string("general.architecture").value();
   const int d = static_cast<int>(f.get_uint(arch + ".embedding_length").value());
   const int n_layer = static_cast<int>(f.get_uint(arch + ".block_count").value());
@@ -74,7 +81,13 @@ std::vector<Vec> reference_logits(const GgufFile& f, const std::vector<int32_t>&
   const int n_kv = static_cast<int>(f.get_uint(arch + ".attention.head_count_kv").value());
   const double eps = f.get_float(arch + ".attention.layer_norm_rms_epsilon").value();
   const double base = f.get_float_or(arch + ".rope.freq_base", 10000.0).value();
-  const bool neox = arch == "qwen2";
+  const bool neox = arch == "qwen2" || arch == "phi3";
+  const double mscale = f.get_float_or(arch + ".rope.scaling.attn_factor", 1.0).value();
+  const std::string orig_key = arch + ".rope.scaling.original_context_length";
+  const int64_t orig = f.has(orig_key) ? static_cast<int64_t>(f.get_uint(orig_key).value()) : (1 << 30);
+  const Vec factors = !f.find_tensor("rope_factors_long.weight") ? Vec()
+                      : context > orig                           ? read(f, "rope_factors_long.weight")
+                                                                 : read(f, "rope_factors_short.weight");
   const int hd = d / n_head;
   const Vec emb = read(f, "token_embd.weight");
   const Vec out_w = f.find_tensor("output.weight") ? read(f, "output.weight") : emb;
@@ -86,16 +99,24 @@ std::vector<Vec> reference_logits(const GgufFile& f, const std::vector<int32_t>&
     for (int l = 0; l < n_layer; ++l) {
       const std::string p = "blk." + std::to_string(l) + ".";
       const Vec xn = rmsnorm(x, read(f, p + "attn_norm.weight"), eps);
-      Vec q = matvec(read(f, p + "attn_q.weight"), xn);
-      Vec k = matvec(read(f, p + "attn_k.weight"), xn);
-      Vec v = matvec(read(f, p + "attn_v.weight"), xn);
+      Vec q, k, v;
+      if (f.find_tensor(p + "attn_qkv.weight")) {
+        const Vec w = read(f, p + "attn_qkv.weight");
+        q = matvec(rows(w, d, 0, n_head * hd), xn);
+        k = matvec(rows(w, d, n_head * hd, n_kv * hd), xn);
+        v = matvec(rows(w, d, (n_head + n_kv) * hd, n_kv * hd), xn);
+      } else {
+        q = matvec(read(f, p + "attn_q.weight"), xn);
+        k = matvec(read(f, p + "attn_k.weight"), xn);
+        v = matvec(read(f, p + "attn_v.weight"), xn);
+      }
       if (f.find_tensor(p + "attn_q.bias")) {
         const Vec bq = read(f, p + "attn_q.bias"), bk = read(f, p + "attn_k.bias"), bv = read(f, p + "attn_v.bias");
         for (size_t i = 0; i < q.size(); ++i) q[i] += bq[i];
         for (size_t i = 0; i < k.size(); ++i) k[i] += bk[i], v[i] += bv[i];
       }
-      rope(q, n_head, hd, static_cast<int64_t>(pos), base, neox);
-      rope(k, n_kv, hd, static_cast<int64_t>(pos), base, neox);
+      rope(q, n_head, hd, static_cast<int64_t>(pos), base, neox, factors, mscale);
+      rope(k, n_kv, hd, static_cast<int64_t>(pos), base, neox, factors, mscale);
       keys[l].push_back(k);
       values[l].push_back(v);
       Vec att(static_cast<size_t>(n_head * hd), 0.0);
@@ -117,8 +138,16 @@ std::vector<Vec> reference_logits(const GgufFile& f, const std::vector<int32_t>&
       const Vec o = matvec(read(f, p + "attn_output.weight"), att);
       for (int i = 0; i < d; ++i) x[i] += o[i];
       const Vec xn2 = rmsnorm(x, read(f, p + "ffn_norm.weight"), eps);
-      const Vec g = matvec(read(f, p + "ffn_gate.weight"), xn2);
-      const Vec u = matvec(read(f, p + "ffn_up.weight"), xn2);
+      Vec g, u;
+      if (f.find_tensor(p + "ffn_gate.weight")) {
+        g = matvec(read(f, p + "ffn_gate.weight"), xn2);
+        u = matvec(read(f, p + "ffn_up.weight"), xn2);
+      } else {  // fused: gate rows, then up rows
+        const Vec w = read(f, p + "ffn_up.weight");
+        const size_t ff = w.size() / d / 2;
+        g = matvec(rows(w, d, 0, ff), xn2);
+        u = matvec(rows(w, d, ff, ff), xn2);
+      }
       Vec hid(g.size());
       for (size_t i = 0; i < g.size(); ++i) hid[i] = g[i] / (1.0 + std::exp(-g[i])) * u[i];
       const Vec down = matvec(read(f, p + "ffn_down.weight"), hid);
@@ -202,13 +231,13 @@ double row_error(const float* a, const Vec& b) {
   return max_diff / max_ref;
 }
 
-void check_model(const std::string& path, const std::vector<int32_t>& tokens) {
+void check_model(const std::string& path, const std::vector<int32_t>& tokens, int context = 0) {
   auto model = Model::load(path);
   ASSERT_TRUE(model.ok()) << model.status().to_string();
   auto file = GgufFile::open(path);
   ASSERT_TRUE(file.ok());
   const bool gpt2 = file->get_string("general.architecture").value() == "gpt2";
-  const auto ref = gpt2 ? gpt2_reference_logits(*file, tokens) : reference_logits(*file, tokens);
+  const auto ref = gpt2 ? gpt2_reference_logits(*file, tokens) : reference_logits(*file, tokens, context);
   const ModelConfig& c = (*model)->config();
 
   const int block_size = kMinKvBlockSize;  // small blocks: many block boundaries
@@ -217,6 +246,7 @@ void check_model(const std::string& path, const std::vector<int32_t>& tokens) {
   std::vector<int32_t> table;
   for (int32_t b = n_blocks - 1; b >= 0; --b) table.push_back(b);  // scattered blocks on purpose
   ForwardState state;
+  state.set_context_length(context);
   ThreadPool pool(2);
   ForwardOutput out;
 
@@ -276,6 +306,23 @@ TEST(ModelReferenceTest, GeneratedGpt2MatchesDoubleReference) {
     check_model(path, {1, 5, 77, 299, 8, 100, 42, 42, 3, 17, 250, 6});
     std::filesystem::remove(path);
   }
+}
+
+TEST(ModelReferenceTest, GeneratedPhi3MatchesDoubleReferenceWithShortAndLongFactors) {
+  SyntheticSpec spec;
+  spec.arch = "phi3";
+  spec.n_vocab = 300, spec.n_embd = 96, spec.n_layer = 2, spec.n_head = 4, spec.n_head_kv = 2, spec.n_ff = 160;
+  spec.n_ctx = 32768, spec.seed = 9;
+  const std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_phi3.gguf";
+  ASSERT_TRUE(write_synthetic_model(spec, path).ok());
+  auto model = Model::load(path);
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
+  EXPECT_EQ((*model)->config().n_ctx_orig, 4096);
+  EXPECT_GT((*model)->config().rope_attn_factor, 1.1f);
+  const std::vector<int32_t> tokens = {1, 5, 77, 299, 8, 100, 42, 42, 3, 17, 250, 6, 9, 9, 31};
+  check_model(path, tokens, 0);      // short factors
+  check_model(path, tokens, 8192);   // long factors: the context passes 4096
+  std::filesystem::remove(path);
 }
 
 TEST(ModelReferenceTest, Gpt2PositionsEndAtTheLearnedTable) {

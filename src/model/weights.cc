@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <initializer_list>
 
 #include "quant/row_convert.h"
@@ -116,10 +117,16 @@ Status load_layer(const Loader& ld, int l, const ModelConfig& c, LayerWeights& L
   LLMS_ASSIGN_OR_RETURN(L.wo, ld.matrix(p + "attn_output.weight", c.q_dim(), d));
   LLMS_ASSIGN_OR_RETURN(L.bo, ld.optional_vector(p + "attn_output.bias", d));
   LLMS_RETURN_IF_ERROR(load_norm(ld, p + "ffn_norm", c, L.ffn_norm, L.ffn_norm_b));
-  if (c.ffn == FfnKind::kSwiGlu) {
-    LLMS_ASSIGN_OR_RETURN(L.w_gate, ld.matrix(p + "ffn_gate.weight", d, ff));
+  if (c.ffn == FfnKind::kSwiGlu && !ld.has(p + "ffn_gate.weight")) {
+    // Fused (Phi-3): ffn_up holds the gate's rows, then the up rows.
+    LLMS_ASSIGN_OR_RETURN(L.w_gate, ld.rows(p + "ffn_up.weight", d, 2 * ff, 0, ff));
+    LLMS_ASSIGN_OR_RETURN(L.w_up, ld.rows(p + "ffn_up.weight", d, 2 * ff, ff, ff));
+  } else {
+    if (c.ffn == FfnKind::kSwiGlu) {
+      LLMS_ASSIGN_OR_RETURN(L.w_gate, ld.matrix(p + "ffn_gate.weight", d, ff));
+    }
+    LLMS_ASSIGN_OR_RETURN(L.w_up, ld.matrix(p + "ffn_up.weight", d, ff));
   }
-  LLMS_ASSIGN_OR_RETURN(L.w_up, ld.matrix(p + "ffn_up.weight", d, ff));
   LLMS_ASSIGN_OR_RETURN(L.w_down, ld.matrix(p + "ffn_down.weight", ff, d));
   LLMS_ASSIGN_OR_RETURN(L.b_up, ld.optional_vector(p + "ffn_up.bias", ff));
   LLMS_ASSIGN_OR_RETURN(L.b_down, ld.optional_vector(p + "ffn_down.bias", d));
@@ -135,6 +142,15 @@ Result<Tensor> load_table(const Loader& ld, const std::string& name, int64_t col
   return t->view();
 }
 
+// An optional set of RoPE frequency divisors: positive and finite.
+Result<std::vector<float>> load_rope_factors(const Loader& ld, const std::string& name, const ModelConfig& c) {
+  LLMS_ASSIGN_OR_RETURN(std::vector<float> v, ld.optional_vector(name, c.rope_dim / 2));
+  for (float f : v) {
+    if (!(f > 0.0f) || !std::isfinite(f)) return invalid_argument(fmt::format("tensor '{}' holds {}: factors must be positive", name, f));
+  }
+  return v;
+}
+
 }  // namespace
 
 Result<ModelWeights> ModelWeights::load(const GgufFile& file, const ModelConfig& c) {
@@ -148,6 +164,12 @@ Result<ModelWeights> ModelWeights::load(const GgufFile& file, const ModelConfig&
   w.tied_output = !ld.has("output.weight");
   const std::string out_name = w.tied_output ? "token_embd.weight" : "output.weight";
   LLMS_ASSIGN_OR_RETURN(w.output, ld.matrix(out_name, c.n_embd, c.n_vocab));
+  LLMS_ASSIGN_OR_RETURN(w.rope_freqs, load_rope_factors(ld, "rope_freqs.weight", c));
+  LLMS_ASSIGN_OR_RETURN(w.rope_factors_short, load_rope_factors(ld, "rope_factors_short.weight", c));
+  LLMS_ASSIGN_OR_RETURN(w.rope_factors_long, load_rope_factors(ld, "rope_factors_long.weight", c));
+  if (w.rope_factors_short.empty() != w.rope_factors_long.empty()) {
+    return invalid_argument("LongRoPE needs both rope_factors_short.weight and rope_factors_long.weight");
+  }
   w.layers.resize(static_cast<size_t>(c.n_layer));
   for (int l = 0; l < c.n_layer; ++l) LLMS_RETURN_IF_ERROR(load_layer(ld, l, c, w.layers[static_cast<size_t>(l)]));
   return w;

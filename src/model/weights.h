@@ -33,6 +33,9 @@ struct ModelWeights {
   Tensor position_embd;          // [n_ctx_train, n_embd] with learned positions; else empty
   std::vector<float> output_norm, output_norm_b;
   WeightMatrix output;           // [n_vocab, n_embd]; the embedding when tied
+  // RoPE frequency divisors [rope_dim / 2], empty if none: rope_freqs (Llama-3.1's
+  // scaling, always applied), or LongRoPE's short and long sets (Phi-3 128k).
+  std::vector<float> rope_freqs, rope_factors_short, rope_factors_long;
   bool tied_output = false;
   std::vector<LayerWeights> layers;
 

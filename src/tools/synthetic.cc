@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+#include <cstring>
 #include <set>
 
 #include "base/hash.h"
@@ -16,8 +18,8 @@ namespace llms {
 using gguf::Value;
 
 Status SyntheticSpec::validate() const {
-  if (arch != "llama" && arch != "qwen2" && arch != "gpt2") {
-    return invalid_argument("architecture must be llama, qwen2 or gpt2, got '" + arch + "'");
+  if (arch != "llama" && arch != "qwen2" && arch != "gpt2" && arch != "phi3") {
+    return invalid_argument("architecture must be llama, qwen2, phi3 or gpt2, got '" + arch + "'");
   }
   if (n_vocab < 259) return invalid_argument(fmt::format("vocab size {} is below 259 (3 specials + 256 bytes)", n_vocab));
   if (n_embd <= 0 || n_layer <= 0 || n_head <= 0 || n_head_kv <= 0 || n_ff <= 0 || n_ctx <= 0) {
@@ -40,7 +42,7 @@ Status SyntheticSpec::validate() const {
 }
 
 std::vector<std::string> synthetic_preset_names() {
-  return {"tiny", "llama-110m", "tinyllama-1.1b", "llama-7b", "gpt2-small", "gpt2-large"};
+  return {"tiny", "llama-110m", "tinyllama-1.1b", "llama-7b", "gpt2-small", "gpt2-large", "phi3-mini"};
 }
 
 Result<SyntheticSpec> synthetic_preset(std::string_view name) {
@@ -54,6 +56,10 @@ Result<SyntheticSpec> synthetic_preset(std::string_view name) {
     s.n_vocab = 32000, s.n_embd = 2048, s.n_layer = 22, s.n_head = 32, s.n_head_kv = 4, s.n_ff = 5632, s.n_ctx = 2048;
   } else if (name == "llama-7b") {
     s.n_vocab = 32000, s.n_embd = 4096, s.n_layer = 32, s.n_head = 32, s.n_head_kv = 32, s.n_ff = 11008, s.n_ctx = 4096;
+  } else if (name == "phi3-mini") {  // Phi-3-mini-128k: LongRoPE from 4k to 128k
+    s.arch = "phi3";
+    s.n_vocab = 32064, s.n_embd = 3072, s.n_layer = 32, s.n_head = 32, s.n_head_kv = 32, s.n_ff = 8192;
+    s.n_ctx = 131072;
   } else if (name == "gpt2-small") {  // 124M; tied output head, as the released weights
     s.arch = "gpt2", s.tied_output = true;
     s.n_vocab = 50257, s.n_embd = 768, s.n_layer = 12, s.n_head = 12, s.n_head_kv = 12, s.n_ff = 3072, s.n_ctx = 1024;
@@ -156,6 +162,13 @@ struct TensorSink {
   void ones(const std::string& name, int64_t n) { w.add_tensor(name, DType::kF32, {n}, const_filler(1.0f)); }
 };
 
+// GPT-2 and Phi-3: the embedding is small (std 0.14 in GPT-2's released weights) and
+// the layers' matrices larger than the LLaMA presets' 0.02, so that what the layers
+// add (attention, positions) outweighs the embedding and shows in the logits, and a
+// tied head does not just predict the input token again.
+constexpr float kGpt2EmbdStd = 0.14f;
+constexpr float kGpt2WeightStd = 0.04f;
+
 // LLaMA and Qwen2: separate Q, K, V (Qwen2 with biases), RMSNorm, SwiGLU.
 void add_llama_layers(TensorSink& t) {
   const SyntheticSpec& s = t.s;
@@ -182,10 +195,6 @@ void add_llama_layers(TensorSink& t) {
   }
 }
 
-constexpr float kGpt2EmbdStd = 0.14f;
-// Larger than the LLaMA presets' 0.02: the layers' outputs then outweigh the small
-// embedding, so that the tied head does not just predict the input token again.
-constexpr float kGpt2WeightStd = 0.04f;
 
 // GPT-2: learned positions, LayerNorm with bias, fused QKV with bias, GELU MLP with
 // biases. Norm weights and every bias are random (not 1 and 0), so that a weight or
@@ -222,6 +231,45 @@ void add_gpt2_layers(TensorSink& t) {
   }
 }
 
+// Phi-3 (128k): fused QKV and gate/up, NeoX RoPE over the whole head with LongRoPE
+// factors (short and long sets rising across the frequencies, as the released ones
+// do) and the attention factor sqrt(1 + ln(ctx / orig) / ln(orig)). Norm weights are
+// random around 1, so that one left out changes the output.
+void add_phi3_layers(TensorSink& t) {
+  const SyntheticSpec& s = t.s;
+  const int64_t d = s.n_embd, ff = s.n_ff, hd = s.n_embd / s.n_head;
+  const int64_t q_dim = hd * s.n_head, kv_dim = hd * s.n_head_kv, half = hd / 2;
+  auto factors = [&](const std::string& name, float top) {
+    t.w.add_tensor(name, DType::kF32, {half}, [=](std::span<uint8_t> out) {
+      for (int64_t i = 0; i < half; ++i) {
+        const float x = static_cast<float>(i) / static_cast<float>(half);
+        const float v = 1.0f + (top - 1.0f) * x * x;
+        std::memcpy(out.data() + 4 * i, &v, 4);
+      }
+    });
+  };
+  t.random_vec("output_norm.weight", d, 0.2f, 1.0f);
+  t.matrix("output.weight", d, s.n_vocab, kGpt2EmbdStd);
+  factors("rope_factors_long.weight", 40.0f);
+  factors("rope_factors_short.weight", 1.5f);
+  for (int l = 0; l < s.n_layer; ++l) {
+    const std::string p = fmt::format("blk.{}.", l);
+    t.random_vec(p + "attn_norm.weight", d, 0.2f, 1.0f);
+    t.matrix(p + "attn_qkv.weight", d, q_dim + 2 * kv_dim, kGpt2WeightStd);
+    t.matrix(p + "attn_output.weight", q_dim, d, kGpt2WeightStd);
+    t.random_vec(p + "ffn_norm.weight", d, 0.2f, 1.0f);
+    t.matrix(p + "ffn_up.weight", d, 2 * ff, kGpt2WeightStd);
+    t.matrix(p + "ffn_down.weight", ff, d, kGpt2WeightStd);
+  }
+}
+
+// The original context LongRoPE extends (Phi-3's 4k) and its attention factor.
+constexpr int kPhi3OrigCtx = 4096;
+float phi3_attn_factor(int n_ctx) {
+  const double scale = static_cast<double>(n_ctx) / kPhi3OrigCtx;
+  return scale <= 1.0 ? 1.0f : static_cast<float>(std::sqrt(1.0 + std::log(scale) / std::log(double{kPhi3OrigCtx})));
+}
+
 }  // namespace
 
 Status write_synthetic_model(const SyntheticSpec& s, const std::string& path) {
@@ -246,15 +294,30 @@ Status write_synthetic_model(const SyntheticSpec& s, const std::string& path) {
     w.set(a + "rope.freq_base", Value::f32(s.rope_base));
     w.set(a + "attention.layer_norm_rms_epsilon", Value::f32(1e-5f));
   }
+  if (s.arch == "phi3") {
+    w.set(a + "rope.scaling.original_context_length", Value::u32(kPhi3OrigCtx));
+    w.set(a + "rope.scaling.attn_factor", Value::f32(phi3_attn_factor(s.n_ctx)));
+    // As the 128k files: a window as long as the context, so attention is full.
+    w.set(a + "attention.sliding_window", Value::u32(static_cast<uint32_t>(s.n_ctx)));
+  }
   w.set("general.file_type", Value::u32(static_cast<uint32_t>(s.weight_type)));
-  set_spm_vocabulary(w, make_synthetic_vocab(s.n_vocab));
+  SpmVocabulary vocab = make_synthetic_vocab(s.n_vocab);
+  if (s.arch == "phi3") {
+    // Phi-3's chat control tokens (llama.cpp looks them up), in place of the last fillers.
+    const char* const specials[] = {"<|endoftext|>", "<|assistant|>", "<|system|>", "<|end|>", "<|user|>"};
+    size_t at = vocab.tokens.size() - std::size(specials);
+    for (const char* sp : specials) vocab.tokens[at] = sp, vocab.scores[at] = 0.0f, vocab.types[at++] = 3;
+  }
+  set_spm_vocabulary(w, vocab);
 
   TensorSink t{s, w, pool};
   // GPT-2's embedding is small (std 0.14 in the released weights): its head is tied,
   // and the logits should spread as a trained model's, neither flat nor one-hot.
-  t.matrix("token_embd.weight", s.n_embd, s.n_vocab, gpt2 ? kGpt2EmbdStd : 1.0f);
+  t.matrix("token_embd.weight", s.n_embd, s.n_vocab, gpt2 || s.arch == "phi3" ? kGpt2EmbdStd : 1.0f);
   if (gpt2) {
     add_gpt2_layers(t);
+  } else if (s.arch == "phi3") {
+    add_phi3_layers(t);
   } else {
     add_llama_layers(t);
   }
