@@ -29,7 +29,7 @@ void ForwardState::reserve(const ModelConfig& c, int64_t n) {
 namespace {
 
 // inv_freq[i] = scale * base^(-2i / rope_dim) / factors[i] (factors may be empty).
-std::vector<float> rope_inv_freq(const ModelConfig& c, const std::vector<float>& factors) {
+std::vector<float> inv_freq_table(const ModelConfig& c, const std::vector<float>& factors) {
   std::vector<float> f;
   for (int i = 0; i < c.rope_dim / 2; ++i) {
     double v = std::pow(static_cast<double>(c.rope_base), -2.0 * i / c.rope_dim) * c.rope_freq_scale;
@@ -54,8 +54,8 @@ Result<std::unique_ptr<Model>> Model::from_file(GgufFile file) {
   LLMS_ASSIGN_OR_RETURN(m->weights_, ModelWeights::load(m->file_, m->config_));
   const ModelConfig& c = m->config_;
   const ModelWeights& w = m->weights_;
-  m->inv_freq_ = rope_inv_freq(c, w.rope_freqs.empty() ? w.rope_factors_short : w.rope_freqs);
-  if (!w.rope_factors_long.empty()) m->inv_freq_long_ = rope_inv_freq(c, w.rope_factors_long);
+  m->inv_freq_ = inv_freq_table(c, w.rope_freqs.empty() ? w.rope_factors_short : w.rope_freqs);
+  if (!w.rope_factors_long.empty()) m->inv_freq_long_ = inv_freq_table(c, w.rope_factors_long);
   // Identity: everything before the tensor data (metadata and tensor table) plus size.
   HashBuilder h;
   h.add_pod(m->file_.file_size());

@@ -65,6 +65,10 @@ class Model {
   // Changes whenever the weights or hyperparameters change; keys caches.
   Hash128 identity() const { return identity_; }
 
+  // RoPE's inverse frequencies [rope_dim / 2], divisors and scaling applied: the table
+  // for the short (or only) factor set, or LongRoPE's long one (empty if none).
+  const std::vector<float>& rope_inv_freq(bool long_factors) const { return long_factors ? inv_freq_long_ : inv_freq_; }
+
   // A KV cache config for this model with `num_blocks` blocks.
   KvCacheConfig kv_config(int32_t num_blocks, int block_size, DType k_type, DType v_type) const;
 

@@ -85,9 +85,15 @@ std::vector<Vec> reference_logits(const GgufFile& f, const std::vector<int32_t>&
   const double mscale = f.get_float_or(arch + ".rope.scaling.attn_factor", 1.0).value();
   const std::string orig_key = arch + ".rope.scaling.original_context_length";
   const int64_t orig = f.has(orig_key) ? static_cast<int64_t>(f.get_uint(orig_key).value()) : (1 << 30);
-  const Vec factors = !f.find_tensor("rope_factors_long.weight") ? Vec()
-                      : context > orig                           ? read(f, "rope_factors_long.weight")
-                                                                 : read(f, "rope_factors_short.weight");
+  Vec factors = !f.find_tensor("rope_factors_long.weight") ? Vec()
+                : context > orig                           ? read(f, "rope_factors_long.weight")
+                                                           : read(f, "rope_factors_short.weight");
+  if (f.find_tensor("rope_freqs.weight")) factors = read(f, "rope_freqs.weight");
+  if (f.get_string_or(arch + ".rope.scaling.type", "none").value() == "linear") {
+    // Positions divided by the factor: the same as every frequency divided by it.
+    const double linear = f.get_float(arch + ".rope.scaling.factor").value();
+    factors.assign(static_cast<size_t>(d / n_head / 2), linear);
+  }
   const int hd = d / n_head;
   const Vec emb = read(f, "token_embd.weight");
   const Vec out_w = f.find_tensor("output.weight") ? read(f, "output.weight") : emb;
@@ -323,6 +329,36 @@ TEST(ModelReferenceTest, GeneratedPhi3MatchesDoubleReferenceWithShortAndLongFact
   check_model(path, tokens, 0);      // short factors
   check_model(path, tokens, 8192);   // long factors: the context passes 4096
   std::filesystem::remove(path);
+}
+
+TEST(ModelReferenceTest, GeneratedLlamaWithRopeScalingMatchesDoubleReference) {
+  for (const char* scaling : {"linear", "llama3"}) {
+    SyntheticSpec spec;
+    spec.n_vocab = 300, spec.n_embd = 128, spec.n_layer = 2, spec.n_head = 4, spec.n_head_kv = 2, spec.n_ff = 96;
+    spec.rope_scaling = scaling, spec.strong_layers = true, spec.seed = 3;
+    const std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_rope_" + scaling + ".gguf";
+    ASSERT_TRUE(write_synthetic_model(spec, path).ok());
+    // Long enough that the divided low frequencies turn by a visible angle.
+    std::vector<int32_t> tokens;
+    for (int i = 0; i < 64; ++i) tokens.push_back((i * 53 + 7) % 300);
+    check_model(path, tokens);
+    // The low frequencies turn too little in 64 positions for the logits to show the
+    // divisors, so the table is checked itself: base^(-2i/d) / divisor.
+    auto model = Model::load(path);
+    ASSERT_TRUE(model.ok());
+    auto file = GgufFile::open(path);
+    ASSERT_TRUE(file.ok());
+    const std::vector<float>& inv = (*model)->rope_inv_freq(false);
+    const int hd = spec.n_embd / spec.n_head;
+    ASSERT_EQ(inv.size(), static_cast<size_t>(hd / 2));
+    const Vec divisors = std::string(scaling) == "linear" ? Vec(hd / 2, 4.0) : read(*file, "rope_freqs.weight");
+    EXPECT_GT(divisors.back(), 3.9);  // 4 (linear), or Llama-3.1's 8 at the lowest frequency
+    for (int i = 0; i < hd / 2; ++i) {
+      const double want = std::pow(static_cast<double>(spec.rope_base), -2.0 * i / hd) / divisors[i];
+      EXPECT_NEAR(inv[i], want, 1e-6 * want) << scaling << " " << i;
+    }
+    std::filesystem::remove(path);
+  }
 }
 
 TEST(ModelReferenceTest, Gpt2PositionsEndAtTheLearnedTable) {

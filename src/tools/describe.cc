@@ -58,7 +58,12 @@ json describe_model_file(const GgufFile& f) {
                             {"positions", c.learned_positions ? "learned" : "rope"},
                             {"norm", c.norm == NormKind::kRms ? "rmsnorm" : "layernorm"},
                             {"norm_eps", c.rms_eps},
-                            {"ffn", c.ffn == FfnKind::kSwiGlu ? "swiglu" : "gelu"}};
+                            {"ffn", c.ffn == FfnKind::kSwiGlu ? "swiglu" : "gelu"},
+                            {"rope_context_orig", c.n_ctx_orig},
+                            {"rope_attn_factor", c.rope_attn_factor},
+                            {"rope_freq_scale", c.rope_freq_scale},
+                            {"sliding_window", c.sliding_window},
+                            {"max_positions", c.max_positions()}};
     d["synthetic"] = c.synthetic;
   } else {
     d["config_error"] = cfg.status().message();

@@ -27,6 +27,9 @@ Status SyntheticSpec::validate() const {
   }
   if (n_embd % n_head != 0) return invalid_argument(fmt::format("dim {} is not a multiple of heads {}", n_embd, n_head));
   if (n_head % n_head_kv != 0) return invalid_argument(fmt::format("heads {} not a multiple of KV heads {}", n_head, n_head_kv));
+  if (rope_scaling != "none" && rope_scaling != "linear" && rope_scaling != "llama3") {
+    return invalid_argument("rope scaling must be none, linear or llama3, got '" + rope_scaling + "'");
+  }
   if (arch != "gpt2" && (n_embd / n_head) % 2 != 0) return invalid_argument("head size must be even (RoPE rotates pairs)");
   if (arch == "gpt2" && n_head_kv != n_head) return invalid_argument("gpt2 has as many KV heads as heads");
   for (int64_t cols : {static_cast<int64_t>(n_embd), static_cast<int64_t>(n_ff)}) {
@@ -153,7 +156,10 @@ struct TensorSink {
   GgufWriter& w;
   ThreadPool& pool;
 
-  void matrix(const std::string& name, int64_t cols, int64_t rows, float std_dev = 0.02f) {
+  float layer_std = 0.02f;  // the default of matrix()
+
+  void matrix(const std::string& name, int64_t cols, int64_t rows, float std_dev = -1.0f) {
+    if (std_dev < 0.0f) std_dev = layer_std;
     w.add_tensor(name, s.weight_type, {cols, rows}, random_filler(s.weight_type, cols, s.seed, name, std_dev, &pool));
   }
   void random_vec(const std::string& name, int64_t n, float std_dev = 0.02f, float mean = 0.0f) {
@@ -169,6 +175,29 @@ struct TensorSink {
 constexpr float kGpt2EmbdStd = 0.14f;
 constexpr float kGpt2WeightStd = 0.04f;
 
+// Llama-3.1's frequency divisors (factor 8, low/high frequency factors 1 and 4, an
+// original context of 8192), as its converter computes them.
+void add_llama3_rope_freqs(TensorSink& t) {
+  const SyntheticSpec& s = t.s;
+  const int64_t hd = s.n_embd / s.n_head, half = hd / 2;
+  const double factor = 8.0, low = 1.0, high = 4.0, orig = 8192.0, pi = 3.14159265358979323846;
+  t.w.add_tensor("rope_freqs.weight", DType::kF32, {half}, [=](std::span<uint8_t> out) {
+    for (int64_t i = 0; i < half; ++i) {
+      const double freq = std::pow(static_cast<double>(s.rope_base), -2.0 * static_cast<double>(i) / hd);
+      const double wavelen = 2 * pi / freq;
+      double f = 1.0;
+      if (wavelen > orig / low) {
+        f = factor;
+      } else if (wavelen >= orig / high) {
+        const double smooth = (orig / wavelen - low) / (high - low);
+        f = 1.0 / ((1.0 - smooth) / factor + smooth);
+      }
+      const float v = static_cast<float>(f);
+      std::memcpy(out.data() + 4 * i, &v, 4);
+    }
+  });
+}
+
 // LLaMA and Qwen2: separate Q, K, V (Qwen2 with biases), RMSNorm, SwiGLU.
 void add_llama_layers(TensorSink& t) {
   const SyntheticSpec& s = t.s;
@@ -176,6 +205,7 @@ void add_llama_layers(TensorSink& t) {
   const int64_t q_dim = hd * s.n_head, kv_dim = hd * s.n_head_kv;
   t.ones("output_norm.weight", d);
   if (!s.tied_output) t.matrix("output.weight", d, s.n_vocab);
+  if (s.rope_scaling == "llama3") add_llama3_rope_freqs(t);
   for (int l = 0; l < s.n_layer; ++l) {
     const std::string p = fmt::format("blk.{}.", l);
     t.ones(p + "attn_norm.weight", d);
@@ -293,6 +323,10 @@ Status write_synthetic_model(const SyntheticSpec& s, const std::string& path) {
     w.set(a + "rope.dimension_count", Value::u32(static_cast<uint32_t>(s.n_embd / s.n_head)));
     w.set(a + "rope.freq_base", Value::f32(s.rope_base));
     w.set(a + "attention.layer_norm_rms_epsilon", Value::f32(1e-5f));
+  }
+  if (s.rope_scaling == "linear") {
+    w.set(a + "rope.scaling.type", Value::string("linear"));
+    w.set(a + "rope.scaling.factor", Value::f32(4.0f));
   }
   if (s.arch == "phi3") {
     w.set(a + "rope.scaling.original_context_length", Value::u32(kPhi3OrigCtx));

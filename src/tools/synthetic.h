@@ -27,6 +27,13 @@ struct SyntheticSpec {
   int n_ctx = 2048;
   float rope_base = 10000.0f;
   bool tied_output = false;
+  // RoPE scaling (llama and qwen2): "none", "linear" (rope.scaling.factor 4) or "llama3"
+  // (Llama-3.1's frequency divisors as a rope_freqs.weight tensor)
+  std::string rope_scaling = "none";
+  // llama and qwen2: the small embedding and larger layer matrices of the gpt2 and phi3
+  // models (std 0.14 and 0.04, not 1 and 0.02), so that what attention adds (RoPE)
+  // shows in the logits rather than the embedding alone.
+  bool strong_layers = false;
   DType weight_type = DType::kF32;  // matrices; norms and biases stay F32
   uint64_t seed = 1;
 
