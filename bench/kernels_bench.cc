@@ -118,8 +118,9 @@ void BM_PeakInt8Dot(benchmark::State& state) {
 
 // --- Weights ----------------------------------------------------------------------
 
-constexpr DType kTypes[] = {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0,
-                            DType::kQ4_0, DType::kQ4_K, DType::kQ6_K};
+constexpr DType kTypes[] = {DType::kF32,  DType::kF16,  DType::kBF16, DType::kQ8_0,   DType::kQ4_0,
+                            DType::kQ4_K, DType::kQ6_K, DType::kQ5_0, DType::kQ5_1,   DType::kIQ4_NL,
+                            DType::kQ5_K, DType::kIQ4_XS, DType::kQ3_K};
 
 bool is_float(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16; }
 

@@ -11,9 +11,6 @@
 
 #include <boost/asio.hpp>
 #include <signal.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -25,6 +22,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "serve_child.h"
 
 namespace asio = boost::asio;
 using Tcp = asio::ip::tcp;
@@ -175,54 +174,8 @@ std::string build_request(const Options& o) {
          std::to_string(b.size()) + "\r\n\r\n" + b;
 }
 
-// Starts `bin serve -m model --port 0 args`; returns its pid and port.
-pid_t start_server(const Options& o, int* port, int* out_fd) {
-  int fds[2];
-  if (pipe(fds) != 0) return -1;
-  const pid_t pid = fork();
-  if (pid == 0) {
-    dup2(fds[1], STDOUT_FILENO);
-    close(fds[0]);
-    close(fds[1]);
-    const std::string cmd = "exec " + o.serve_bin + " serve -m " + o.model + " --host " + o.host + " --port 0 " + o.server_args;
-    execl("/bin/sh", "sh", "-c", cmd.c_str(), nullptr);
-    _exit(127);
-  }
-  close(fds[1]);
-  std::string line;
-  char ch;
-  while (read(fds[0], &ch, 1) == 1 && ch != '\n') line += ch;
-  *out_fd = fds[0];
-  const size_t colon = line.rfind(':');
-  *port = line.find("serving") != std::string::npos && colon != std::string::npos ? std::stoi(line.substr(colon + 1)) : 0;
-  std::printf("%s\n", line.c_str());
-  return pid;
-}
-
-bool wait_ready(const Options& o) {
-  for (int i = 0; i < 600; ++i) {
-    asio::io_context io;
-    Tcp::socket s(io);
-    boost::system::error_code ec;
-    s.connect({asio::ip::make_address(o.host), static_cast<unsigned short>(o.port)}, ec);
-    if (!ec) {
-      const std::string req = "GET /ready HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
-      asio::write(s, asio::buffer(req), ec);
-      std::string resp(64, '\0');
-      const size_t n = s.read_some(asio::buffer(resp), ec);
-      if (n > 12 && resp.compare(0, 12, "HTTP/1.1 200") == 0) return true;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the server is still loading
-  }
-  return false;
-}
-
 int run_load(const Options& o) {
-  rlimit rl{};
-  if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
-    rl.rlim_cur = rl.rlim_max;
-    setrlimit(RLIMIT_NOFILE, &rl);
-  }
+  llms::bench::raise_fd_limit();
   asio::io_context io;
   Stats st;
   const std::string request = build_request(o);
@@ -261,28 +214,24 @@ int main(int argc, char** argv) {
   app.add_option("--server-args", o.server_args, "Extra serve flags for --serve");
   CLI11_PARSE(app, argc, argv);
   signal(SIGPIPE, SIG_IGN);
-  pid_t pid = -1;
-  int out_fd = -1;
+  llms::bench::ServeChild child;
   if (!o.serve_bin.empty()) {
-    pid = start_server(o, &o.port, &out_fd);
-    if (pid < 0 || o.port == 0) {
+    child = llms::bench::start_serve(o.serve_bin, o.model, o.host, o.server_args);
+    o.port = child.port;
+    if (child.pid < 0 || o.port == 0) {
       std::fprintf(stderr, "error: the server did not start\n");
       return 1;
     }
   }
-  if (o.port == 0 || !wait_ready(o)) {
+  if (o.port == 0 || !llms::bench::wait_ready(o.host, o.port)) {
     std::fprintf(stderr, "error: no ready server on %s:%d\n", o.host.c_str(), o.port);
     return 1;
   }
   int rc = run_load(o);
-  if (pid > 0) {
-    kill(pid, SIGTERM);
-    int status = 0;
-    waitpid(pid, &status, 0);
-    const bool clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  if (child.pid > 0) {
+    const bool clean = llms::bench::stop_serve(child);
     std::printf("server stopped with SIGTERM: %s\n", clean ? "exit 0" : "NOT a clean exit");
     if (!clean) rc = 1;
-    close(out_fd);
   }
   return rc;
 }

@@ -9,10 +9,16 @@ LLMSERVE_PACKAGES=(
   nlohmann-json3-dev libcli11-dev libfmt-dev libxxhash-dev libpcre2-dev
   libcpp-httplib-dev libtomlplusplus-dev libboost-dev
 )
+# The libFuzzer targets (scripts/fuzz-*.sh) build with clang and its sanitizer and
+# fuzzer runtimes.
+LLMSERVE_FUZZ_PACKAGES=(clang libclang-rt-14-dev)
 
-install_deps() {
+install_deps() { install_packages "${LLMSERVE_PACKAGES[@]}"; }
+install_fuzz_deps() { install_packages "${LLMSERVE_PACKAGES[@]}" "${LLMSERVE_FUZZ_PACKAGES[@]}"; }
+
+install_packages() {
   local missing=()
-  for p in "${LLMSERVE_PACKAGES[@]}"; do
+  for p in "$@"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
   if [ ${#missing[@]} -eq 0 ]; then

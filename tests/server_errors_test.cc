@@ -106,6 +106,19 @@ TEST_F(ErrorsTest, UnknownModelRouteAndMethod) {
   EXPECT_EQ(r.header("Allow"), "POST");
 }
 
+// A response to HEAD has no body, so that a pipelined request's answer after it is
+// read as an answer, not as the rest of a body.
+TEST_F(ErrorsTest, HeadIsAnsweredWithoutABody) {
+  RawClient c(port());
+  ASSERT_TRUE(c.send_raw("HEAD /v1/models HTTP/1.1\r\nHost: x\r\n\r\nGET /health HTTP/1.1\r\nHost: x\r\n\r\n"));
+  const std::string got = c.read_until("{\"status\":\"ok\"}", 20);
+  ASSERT_EQ(got.rfind("HTTP/1.1 405", 0), 0u) << got;
+  const size_t end = got.find("\r\n\r\n");
+  ASSERT_NE(end, std::string::npos);
+  EXPECT_NE(got.find("Allow: GET"), std::string::npos) << got;
+  EXPECT_EQ(got.compare(end + 4, 15, "HTTP/1.1 200 OK"), 0) << got;  // nothing between the two answers
+}
+
 TEST_F(ErrorsTest, BodyTooLargeIs413) {
   const std::string big = Json{{"prompt", std::string(8000, 'a')}}.dump();
   expect_error(http_post(port(), "/v1/completions", big), {413, "invalid_request_error", nullptr, "request_too_large"},

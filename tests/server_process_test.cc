@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <thread>
@@ -108,8 +109,19 @@ TEST(ServeProcess, SigtermDuringLoadFinishesOrCancelsEveryRequestAndExitsZero) {
                                             {"max_tokens", is_long ? 6000 : 3}, {"ignore_eos", true}, {"stream", true}});
     });
   }
-  // The long requests are in flight (running or queued) when the signal comes.
-  ASSERT_TRUE(poll_until([&] { return metric(child.port, "llmserve_http_active_requests") >= kClients - 2; }, 60));
+  // Every request has arrived and the long ones are in flight (running or queued) when
+  // the signal comes: a request that arrived after it would rightly get 503.
+  const auto arrived = [&] {
+    const std::string m = http_get(child.port, "/metrics").body;
+    const auto done = [&](const char* endpoint) {
+      const double v = metric(m, std::string("llmserve_http_requests_total{endpoint=\"") + endpoint +
+                                     "\",method=\"POST\",status=\"200\"}");
+      return std::isnan(v) ? 0.0 : v;
+    };
+    const double active = metric(m, "llmserve_http_active_requests");
+    return active >= kClients - 2 && active + done("/v1/completions") + done("/v1/chat/completions") >= kClients;
+  };
+  ASSERT_TRUE(poll_until(arrived, 60));
   ASSERT_EQ(kill(child.pid, SIGTERM), 0);
   for (auto& t : clients) t.join();
 

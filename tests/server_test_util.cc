@@ -115,25 +115,22 @@ httplib::Client client(int port) {
   return c;
 }
 
+httplib::Headers to_httplib(const Headers& headers) {
+  httplib::Headers h;
+  for (const auto& [k, v] : headers) h.emplace(k, v);
+  return h;
+}
+
 }  // namespace
 
-HttpResult http_get(int port, const std::string& path) {
+HttpResult http_get(int port, const std::string& path, const Headers& headers) {
   auto c = client(port);
-  return from(c.Get(path.c_str()));
+  return from(c.Get(path.c_str(), to_httplib(headers)));
 }
 
 HttpResult http_post(int port, const std::string& path, const std::string& body, const Headers& headers) {
   auto c = client(port);
-  httplib::Headers h;
-  for (const auto& [k, v] : headers) h.emplace(k, v);
-  return from(c.Post(path.c_str(), h, body, "application/json"));
-}
-
-HttpResult http_get(int port, const std::string& path, const Headers& headers) {
-  auto c = client(port);
-  httplib::Headers h;
-  for (const auto& [k, v] : headers) h.emplace(k, v);
-  return from(c.Get(path.c_str(), h));
+  return from(c.Post(path.c_str(), to_httplib(headers), body, "application/json"));
 }
 
 std::vector<std::string> parse_sse(const std::string& raw) {
@@ -180,8 +177,9 @@ SseResult http_stream(int port, const std::string& path, const Json& body) {
   return out;
 }
 
-RawClient::RawClient(int port) {
+RawClient::RawClient(int port, int receive_buffer) {
   fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (receive_buffer > 0) ::setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof(receive_buffer));
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(static_cast<uint16_t>(port));
@@ -221,6 +219,28 @@ std::string RawClient::read_until(const std::string& needle, double timeout_s) {
   return received_;
 }
 
+size_t RawClient::read_some(size_t max_bytes) {
+  if (fd_ < 0) return 0;
+  std::string buf(max_bytes, '\0');
+  const ssize_t n = ::recv(fd_, buf.data(), buf.size(), MSG_DONTWAIT);
+  if (n <= 0) return 0;
+  received_.append(buf.data(), static_cast<size_t>(n));
+  return static_cast<size_t>(n);
+}
+
+bool RawClient::wait_closed(double timeout_s) {
+  const int64_t deadline = now_ns() + static_cast<int64_t>(timeout_s * 1e9);
+  char buf[4096];
+  while (fd_ >= 0 && now_ns() < deadline) {
+    pollfd p{fd_, POLLIN, 0};
+    if (::poll(&p, 1, 50) <= 0) continue;
+    const ssize_t n = ::recv(fd_, buf, sizeof(buf), 0);
+    if (n <= 0) return true;
+    received_.append(buf, static_cast<size_t>(n));
+  }
+  return false;
+}
+
 void RawClient::close() {
   if (fd_ >= 0) {
     linger l{1, 0};  // reset, like a client that dies
@@ -256,6 +276,10 @@ double metric(const std::string& text, const std::string& name_and_labels) {
 }
 
 double metric(int port, const std::string& name_and_labels) { return metric(http_get(port, "/metrics").body, name_and_labels); }
+
+double metric(LlmServer& server, const std::string& name_and_labels) {
+  return metric(server.context().render_metrics(), name_and_labels);
+}
 
 bool poll_until(const std::function<bool()>& cond, double timeout_s) {
   const int64_t deadline = now_ns() + static_cast<int64_t>(timeout_s * 1e9);

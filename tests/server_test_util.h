@@ -37,9 +37,10 @@ struct HttpResult {
   Json json() const;  // null when the body is not JSON
 };
 
+// Extra request headers, e.g. {{"Authorization", "Bearer KEY"}}.
 using Headers = std::vector<std::pair<std::string, std::string>>;
-HttpResult http_get(int port, const std::string& path);
-HttpResult http_get(int port, const std::string& path, const Headers& headers);
+
+HttpResult http_get(int port, const std::string& path, const Headers& headers = {});
 HttpResult http_post(int port, const std::string& path, const std::string& body, const Headers& headers = {});
 inline HttpResult http_post(int port, const std::string& path, const Json& body, const Headers& headers = {}) {
   return http_post(port, path, body.dump(), headers);
@@ -57,15 +58,23 @@ struct SseResult {
 SseResult http_stream(int port, const std::string& path, const Json& body);
 std::vector<std::string> parse_sse(const std::string& raw);
 
-// A client on a plain socket, for leaving abruptly.
+// A client on a plain socket, for leaving abruptly, sending slowly or not reading.
 class RawClient {
  public:
-  explicit RawClient(int port);
+  // `receive_buffer` > 0 sets SO_RCVBUF before connecting: a client that never reads
+  // then absorbs only that much of a response.
+  explicit RawClient(int port, int receive_buffer = 0);
   ~RawClient();
   bool send_request(const std::string& method, const std::string& path, const std::string& body);
   bool send_raw(const std::string& bytes);
   // Reads until `needle` has arrived or `timeout_s` passed; what arrived.
   std::string read_until(const std::string& needle, double timeout_s);
+  // Reads (and keeps) at most `max_bytes` of what has arrived; how many.
+  size_t read_some(size_t max_bytes);
+  // Reads (and keeps) everything until the server closes; false when `timeout_s`
+  // passed first.
+  bool wait_closed(double timeout_s);
+  const std::string& received() const { return received_; }
   void close();
   bool connected() const { return fd_ >= 0; }
 
@@ -81,6 +90,8 @@ std::string without_version_labels(const std::string& text);
 // name without the version label matches the series of any version); NaN when absent.
 double metric(const std::string& text, const std::string& name_and_labels);
 double metric(int port, const std::string& name_and_labels);
+// Same, read from the server's registry in process (takes no connection).
+double metric(LlmServer& server, const std::string& name_and_labels);
 
 // Calls `cond` until it returns true or `timeout_s` passes.
 bool poll_until(const std::function<bool()>& cond, double timeout_s = 20.0);

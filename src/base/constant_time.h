@@ -4,20 +4,21 @@
 // Thread-safety: a pure function.
 #pragma once
 
-#include <algorithm>
 #include <string_view>
 
 namespace llms {
 
-inline bool constant_time_equal(std::string_view a, std::string_view b) {
-  unsigned diff = a.size() == b.size() ? 0u : 1u;
-  const size_t n = std::max(a.size(), b.size());
-  for (size_t i = 0; i < n; ++i) {
-    const unsigned char x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0;
-    const unsigned char y = i < b.size() ? static_cast<unsigned char>(b[i]) : 0;
-    diff |= static_cast<unsigned>(x ^ y);
+// Equal in time that depends only on `presented`'s length: the presented bytes are
+// walked whatever the secret's length, every difference folded in. An empty secret
+// matches nothing.
+inline bool constant_time_equal(std::string_view presented, std::string_view secret) {
+  unsigned diff = presented.size() == secret.size() ? 0u : 1u;
+  const size_t n = secret.size();
+  for (size_t i = 0; i < presented.size(); ++i) {
+    const unsigned char k = n == 0 ? 0 : static_cast<unsigned char>(secret[i % n]);
+    diff |= static_cast<unsigned>(static_cast<unsigned char>(presented[i]) ^ k);
   }
-  return diff == 0;
+  return diff == 0 && n > 0;
 }
 
 }  // namespace llms

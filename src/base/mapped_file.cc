@@ -5,10 +5,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <string>
 #include <utility>
 
 namespace llms {
@@ -32,6 +35,34 @@ void MappedFile::reset() {
   if (data_ != nullptr && size_ > 0) munmap(const_cast<uint8_t*>(data_), size_);
   data_ = nullptr;
   size_ = 0;
+}
+
+void MappedFile::release(uint64_t offset, uint64_t length) const {
+  if (data_ == nullptr || offset >= size_ || length == 0) return;
+  const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  const uint64_t begin = offset / page * page;
+  const uint64_t end = std::min<uint64_t>(size_, offset + length);
+  // MADV_DONTNEED on a private mapping that was never written discards nothing but
+  // the mapping of clean page-cache pages: the bytes read the same afterwards.
+  madvise(const_cast<uint8_t*>(data_) + begin, static_cast<size_t>(end - begin), MADV_DONTNEED);
+}
+
+int64_t MappedFile::resident_bytes() const {
+  if (data_ == nullptr) return 0;
+  std::ifstream in("/proc/self/smaps");
+  std::string line;
+  bool inside = false;
+  while (std::getline(in, line)) {
+    // A mapping's header starts with its address range in hex, "start-end perms ...".
+    const size_t dash = line.find('-');
+    if (dash != std::string::npos && dash > 0 && std::isxdigit(static_cast<unsigned char>(line[0])) &&
+        line.find(' ') > dash) {
+      inside = std::stoull(line.substr(0, dash), nullptr, 16) == reinterpret_cast<uintptr_t>(data_);
+      continue;
+    }
+    if (inside && line.rfind("Rss:", 0) == 0) return std::stoll(line.substr(4)) * 1024;
+  }
+  return -1;
 }
 
 Result<MappedFile> MappedFile::open(const std::string& path) {

@@ -1,5 +1,11 @@
 // MappedFile: a read-only memory map of a whole file (model weights are never copied).
 // Move-only; the mapping lives as long as the object.
+//
+// The mapping is private and never written, so its pages are the page cache's clean
+// pages: release() may drop this process's view of any of them (they then stop
+// counting in its resident memory) and a later read simply maps them again.
+//
+// Thread-safety: reads from any thread; release() too (it never changes contents).
 #pragma once
 
 #include <cstddef>
@@ -27,6 +33,15 @@ class MappedFile {
   size_t size() const { return size_; }
   std::span<const uint8_t> bytes() const { return {data_, size_}; }
   const std::string& path() const { return path_; }
+
+  // Drops the pages spanning bytes [offset, offset + length) of the file (rounded out to
+  // whole pages) from this process's resident memory: for data that was copied out
+  // (repacked weights, parsed metadata) and will be read rarely or never again.
+  // Contents are unchanged; a later read faults the pages back in.
+  void release(uint64_t offset, uint64_t length) const;
+  // Bytes of the mapping resident in this process now (its Rss in /proc/self/smaps),
+  // or -1 when that cannot be read. Reads a /proc file: for start-up and tests.
+  int64_t resident_bytes() const;
 
  private:
   void reset();

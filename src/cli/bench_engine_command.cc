@@ -20,7 +20,7 @@ struct Options {
   int max_batch_size = 8;
   double max_delay_ms = 20;
   int threads = 0;
-  std::string kv_type = "f32";
+  std::string kv_type = "f16";  // as serve (EngineConfig)
   std::string output_dist = "uniform";
   bool json = false;
 };

@@ -39,7 +39,7 @@ struct Options {
   int ctx = 0;
   int max_batch_tokens = 512;
   int kv_block_size = 16;
-  std::string kv_type = "f32";
+  std::string kv_type = "f16";  // as serve (EngineConfig)
   std::string kv_k_type, kv_v_type;
   bool no_prefix_cache = false;
   bool json = false;

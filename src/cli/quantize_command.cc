@@ -53,7 +53,7 @@ void add_quantize_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("quantize", "Rewrite a GGUF model's weights in a smaller type");
   cmd->add_option("in", o->in, "Input GGUF")->required();
   cmd->add_option("out", o->out, "Output GGUF")->required();
-  cmd->add_option("--type", o->type, "f32, f16, bf16, q8_0, q6_k, q4_k, q4_0")->required();
+  cmd->add_option("--type", o->type, "f32, f16, bf16, q8_0, q6_k, q5_k, q5_0, q4_k, q4_0, iq4_nl, iq4_xs, q3_k")->required();
   cmd->add_option("--keep", o->keep, "TYPE:PATTERN[,PATTERN]: pin tensors whose name contains a pattern (repeatable)");
   cmd->add_option("--policy", o->policy, "default, or depth (promote tensors above a depth-scaled error tolerance)")
       ->capture_default_str();

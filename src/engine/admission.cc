@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <sstream>
+#include <string>
 
 namespace llms {
 
@@ -64,10 +66,18 @@ AdmissionState AdmissionController::state() const {
 }
 
 int64_t process_rss_bytes() {
-  std::ifstream in("/proc/self/statm");
-  int64_t pages = 0, resident = 0;
-  if (!(in >> pages >> resident)) return 0;
-  return resident * static_cast<int64_t>(sysconf(_SC_PAGESIZE));
+  // RssAnon: the process's own memory. VmRSS adds the mapped file pages (the model
+  // file before repacking, the token embedding rows read in place), which the kernel
+  // may drop at any time and which would count the weights twice while loading.
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("RssAnon:", 0) != 0) continue;
+    std::istringstream fields(line.substr(8));
+    int64_t kib = 0;
+    if (fields >> kib) return kib * 1024;
+  }
+  return 0;
 }
 
 int64_t machine_memory_bytes() {

@@ -2,7 +2,7 @@
 // overload is answered quickly and clearly instead of by growing queues or memory.
 //   * bounded waiting queue, by requests and by queued prompt tokens -> RESOURCE_EXHAUSTED
 //     (HTTP 429) with a retry-after hint;
-//   * memory watermarks on KV-pool use and process RSS with hysteresis: above the high
+//   * memory watermarks on KV-pool use and process memory (anonymous RSS) with hysteresis: above the high
 //     mark new requests are refused (UNAVAILABLE, HTTP 503) until use falls below the
 //     low mark;
 //   * draining (shutdown) -> UNAVAILABLE.
@@ -68,7 +68,8 @@ class AdmissionController {
   std::atomic<double> retry_hint_s_{1.0};
 };
 
-// Resident memory of this process in bytes (0 when unknown).
+// Memory this process owns, in bytes: its anonymous resident memory (RssAnon), not
+// the clean file pages it maps, which the kernel can drop at will (0 when unknown).
 int64_t process_rss_bytes();
 // The memory this process may use: the cgroup limit when set, else physical RAM.
 int64_t machine_memory_bytes();

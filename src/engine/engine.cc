@@ -74,6 +74,11 @@ Engine::Engine(std::unique_ptr<ModelRunner> runner, const Tokenizer& tokenizer, 
       status_(metrics_, admission_, config.memory_limit_bytes > 0 ? config.memory_limit_bytes : machine_memory_bytes()),
       clock_(now_ns) {
   if (config.speculative == SpeculativeMode::kNgram) proposer_ = std::make_unique<NgramProposer>(config.spec_ngram_max);
+  const WeightsMemory weights = runner_->weights_memory();
+  metrics_.memory_bytes.with({"weights"}).set(static_cast<double>(weights.owned_bytes));
+  metrics_.memory_bytes.with({"weights_mapped"}).set(static_cast<double>(weights.mapped_bytes));
+  metrics_.memory_bytes.with({"file_mapped_resident"}).set(static_cast<double>(weights.mapped_resident_bytes));
+  metrics_.memory_bytes.with({"kv_reserved"}).set(static_cast<double>(runner_->kv_reserved_bytes()));
   publish(clock_(), true);
 }
 

@@ -35,9 +35,11 @@ struct EngineConfig {
   double max_delay_ms = 20;      // dynamic: the oldest waits at most this long for a full batch
 
   int block_size = 16;           // KV block size in tokens (kMinKvBlockSize..kMaxKvBlockSize: 8..128)
-  int64_t kv_cache_bytes = 0;    // 0: 10% of the memory limit, at most what max_running full contexts need
-  DType k_type = DType::kF32;
-  DType v_type = DType::kF32;
+  int64_t kv_cache_bytes = 0;    // 0: what max_running full contexts need, at most 10% of the memory limit
+  // F16, as the peers: half of F32's bytes, and keys and values have ranges F16 holds
+  // (docs/engine.md has the costs of each type).
+  DType k_type = DType::kF16;
+  DType v_type = DType::kF16;
   bool prefix_cache = true;
   int64_t result_cache_bytes = 64 << 20;  // completed deterministic outputs; 0 disables
   int context_length = 0;        // 0: the model's training context

@@ -45,7 +45,15 @@ EngineMetrics::EngineMetrics(Registry& r)
       waiting(r.gauge("llmserve_requests_waiting", "Requests waiting to run.")),
       kv_blocks(r.gauge_family("llmserve_kv_blocks", "KV cache blocks by state.", {"state"})),
       kv_usage(r.gauge("llmserve_kv_cache_usage_ratio", "Share of KV blocks owned by sequences.")),
-      rss_bytes(r.gauge("llmserve_process_resident_memory_bytes", "Resident memory of the process.")),
+      rss_bytes(r.gauge("llmserve_process_resident_memory_bytes",
+                        "Memory the process owns (anonymous resident memory, not clean file pages); the memory "
+                        "watermark reads it.")),
+      memory_bytes(r.gauge_family("llmserve_memory_bytes",
+                                  "Memory by part: weights (packed, resident once), weights_mapped (read in place "
+                                  "from the file: the token embedding), file_mapped_resident (the model file's pages mapped at start, "
+                                  "after loading), kv_reserved (address space of the KV cache, "
+                                  "committed as blocks are first used).",
+                                  {"part"})),
       watermark(r.gauge("llmserve_memory_watermark_refusing", "1 while above a memory watermark.")),
       ttft(r.histogram("llmserve_time_to_first_token_seconds", "Arrival to first token.", latency_buckets())),
       itl(r.histogram("llmserve_inter_token_latency_seconds", "Time between tokens of a request.", latency_buckets())),

@@ -33,7 +33,8 @@ struct EngineMetrics {
   Gauge& waiting;
   Family<Gauge>& kv_blocks;         // by state: used, free, cached
   Gauge& kv_usage;
-  Gauge& rss_bytes;
+  Gauge& rss_bytes;                 // memory the process owns (anonymous), which the watermark reads
+  Family<Gauge>& memory_bytes;      // by part: weights (resident), weights_mapped, kv_reserved
   Gauge& watermark;                 // 1 while refusing new requests
   Histogram& ttft;
   Histogram& itl;

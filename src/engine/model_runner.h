@@ -21,6 +21,10 @@ class ModelRunner {
   virtual ~ModelRunner() = default;
   virtual int vocab_size() const = 0;
   virtual Status forward(std::span<const SequenceChunk> chunks, ForwardOutput& out) = 0;
+  // What the model's weights take in memory (a fake model takes none).
+  virtual WeightsMemory weights_memory() const { return {}; }
+  // Bytes of KV cache memory reserved (address space) and committed (touched) so far.
+  virtual int64_t kv_reserved_bytes() const { return 0; }
 };
 
 class LocalModelRunner : public ModelRunner {
@@ -32,6 +36,8 @@ class LocalModelRunner : public ModelRunner {
   Status forward(std::span<const SequenceChunk> chunks, ForwardOutput& out) override {
     return model_.forward(chunks, kv_, state_, pool_, out);
   }
+  WeightsMemory weights_memory() const override { return model_.weights_memory(); }
+  int64_t kv_reserved_bytes() const override { return kv_.total_bytes(); }
   const KvCache& kv_cache() const { return kv_; }
   int num_threads() const { return pool_.num_threads(); }
 

@@ -127,7 +127,7 @@ TEST(SpeculativeTest, GreedyOutputIsThePlainOutputAloneInABatchAndUnderPreemptio
   }
 }
 
-TEST(SpeculativeTest, ProposalsStopAtMaxTokensAndAcceptedRunsEndAtStops) {
+TEST(SpeculativeTest, ProposalsNeverReachPastMaxTokens) {
   EngineConfig c;
   c.spec_tokens = 8;
   SpecRun r = make(c, 64);
@@ -139,6 +139,63 @@ TEST(SpeculativeTest, ProposalsStopAtMaxTokensAndAcceptedRunsEndAtStops) {
   EXPECT_EQ(got.finish.reason, FinishReason::kLength);
   for (const auto& call : r.runner->calls) {
     for (const auto& ch : call) EXPECT_LE(ch.start + ch.n, static_cast<int64_t>(p.prompt.size()) + 3);
+  }
+}
+
+// Stop strings and logprobs act on accepted tokens as on plain ones: with proposals, a
+// request that asks for top-3 logprobs and stops at the text of its own 6th plain token
+// (found by a plain run first) gives the plain run's tokens, text, finish and logprobs.
+TEST(SpeculativeTest, StopStringsAndLogprobsMatchThePlainRun) {
+  struct Run {
+    std::vector<TokenEvent> tokens;
+    FinishEvent finish;
+    int64_t accepted = 0;  // proposed tokens kept
+  };
+  auto run = [](RequestParams p, bool speculative) {
+    EngineConfig c;
+    c.spec_tokens = 6;
+    SpecRun r = make(c, 64, /*soft=*/true);
+    p.speculative = speculative;
+    auto h = *r.engine->submit(p);
+    r.engine->run_until_idle();
+    Run out;
+    for (auto& e : h->drain()) {
+      if (auto* t = std::get_if<TokenEvent>(&e)) {
+        out.tokens.push_back(*t);
+      } else {
+        out.finish = std::get<FinishEvent>(e);
+      }
+    }
+    out.accepted = r.engine->snapshot().spec_accepted_tokens;
+    return out;
+  };
+  for (int32_t start : {5, 40, 90}) {
+    RequestParams p = greedy_request(prompt_of(6, start), 24);
+    p.top_logprobs = 3;
+    const Run open = run(p, false);
+    ASSERT_EQ(open.tokens.size(), 24u);
+    std::string stop;
+    for (size_t i = 5; i < open.tokens.size() && stop.empty(); ++i) stop = open.tokens[i].text;
+    ASSERT_FALSE(stop.empty());
+    p.stop = {stop};
+    const Run plain = run(p, false), spec = run(p, true);
+    EXPECT_EQ(plain.finish.reason, FinishReason::kStop) << "start " << start;
+    EXPECT_LT(plain.tokens.size(), 24u);
+    EXPECT_GT(spec.accepted, 0) << "start " << start;
+    EXPECT_EQ(spec.finish.reason, plain.finish.reason);
+    EXPECT_EQ(spec.finish.text, plain.finish.text);
+    EXPECT_EQ(spec.finish.completion_tokens, plain.finish.completion_tokens);
+    ASSERT_EQ(spec.tokens.size(), plain.tokens.size()) << "start " << start;
+    for (size_t i = 0; i < plain.tokens.size(); ++i) {
+      EXPECT_EQ(spec.tokens[i].token, plain.tokens[i].token) << i;
+      EXPECT_EQ(spec.tokens[i].text, plain.tokens[i].text) << i;
+      EXPECT_FLOAT_EQ(spec.tokens[i].logprob, plain.tokens[i].logprob) << i;
+      ASSERT_EQ(spec.tokens[i].top.size(), 3u);
+      for (size_t k = 0; k < 3; ++k) {
+        EXPECT_EQ(spec.tokens[i].top[k].token, plain.tokens[i].top[k].token);
+        EXPECT_FLOAT_EQ(spec.tokens[i].top[k].logprob, plain.tokens[i].top[k].logprob);
+      }
+    }
   }
 }
 

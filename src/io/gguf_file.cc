@@ -297,7 +297,18 @@ Result<GgufFile> GgufFile::open(const std::string& path, const GgufLimits& limit
   GgufFile f = std::move(parsed).value();
   f.mapping_ = std::move(mapping);
   f.path_ = path;
+  // The metadata and the tensor table were copied out while parsing.
+  f.mapping_->release(0, f.data_offset_);
   return f;
+}
+
+void GgufFile::release_all_pages() const {
+  if (mapping_ != nullptr) mapping_->release(0, mapping_->size());
+}
+
+void GgufFile::release_pages(const GgufTensorInfo& t) const {
+  if (mapping_ == nullptr || t.num_bytes == 0) return;
+  mapping_->release(static_cast<uint64_t>(t.data - mapping_->data()), t.num_bytes);
 }
 
 const Value* GgufFile::find(std::string_view key) const {

@@ -5,8 +5,13 @@
 // what is wrong and where (byte offset, key or tensor name), never a crash, a hang or
 // an allocation larger than a small multiple of the file. Tensor data is not copied:
 // TensorInfo::view() points into the mapping, which lives as long as the GgufFile.
+// open() keeps no page of the header resident once it is parsed (the metadata are
+// copies), and a loader that has copied a tensor out (repacked it) releases its pages
+// with release_pages(): weights are then resident once, and mapped pages stay
+// resident only for tensors read in place.
 //
-// Thread-safety: immutable after open(); safe to read from any thread.
+// Thread-safety: immutable after open(); safe to read from any thread (release_pages()
+// too: the bytes read the same before and after).
 #pragma once
 
 #include <array>
@@ -90,6 +95,17 @@ class GgufFile {
 
   const std::vector<GgufTensorInfo>& tensors() const { return tensors_; }
   const GgufTensorInfo* find_tensor(std::string_view name) const;
+
+  // Drops the tensor's pages from the process's resident memory (a later read maps
+  // them again). Does nothing for a GgufFile made by parse(): its bytes belong to the
+  // caller and may not be file pages.
+  void release_pages(const GgufTensorInfo& t) const;
+  // The same for the whole file: reading one tensor may map its neighbours' pages too
+  // (the kernel maps whole large folios and a window around a fault), so a loader
+  // ends with this.
+  void release_all_pages() const;
+  // Bytes of the file mapping resident in this process (0 for parse(), -1 unknown).
+  int64_t resident_bytes() const { return mapping_ ? mapping_->resident_bytes() : 0; }
 
  private:
   GgufFile() = default;

@@ -57,6 +57,11 @@ class GgufWriter {
 
 // A SentencePiece-style vocabulary as GGUF tokenizer metadata (tokenizer.ggml.*), with
 // <unk> = 0, <s> = 1, </s> = 2 as llama2.c checkpoints and generated models have them.
+// The value of general.file_type (llama.cpp's file-type numbering, which is not the
+// tensor type ids) for a file whose matrices are all `weights`; k-quants count as
+// their "S" (small, uniform) variant. 0 (all F32) for types without a number.
+uint32_t gguf_file_type(DType weights);
+
 struct SpmVocabulary {
   std::vector<std::string> tokens;
   std::vector<float> scores;

@@ -13,6 +13,12 @@ inline KernelTable make_kernel_table() {
   t.matmul[static_cast<int>(PackedKind::kQ4_0)] = matmul_q4_0;
   t.matmul[static_cast<int>(PackedKind::kQ4_K)] = matmul_q4_k;
   t.matmul[static_cast<int>(PackedKind::kQ6_K)] = matmul_q6_k;
+  t.matmul[static_cast<int>(PackedKind::kQ5_0)] = matmul_q5_0;
+  t.matmul[static_cast<int>(PackedKind::kQ5_1)] = matmul_q5_1;
+  t.matmul[static_cast<int>(PackedKind::kIQ4_NL)] = matmul_iq4_nl;
+  t.matmul[static_cast<int>(PackedKind::kQ5_K)] = matmul_q5_k;
+  t.matmul[static_cast<int>(PackedKind::kIQ4_XS)] = matmul_iq4_xs;
+  t.matmul[static_cast<int>(PackedKind::kQ3_K)] = matmul_q3_k;
   t.quantize_q8_row = quantize_q8_row;
   t.quantize_k_row = quantize_k_row;
   t.rmsnorm = rmsnorm;

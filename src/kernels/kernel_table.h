@@ -16,8 +16,8 @@
 namespace llms {
 
 // Activations quantized for the integer kernels, each token on its own (no value
-// depends on another token). Q8 rows use blocks of B = 32 values (for Q8_0 and Q4_0
-// weights), K rows blocks of B = 256 (for Q4_K and Q6_K). Block-major: block b of all
+// depends on another token). Q8 rows use blocks of B = 32 values (for Q8_0, IQ4_NL,
+// Q4_0, Q5_0 and Q5_1 weights), K rows blocks of B = 256 (for the k-quants and IQ4_XS). Block-major: block b of all
 // n tokens is contiguous, so that a GEMM tile reads the block of its tokens from a
 // few cache lines, and the rows of a batch never fall into the same cache sets.
 // Per block b (nb = cols / B of them) and token t:

@@ -14,8 +14,13 @@
 #include "quant/half.h"
 
 #if defined(__x86_64__)
+#if defined(__clang__)
+// clang has no "#pragma GCC target"; this gives every function of the region the target.
+#pragma clang attribute push(__attribute__((target("avx2,fma,f16c,bmi2,avx512f,avx512bw,avx512dq,avx512vl,avx512vnni"))), apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c,bmi2,avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")
+#endif
 // GCC 12's AVX-512 intrinsics start from _mm512_undefined_*(), which it then reports.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -30,6 +35,10 @@ namespace avx512 {
 #include "kernels/matmul_q4_0-inl.h"
 #include "kernels/matmul_q4_k-inl.h"
 #include "kernels/matmul_q6_k-inl.h"
+#include "kernels/matmul_q5_0-inl.h"
+#include "kernels/matmul_q5_k-inl.h"
+#include "kernels/matmul_q3_k-inl.h"
+#include "kernels/matmul_iq4-inl.h"
 #include "kernels/quantize_act-inl.h"
 #include "kernels/ops-inl.h"
 #include "kernels/attention_rows-inl.h"
@@ -37,7 +46,11 @@ namespace avx512 {
 }  // namespace avx512
 }  // namespace llms
 #pragma GCC diagnostic pop
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif
 
 namespace llms {
 // Outside the target region: only the table's functions need the target's ISA.

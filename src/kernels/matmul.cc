@@ -32,7 +32,8 @@ void ensure(AlignedBuffer& b, int64_t bytes) {
 }
 
 // How a weight kind wants its activations: float, or quantized in blocks of 32 with a
-// bias (Q8_0, Q4_0) or in 256-value super-blocks (k-quants). Kinds with the same
+// bias (Q8_0 and IQ4_NL: the Q8_0 bias; Q4_0, Q5_0, Q5_1: 8) or in 256-value
+// super-blocks (k-quants, IQ4_XS). Kinds with the same
 // format share one quantization of x.
 enum class ActFormat { kFloat = 0, kQ8Blocks, kQ4Blocks, kKBlocks };
 constexpr int kNumActFormats = 4;
@@ -42,10 +43,16 @@ ActFormat act_format(PackedKind kind) {
     case PackedKind::kF32:
     case PackedKind::kF16:
     case PackedKind::kBF16: return ActFormat::kFloat;
-    case PackedKind::kQ8_0: return ActFormat::kQ8Blocks;
-    case PackedKind::kQ4_0: return ActFormat::kQ4Blocks;
+    case PackedKind::kQ8_0:
+    case PackedKind::kIQ4_NL: return ActFormat::kQ8Blocks;
+    case PackedKind::kQ4_0:
+    case PackedKind::kQ5_0:
+    case PackedKind::kQ5_1: return ActFormat::kQ4Blocks;
     case PackedKind::kQ4_K:
-    case PackedKind::kQ6_K: return ActFormat::kKBlocks;
+    case PackedKind::kQ5_K:
+    case PackedKind::kQ6_K:
+    case PackedKind::kIQ4_XS:
+    case PackedKind::kQ3_K: return ActFormat::kKBlocks;
   }
   return ActFormat::kFloat;
 }

@@ -1,8 +1,9 @@
 // Matrix products with a weight matrix: y[t, r] = sum_c W[r, c] * x[t, c] for the
 // n tokens of a batch (n = 1 is the decode GEMV, n > 1 prefill or batched decode).
 // Float weights (F32, F16, BF16) multiply float activations; integer weights (Q8_0,
-// Q4_0, Q4_K, Q6_K and the types converted to Q8_0 at load) multiply activations
-// quantized on the fly to 8 bits (blocks of 32 for Q8_0/Q4_0, of 256 for the k-quants)
+// Q4_0, Q5_0, Q5_1, IQ4_NL, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS and the types converted to
+// Q8_0 at load) multiply activations quantized on the fly to 8 bits (blocks of 32 for
+// the simple formats, of 256 for the k-quants and IQ4_XS)
 // with exact integer dot products, combined per block in float.
 //
 // Determinism: the value for token t is bit-identical whatever n is, whatever the

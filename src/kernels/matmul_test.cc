@@ -109,8 +109,9 @@ void expect_same_bits(const std::vector<float>& got, const std::vector<float>& w
   }
 }
 
-constexpr DType kKernelTypes[] = {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0,
-                                  DType::kQ4_0, DType::kQ4_K, DType::kQ6_K};
+constexpr DType kKernelTypes[] = {DType::kF32,  DType::kF16,  DType::kBF16,   DType::kQ8_0, DType::kQ4_0,
+                                  DType::kQ4_K, DType::kQ6_K, DType::kQ5_0,   DType::kQ5_1, DType::kIQ4_NL,
+                                  DType::kQ5_K, DType::kIQ4_XS, DType::kQ3_K};
 
 int64_t block_of(DType type) { return dtype_info(type).block_size; }
 
@@ -157,6 +158,7 @@ TEST(MatmulTest, EveryTargetMatchesReferenceExactly) {
     for (auto [rows, blocks] : {std::pair<int64_t, int64_t>{1, 1}, {17, 2}, {67, 3}}) {
       const int64_t cols = cols_for(type, blocks);
       const TestMatrix m = quantized_matrix(type, rows, cols, 100 + rows);
+      ASSERT_EQ(m.w.kernel_dtype(), type) << "runs natively";
       const int64_t max_n = rows == 17 ? 17 : 5;
       const auto x = activations(max_n, cols, 7);
       for (int64_t n = 1; n <= max_n; ++n)
@@ -188,7 +190,7 @@ TEST(MatmulTest, PanelGroupsAndAPartialLastGroupMatchReferenceExactly) {
 TEST(MatmulTest, PairedBlocksAreInterleavedAsDocumented) {
   for (SimdTarget packing : supported_simd_targets()) {
     ScopedSimdTarget scoped(packing);
-    for (DType type : {DType::kQ8_0, DType::kQ4_0, DType::kQ6_K}) {
+    for (DType type : {DType::kQ8_0, DType::kQ4_0, DType::kQ6_K, DType::kQ5_0, DType::kIQ4_NL, DType::kQ3_K}) {
       // An odd number of blocks: the last pair is half empty.
       const int64_t rows = 19 * kPanelRows, blocks = 5, cols = block_of(type) * blocks;
       const TestMatrix m = quantized_matrix(type, rows, cols, 5);
@@ -199,11 +201,16 @@ TEST(MatmulTest, PairedBlocksAreInterleavedAsDocumented) {
       if (packing == SimdTarget::kAvx512) {
         EXPECT_TRUE(pw.interleaved) << what;
       }
-      const int64_t q_bytes = type == DType::kQ8_0 ? 512 : type == DType::kQ4_0 ? 256 : 3328;
+      const int64_t q_bytes = type == DType::kQ8_0   ? 512
+                              : type == DType::kQ6_K ? 3328
+                              : type == DType::kQ5_0 ? 320
+                              : type == DType::kQ3_K ? 1728
+                                                     : 256;  // Q4_0, IQ4_NL
       const int64_t pair = 64 + 2 * q_bytes, panel_bytes = (blocks + 1) / 2 * pair;
       const int64_t block_bytes = dtype_info(type).type_size;
-      // Where a block's f16 scale d sits in the file's block (BlockQ6_K: ql, qh, scales, d).
-      const int64_t d_in_block = type == DType::kQ6_K ? 128 + 64 + 16 : 0;
+      // Where a block's f16 scale d sits in the file's block (BlockQ6_K: ql, qh, scales, d;
+      // BlockQ3_K: hmask, qs, scales, d).
+      const int64_t d_in_block = type == DType::kQ6_K ? 128 + 64 + 16 : type == DType::kQ3_K ? 32 + 64 + 12 : 0;
       ASSERT_EQ(pw.num_bytes(), 19 * panel_bytes);
       for (int64_t row : {int64_t{0}, int64_t{37}, int64_t{8 * 16 + 5}, int64_t{16 * 16 + 15}, rows - 1}) {
         const int64_t p = row / 16, group = p / 8, in_group = p % 8, group_size = std::min<int64_t>(8, 19 - 8 * group);
@@ -272,7 +279,8 @@ TEST(MatmulTest, SharedInputProductsEqualSeparateProducts) {
 TEST(MatmulTest, RandomBlocksMatchReferenceExactly) {
   // Levels and scales at the ends of their ranges: no target may saturate or overflow.
   ThreadPool pool(2);
-  for (DType type : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K}) {
+  for (DType type : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K, DType::kQ5_0, DType::kQ5_1,
+                     DType::kIQ4_NL, DType::kQ5_K, DType::kIQ4_XS, DType::kQ3_K}) {
     const int64_t rows = 33, cols = block_of(type) * 2, n = 3;
     const TestMatrix m = random_block_matrix(type, rows, cols, 5);
     auto x = activations(n, cols, 9);
@@ -339,8 +347,7 @@ TEST(MatmulTest, TokenResultDoesNotDependOnBatchOrThreads) {
 
 TEST(MatmulTest, TypesWithoutKernelsAreConvertedAndStillAccurate) {
   ThreadPool pool(2);
-  for (DType type : {DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ8_1, DType::kQ2_K, DType::kQ3_K,
-                     DType::kQ5_K}) {
+  for (DType type : {DType::kQ4_1, DType::kQ8_1, DType::kQ2_K}) {
     const int64_t rows = 20, cols = 256, n = 2;
     const TestMatrix m = random_block_matrix(type, rows, cols, 31);
     EXPECT_EQ(m.w.dtype(), type);

@@ -10,8 +10,8 @@
 // Panel layouts (r = row in panel, "step" = 4 consecutive columns of all 16 rows,
 // 64 bytes, byte 4r + i holding column 4s + i of row r):
 //   F32, F16, BF16: [cols][16] values.
-//   Q8_0, Q4_0, Q6_K: blocks in pairs, each pair led by the f16 scales d [16] of its
-//         two blocks (64 bytes) (paired_*() below):
+//   Q8_0, Q4_0, Q6_K, IQ4_NL, Q5_0, Q3_K: blocks (super-blocks) in pairs, each pair led
+//         by the f16 scales d [16] of its two blocks (64 bytes) (paired_*() below):
 //   Q8_0: a block is 8 steps of q + 128.
 //   Q4_0: a block is 4 units of 64 bytes: unit u holds step u in its low nibbles and
 //         step u + 4 in its high nibbles (GGUF nibble order).
@@ -23,9 +23,25 @@
 //         sub-block j < 16 three vectors A, B, C: steps 0 and 1 in A's low/high
 //         nibbles, steps 2 and 3 in B's, and the top two bits of step s in bits 2s,
 //         2s + 1 of C.
+//   IQ4_NL: as Q4_0 (its blocks are Q4_0's, with codes for levels).
+//   Q5_0: paired; a block is one vector of fifth bits (byte 4r + i bit u for column
+//         4u + i, bit 4 + u for column 16 + 4u + i), then Q4_0's 4 units of low nibbles.
+//   Q5_1: as Q5_0, each pair led by d [16] of both blocks, then m [16] of both (128
+//         bytes).
+//   Q5_K: per super-block: Q4_K's d, dmin and scale vectors, then per chunk c < 4 two
+//         vectors of fifth bits followed by Q4_K's eight units of the chunk: bits 2k,
+//         2k + 1 of byte 4r + i of vector v = bits 2c, 2c + 1 of row r's qh[4(4v + k) + i]
+//         (the fifth bits of unit 4v + k's low and high nibbles).
+//   IQ4_XS: per super-block: d [16] f16, scales_h [16], then scales_l as one vector
+//         (row r's 4 bytes at 4r), then per sub-block j < 8 Q4_0's 4 units.
+//   Q3_K: paired; a super-block is its 12 scale bytes as Q4_K's three vectors, then per
+//         pair of sub-blocks (2k, 2k + 1) three vectors V0, V1, V2 of 3-bit levels:
+//         with e0..e3 the steps of sub-block 2k and o0..o3 those of 2k + 1,
+//         V0 = e0 | e1 << 3 | low2(e2) << 6, V1 = e3 | o0 << 3 | low2(o1) << 6,
+//         V2 = o2 | o3 << 3 | bit2(e2) << 6 | bit2(o1) << 7.
 //
 // Where the active target's decode GEMV walks kGroupPanels panels at a time (AVX-512;
-// KernelTable::gemv_panels), Q8_0, Q4_0, Q4_K and Q6_K panels are stored in groups of
+// KernelTable::gemv_panels), the quantized kinds' panels are stored in groups of
 // kGroupPanels, interleaved stripe by stripe (a stripe is a block pair, or a Q4_K
 // super-block): stripe k of every panel of a group, then stripe k + 1 of each, and so
 // on. A decode GEMV, which walks a group's panels together, stripe by stripe, then
@@ -59,8 +75,8 @@ inline constexpr int64_t kGroupPanels = 8;
 constexpr bool interleaves_panels(int gemv_panels) { return gemv_panels >= kGroupPanels; }
 
 // The weight types with matmul kernels, indexing the kernel tables.
-enum class PackedKind { kF32 = 0, kF16, kBF16, kQ8_0, kQ4_0, kQ4_K, kQ6_K };
-inline constexpr int kNumPackedKinds = 7;
+enum class PackedKind { kF32 = 0, kF16, kBF16, kQ8_0, kQ4_0, kQ4_K, kQ6_K, kQ5_0, kQ5_1, kIQ4_NL, kQ5_K, kIQ4_XS, kQ3_K };
+inline constexpr int kNumPackedKinds = 13;
 
 struct PackedWeights {
   PackedKind kind = PackedKind::kF32;
@@ -103,6 +119,10 @@ inline int64_t paired_panel_bytes(int64_t blocks, int64_t q_bytes) {
 // The kind for a GGUF type, or false when there is no kernel for it.
 bool packed_kind_for(DType type, PackedKind* kind);
 DType packed_kind_dtype(PackedKind kind);
+
+// The sizes of a [rows, cols] matrix of `kind` packed (all but `interleaved` and the
+// data), as pack_weights() sets them.
+void packed_geometry(PackedKind kind, int64_t rows, int64_t cols, PackedWeights* out);
 
 // Rearranges the rows of `t` (a [rows, cols] matrix of a type packed_kind_for()
 // accepts) into `out`.

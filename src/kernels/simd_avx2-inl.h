@@ -113,6 +113,10 @@ LLMS_SIMD VI load_s8_to_i32(const int8_t* p) {
   return {_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))),
           _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 8)))};
 }
+LLMS_SIMD VI load_u16_to_i32(const uint16_t* p) {
+  return {_mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))),
+          _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 8)))};
+}
 // maddubs saturates at int16: exact while 2 * u * |s| < 32768, true for u < 128.
 LLMS_SIMD __m256i dot4(__m256i acc, __m256i u, __m256i s) {
   return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)));

@@ -77,6 +77,10 @@ LLMS_SIMD VI shuffle_bytes(VI v, VI idx) { return _mm512_shuffle_epi8(v, idx); }
 LLMS_SIMD VI load_s8_to_i32(const int8_t* p) {
   return _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
+// 16 uint16 -> 16 int32.
+LLMS_SIMD VI load_u16_to_i32(const uint16_t* p) {
+  return _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
 // acc[i] += sum over the 4 bytes of lane i of u[.] * s[.], u unsigned, s signed.
 // Exact for u < 128 on every target, and for every u where kHighNibbleInPlace.
 LLMS_SIMD VI dot_u8s8(VI acc, VI u, VI s) { return _mm512_dpbusd_epi32(acc, u, s); }

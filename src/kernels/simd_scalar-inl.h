@@ -104,6 +104,7 @@ LLMS_SIMD VI shuffle_bytes(VI a, VI idx) {
   return r;
 }
 LLMS_SIMD VI load_s8_to_i32(const int8_t* p) { LLMS_ILANES(p[i]); }
+LLMS_SIMD VI load_u16_to_i32(const uint16_t* p) { LLMS_ILANES(static_cast<int32_t>(p[i])); }
 LLMS_SIMD VI dot_u8s8(VI acc, VI u, VI s) {
   for (int i = 0; i < 16; ++i)
     for (int k = 0; k < 4; ++k) acc.v[i] += u.byte(4 * i + k) * static_cast<int8_t>(s.byte(4 * i + k));

@@ -1,5 +1,9 @@
 #include "kernels/simd_target.h"
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -11,9 +15,17 @@
 namespace llms {
 namespace {
 
+#if defined(__x86_64__)
+// From CPUID directly: clang before 15 does not know "f16c" in __builtin_cpu_supports.
+bool cpu_has_f16c() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid(1, &a, &b, &c, &d) != 0 && (c & bit_F16C) != 0;
+}
+#endif
+
 bool cpu_has_avx2() {
 #if defined(__x86_64__)
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c();
 #else
   return false;
 #endif
@@ -34,7 +46,9 @@ std::string cpu_features() {
 #if defined(__x86_64__)
 #define LLMS_FEATURE(f) \
   if (__builtin_cpu_supports(f)) s += std::string(s.empty() ? "" : " ") + f;
-  LLMS_FEATURE("avx2") LLMS_FEATURE("fma") LLMS_FEATURE("f16c") LLMS_FEATURE("avx512f") LLMS_FEATURE("avx512bw")
+  LLMS_FEATURE("avx2") LLMS_FEATURE("fma")
+  if (cpu_has_f16c()) s += std::string(s.empty() ? "" : " ") + "f16c";
+  LLMS_FEATURE("avx512f") LLMS_FEATURE("avx512bw")
   LLMS_FEATURE("avx512vl") LLMS_FEATURE("avx512vnni") LLMS_FEATURE("avx512bf16")
 #undef LLMS_FEATURE
 #endif

@@ -29,6 +29,24 @@ Tensor convert_to_q8_0(const Tensor& t, std::vector<uint8_t>& storage) {
 
 }  // namespace
 
+MatrixSupport matrix_support(DType type) {
+  PackedKind kind;
+  if (packed_kind_for(type, &kind)) return MatrixSupport::kNative;
+  return matmul_supports(type) ? MatrixSupport::kWidened : MatrixSupport::kUnsupported;
+}
+
+int64_t matrix_memory_bytes(DType type, int64_t rows, int64_t cols) {
+  PackedKind kind;
+  switch (matrix_support(type)) {
+    case MatrixSupport::kNative: packed_kind_for(type, &kind); break;
+    case MatrixSupport::kWidened: kind = PackedKind::kQ8_0; break;
+    case MatrixSupport::kUnsupported: return 0;
+  }
+  PackedWeights geometry;
+  packed_geometry(kind, rows, cols, &geometry);
+  return geometry.num_bytes();
+}
+
 Result<WeightMatrix> WeightMatrix::from_tensor(const Tensor& t, std::string_view name) {
   if (t.n_dims != 2) {
     return invalid_argument(fmt::format("tensor '{}' has shape {}, expected a 2-D matrix", name, t.shape_string()));

@@ -2,8 +2,8 @@
 // the matmul kernels. It views the model file's bytes (GGUF ne = {cols, rows}) and
 // holds the rows repacked at load into the panel layout the kernels stream
 // (packed_weights.h). Types without a kernel of their own but with a decoder (Q4_1,
-// Q5_0, Q5_1, Q8_1, Q2_K, Q3_K, Q5_K) are converted to Q8_0 at load, which keeps
-// their precision.
+// Q8_1, Q2_K) are converted to Q8_0 at load ("widened"), which keeps their precision
+// and costs Q8_0's 8.5 bits per weight in memory and bandwidth.
 //
 // Thread-safety: immutable after creation; shared by all threads. Copies share the
 // packed rows.
@@ -18,6 +18,14 @@
 #include "tensor/tensor.h"
 
 namespace llms {
+
+// How loading handles a matrix of a type: its own kernel, widened to Q8_0 (decoded
+// and re-encoded at load), or not at all.
+enum class MatrixSupport { kNative, kWidened, kUnsupported };
+MatrixSupport matrix_support(DType type);
+// Bytes a [rows, cols] matrix of `type` takes in memory once loaded (its packed panels,
+// Q8_0's for a widened type); 0 when unsupported.
+int64_t matrix_memory_bytes(DType type, int64_t rows, int64_t cols);
 
 class WeightMatrix {
  public:

@@ -27,18 +27,20 @@ Status KvCacheConfig::validate() const {
 KvCache::KvCache(const KvCacheConfig& config) : config_(config) {
   LLMS_CHECK(config.validate().ok(), config.validate().to_string());
   const int64_t row = static_cast<int64_t>(config.n_kv_heads) * config.head_dim;
-  const int64_t rows = static_cast<int64_t>(config.num_blocks) * config.block_size;
-  k_layer_bytes_ = rows * dtype_row_bytes(config.k_type, row);
-  v_layer_bytes_ = rows * dtype_row_bytes(config.v_type, row);
-  // Huge pages: attention streams the blocks; untouched, so memory is only taken as
-  // blocks are first written.
-  storage_ = AlignedBuffer::huge(static_cast<size_t>((k_layer_bytes_ + v_layer_bytes_) * config.n_layer), /*zero=*/false);
+  k_block_bytes_ = config.block_size * dtype_row_bytes(config.k_type, row);
+  v_block_bytes_ = config.block_size * dtype_row_bytes(config.v_type, row);
+  // Huge pages: attention streams the blocks. Not touched here: a page is committed
+  // when a block on it is first written. Block-major, so that the first block commits
+  // one page, not one per layer.
+  storage_ = AlignedBuffer::huge(static_cast<size_t>(config.bytes_per_block() * config.num_blocks), /*zero=*/false);
 }
 
 KvLayerView KvCache::layer(int l) {
-  uint8_t* base = reinterpret_cast<uint8_t*>(storage_.data()) + (k_layer_bytes_ + v_layer_bytes_) * l;
-  return KvLayerView::make(base, base + k_layer_bytes_, config_.k_type, config_.v_type, config_.block_size,
-                           config_.n_kv_heads, config_.head_dim);
+  uint8_t* base = reinterpret_cast<uint8_t*>(storage_.data()) + (k_block_bytes_ + v_block_bytes_) * l;
+  KvLayerView view = KvLayerView::make(base, base + k_block_bytes_, config_.k_type, config_.v_type,
+                                       config_.block_size, config_.n_kv_heads, config_.head_dim);
+  view.k_block_stride = view.v_block_stride = config_.bytes_per_block();
+  return view;
 }
 
 }  // namespace llms

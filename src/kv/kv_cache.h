@@ -2,9 +2,12 @@
 // `block_size` token rows. It only stores bytes; which sequence owns which block is
 // the business of the block pool (block_pool.h).
 //
-// Layout per layer: K [num_blocks] blocks of k_type, V the same in v_type; inside a
-// block, per KV head for float types and per token row for quantized ones (see
-// kv_layout.h).
+// Layout: block-major, block b holding every layer's K (k_type) and V (v_type) rows
+// of its tokens, [num_blocks][n_layer][K, V]; inside a layer's part, per KV head for
+// float types and per token row for quantized ones (see kv_layout.h). The memory is
+// reserved at start and committed by the kernel as blocks are first written: the
+// block pool hands out low ids first, so what is resident follows the most blocks in
+// use at once, in steps of one huge page (a few blocks), never the whole reservation.
 //
 // Thread-safety: the owner (the engine thread) writes through the forward pass; no
 // internal locking.
@@ -49,8 +52,8 @@ class KvCache {
  private:
   KvCacheConfig config_;
   AlignedBuffer storage_;
-  int64_t k_layer_bytes_ = 0;
-  int64_t v_layer_bytes_ = 0;
+  int64_t k_block_bytes_ = 0;  // one layer's K part of a block
+  int64_t v_block_bytes_ = 0;
 };
 
 }  // namespace llms

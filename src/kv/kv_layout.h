@@ -55,6 +55,10 @@ struct KvLayerView {
   int64_t v_stride = 0;
   bool k_tiled = false;
   bool v_tiled = false;
+  // Bytes from block b to block b + 1: the block's own size where one layer's blocks
+  // are packed together (make()), more where the cache interleaves layers (KvCache).
+  int64_t k_block_stride = 0;
+  int64_t v_block_stride = 0;
 
   static bool tiled_type(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16; }
 
@@ -64,6 +68,8 @@ struct KvLayerView {
                      tiled_type(v_type)};
     view.k_stride = dtype_row_bytes(k_type, view.row_elems());
     view.v_stride = dtype_row_bytes(v_type, view.row_elems());
+    view.k_block_stride = view.k_block_bytes();
+    view.v_block_stride = view.v_block_bytes();
     return view;
   }
 
@@ -76,8 +82,8 @@ struct KvLayerView {
   int64_t k_block_bytes() const { return k_stride * block_size; }
   int64_t v_block_bytes() const { return v_stride * block_size; }
   int64_t block_bytes(bool is_k) const { return stride(is_k) * block_size; }
-  uint8_t* k_block(int32_t block) const { return k + static_cast<int64_t>(block) * k_block_bytes(); }
-  uint8_t* v_block(int32_t block) const { return v + static_cast<int64_t>(block) * v_block_bytes(); }
+  uint8_t* k_block(int32_t block) const { return k + static_cast<int64_t>(block) * k_block_stride; }
+  uint8_t* v_block(int32_t block) const { return v + static_cast<int64_t>(block) * v_block_stride; }
   // Row `row` of a block in the row layout.
   uint8_t* row(bool is_k, int32_t block, int row) const {
     return (is_k ? k_block(block) : v_block(block)) + row * stride(is_k);

@@ -174,24 +174,24 @@ std::string series_labels(const std::string& constant, const std::vector<std::st
 
 }  // namespace
 
-void Registry::render_entry(const Entry& e, const std::string& constant, std::string& out) {
+void Registry::render_entry(const Entry& e, const std::string& name, const std::string& constant, std::string& out) {
   if (e.counters) {
     for (const auto& [labels, c] : e.counters->children())
-      out += e.name + series_labels(constant, e.counters->label_names(), labels) + " " + format_value(c->value()) + "\n";
+      out += name + series_labels(constant, e.counters->label_names(), labels) + " " + format_value(c->value()) + "\n";
   } else if (e.gauges) {
     for (const auto& [labels, g] : e.gauges->children())
-      out += e.name + series_labels(constant, e.gauges->label_names(), labels) + " " + format_value(g->value()) + "\n";
+      out += name + series_labels(constant, e.gauges->label_names(), labels) + " " + format_value(g->value()) + "\n";
   } else {
     const auto& names = e.histograms->label_names();
     for (const auto& [labels, h] : e.histograms->children()) {
       for (size_t i = 0; i < h->bounds().size(); ++i) {
-        out += e.name + "_bucket" + series_labels(constant, names, labels, "le=\"" + format_value(h->bounds()[i]) + "\"") +
+        out += name + "_bucket" + series_labels(constant, names, labels, "le=\"" + format_value(h->bounds()[i]) + "\"") +
                " " + std::to_string(h->cumulative(i)) + "\n";
       }
-      out += e.name + "_bucket" + series_labels(constant, names, labels, "le=\"+Inf\"") + " " + std::to_string(h->count()) +
+      out += name + "_bucket" + series_labels(constant, names, labels, "le=\"+Inf\"") + " " + std::to_string(h->count()) +
              "\n";
-      out += e.name + "_sum" + series_labels(constant, names, labels) + " " + format_value(h->sum()) + "\n";
-      out += e.name + "_count" + series_labels(constant, names, labels) + " " + std::to_string(h->count()) + "\n";
+      out += name + "_sum" + series_labels(constant, names, labels) + " " + format_value(h->sum()) + "\n";
+      out += name + "_count" + series_labels(constant, names, labels) + " " + std::to_string(h->count()) + "\n";
     }
   }
 }
@@ -201,16 +201,29 @@ std::string Registry::render() const {
   return render_all({&self, 1});
 }
 
-std::string Registry::render_all(std::span<const LabeledRegistry> parts) {
-  std::vector<std::unique_lock<std::mutex>> locks;
+std::vector<std::string> Registry::constant_labels(std::span<const LabeledRegistry> parts) {
   std::vector<std::string> constants;
   for (const auto& p : parts) {
-    locks.emplace_back(p.registry->mu_);
     std::vector<std::string> names, values;
     for (const auto& [k, v] : p.labels) names.push_back(k), values.push_back(v);
     const std::string t = labels_text(names, values);
     constants.push_back(t.empty() ? t : t.substr(1, t.size() - 2));
   }
+  return constants;
+}
+
+namespace {
+
+const char* type_name(MetricType t) {
+  return t == MetricType::kCounter ? "counter" : t == MetricType::kGauge ? "gauge" : "histogram";
+}
+
+}  // namespace
+
+std::string Registry::render_all(std::span<const LabeledRegistry> parts) {
+  std::vector<std::unique_lock<std::mutex>> locks;
+  for (const auto& p : parts) locks.emplace_back(p.registry->mu_);
+  const std::vector<std::string> constants = constant_labels(parts);
   // Metric names in first-registration order across the parts, each once.
   std::vector<const Entry*> order;
   for (const auto& p : parts) {
@@ -220,13 +233,33 @@ std::string Registry::render_all(std::span<const LabeledRegistry> parts) {
   }
   std::string out;
   for (const Entry* first : order) {
-    const char* type = first->type == MetricType::kCounter ? "counter" : first->type == MetricType::kGauge ? "gauge" : "histogram";
-    out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", first->name, first->help, first->name, type);
+    out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", first->name, first->help, first->name, type_name(first->type));
     for (size_t i = 0; i < parts.size(); ++i) {
       for (const auto& e : parts[i].registry->entries_) {
-        if (e->name == first->name && e->type == first->type) render_entry(*e, constants[i], out);
+        if (e->name == first->name && e->type == first->type) render_entry(*e, e->name, constants[i], out);
       }
     }
+  }
+  return out;
+}
+
+std::string Registry::render_aliases(std::span<const LabeledRegistry> parts, std::span<const MetricAlias> aliases) {
+  std::vector<std::unique_lock<std::mutex>> locks;
+  for (const auto& p : parts) locks.emplace_back(p.registry->mu_);
+  const std::vector<std::string> constants = constant_labels(parts);
+  std::string out;
+  for (const MetricAlias& a : aliases) {
+    std::string series;
+    const Entry* first = nullptr;
+    for (size_t i = 0; i < parts.size(); ++i) {
+      for (const auto& e : parts[i].registry->entries_) {
+        if (e->name != a.name || (first && e->type != first->type)) continue;
+        if (!first) first = e.get();
+        render_entry(*e, a.alias, constants[i], series);
+      }
+    }
+    if (!first) continue;
+    out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", a.alias, first->help, a.alias, type_name(first->type)) + series;
   }
   return out;
 }

@@ -82,6 +82,13 @@ class Family {
 
 class Registry;
 
+// A metric shown a second time under another name (another server's, for tools that
+// read those names).
+struct MetricAlias {
+  std::string name;   // ours
+  std::string alias;  // theirs
+};
+
 // A registry and the labels render_all() adds to each of its series.
 struct LabeledRegistry {
   const Registry* registry = nullptr;
@@ -104,6 +111,9 @@ class Registry {
   // (a version's engine metrics under version="v2"): a metric name appears once, with
   // the series of every registry that has it.
   static std::string render_all(std::span<const LabeledRegistry> parts);
+  // The metrics of `aliases` found in the parts, each under its alias (and its own help
+  // and type), with the parts' labels; aliases of absent metrics are left out.
+  static std::string render_aliases(std::span<const LabeledRegistry> parts, std::span<const MetricAlias> aliases);
 
  private:
   struct Entry {
@@ -114,7 +124,8 @@ class Registry {
     std::unique_ptr<Family<Histogram>> histograms;
   };
   Entry& add(const std::string& name, const std::string& help, MetricType type);
-  static void render_entry(const Entry& e, const std::string& constant_labels, std::string& out);
+  static void render_entry(const Entry& e, const std::string& name, const std::string& constant_labels, std::string& out);
+  static std::vector<std::string> constant_labels(std::span<const LabeledRegistry> parts);
   mutable std::mutex mu_;
   std::vector<std::unique_ptr<Entry>> entries_;
 };

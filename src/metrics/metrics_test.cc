@@ -87,5 +87,25 @@ TEST(MetricsTest, RenderAllMergesRegistriesUnderTheirLabels) {
   EXPECT_EQ(server.render(), Registry::render_all({&parts[0], 1}));
 }
 
+TEST(MetricsTest, AliasesRenderTheSameSeriesUnderAnotherName) {
+  Registry v1, v2;
+  v1.gauge("waiting", "W").set(2);
+  v2.gauge("waiting", "W").set(5);
+  v1.histogram("lat", "L", {1.0}).observe(0.5);
+  const LabeledRegistry parts[] = {{&v1, {{"model_name", "m"}, {"version", "v1"}}}, {&v2, {{"model_name", "m"}, {"version", "v2"}}}};
+  const MetricAlias aliases[] = {{"waiting", "other:waiting"}, {"lat", "other:lat"}, {"absent", "other:absent"}};
+  const std::string t = Registry::render_aliases(parts, aliases);
+  const std::string want =
+      "# HELP other:waiting W\n# TYPE other:waiting gauge\n"
+      "other:waiting{model_name=\"m\",version=\"v1\"} 2\n"
+      "other:waiting{model_name=\"m\",version=\"v2\"} 5\n"
+      "# HELP other:lat L\n# TYPE other:lat histogram\n"
+      "other:lat_bucket{model_name=\"m\",version=\"v1\",le=\"1\"} 1\n"
+      "other:lat_bucket{model_name=\"m\",version=\"v1\",le=\"+Inf\"} 1\n"
+      "other:lat_sum{model_name=\"m\",version=\"v1\"} 0.5\n"
+      "other:lat_count{model_name=\"m\",version=\"v1\"} 1\n";
+  EXPECT_EQ(t, want);
+}
+
 }  // namespace
 }  // namespace llms

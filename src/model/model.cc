@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "base/log.h"
 #include "kernels/attention.h"
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
@@ -51,12 +52,8 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path) {
 Result<std::unique_ptr<Model>> Model::from_file(GgufFile file) {
   std::unique_ptr<Model> m(new Model(std::move(file)));
   LLMS_ASSIGN_OR_RETURN(m->config_, ModelConfig::from_gguf(m->file_));
-  LLMS_ASSIGN_OR_RETURN(m->weights_, ModelWeights::load(m->file_, m->config_));
-  const ModelConfig& c = m->config_;
-  const ModelWeights& w = m->weights_;
-  m->inv_freq_ = inv_freq_table(c, w.rope_freqs.empty() ? w.rope_factors_short : w.rope_freqs);
-  if (!w.rope_factors_long.empty()) m->inv_freq_long_ = inv_freq_table(c, w.rope_factors_long);
-  // Identity: everything before the tensor data (metadata and tensor table) plus size.
+  // Identity: everything before the tensor data (metadata and tensor table) plus size,
+  // taken before loading, which releases the pages of the tensors it repacks.
   HashBuilder h;
   h.add_pod(m->file_.file_size());
   for (const auto& t : m->file_.tensors()) {
@@ -65,6 +62,25 @@ Result<std::unique_ptr<Model>> Model::from_file(GgufFile file) {
     h.add_bytes(t.data, std::min<uint64_t>(t.num_bytes, 64));
   }
   m->identity_ = h.finish128();
+  LLMS_ASSIGN_OR_RETURN(m->weights_, ModelWeights::load(m->file_, m->config_));
+  // Loading released each tensor it repacked, but a read maps neighbouring pages too.
+  // The token embedding is read in place: its rows come back as tokens use them.
+  m->file_.release_all_pages();
+  const ModelConfig& c = m->config_;
+  const ModelWeights& w = m->weights_;
+  m->inv_freq_ = inv_freq_table(c, w.rope_freqs.empty() ? w.rope_factors_short : w.rope_freqs);
+  if (!w.rope_factors_long.empty()) m->inv_freq_long_ = inv_freq_table(c, w.rope_factors_long);
+  const WeightsMemory mem = m->weights_memory();
+  log_info("weights: {:.1f} MiB resident (packed panels and vectors), {:.1f} MiB read in place from the file "
+           "(embeddings, resident as rows are used; {:.1f} MiB of the file mapped now)",
+           static_cast<double>(mem.owned_bytes) / (1 << 20), static_cast<double>(mem.mapped_bytes) / (1 << 20),
+           static_cast<double>(mem.mapped_resident_bytes) / (1 << 20));
+  return m;
+}
+
+WeightsMemory Model::weights_memory() const {
+  WeightsMemory m = weights_.memory();
+  m.mapped_resident_bytes = file_.resident_bytes();
   return m;
 }
 

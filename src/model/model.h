@@ -62,6 +62,8 @@ class Model {
   const ModelConfig& config() const { return config_; }
   const ModelWeights& weights() const { return weights_; }
   const GgufFile& file() const { return file_; }
+  // The weights' memory, with the file mapping's resident bytes read now.
+  WeightsMemory weights_memory() const;
   // Changes whenever the weights or hyperparameters change; keys caches.
   Hash128 identity() const { return identity_; }
 

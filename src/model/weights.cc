@@ -28,9 +28,12 @@ class Loader {
     return t;
   }
 
+  // Repacked, so the file's pages of it are released: the weights are resident once.
   Result<WeightMatrix> matrix(const std::string& name, int64_t cols, int64_t rows) const {
     LLMS_ASSIGN_OR_RETURN(const GgufTensorInfo* t, tensor(name, {cols, rows}));
-    return WeightMatrix::from_tensor(t->view(), name);
+    auto m = WeightMatrix::from_tensor(t->view(), name);
+    f_.release_pages(*t);
+    return m;
   }
 
   // Rows [first, first + count) of the [rows, cols] matrix `name`: one part of a
@@ -62,6 +65,7 @@ class Loader {
     }
     std::vector<float> v(static_cast<size_t>(n));
     dequantize_row(t->dtype, t->data, v.data(), n);
+    f_.release_pages(*t);
     return v;
   }
 
@@ -173,6 +177,26 @@ Result<ModelWeights> ModelWeights::load(const GgufFile& file, const ModelConfig&
   w.layers.resize(static_cast<size_t>(c.n_layer));
   for (int l = 0; l < c.n_layer; ++l) LLMS_RETURN_IF_ERROR(load_layer(ld, l, c, w.layers[static_cast<size_t>(l)]));
   return w;
+}
+
+WeightsMemory ModelWeights::memory() const {
+  WeightsMemory m;
+  auto add_vector = [&](const std::vector<float>& v) { m.owned_bytes += static_cast<int64_t>(v.size() * sizeof(float)); };
+  m.owned_bytes += output.packed_bytes();
+  for (const auto* v : {&output_norm, &output_norm_b, &rope_freqs, &rope_factors_short, &rope_factors_long}) {
+    add_vector(*v);
+  }
+  for (const auto& L : layers) {
+    for (const WeightMatrix* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) {
+      if (w->tensor().data != nullptr) m.owned_bytes += w->packed_bytes();  // a GELU MLP has no gate
+    }
+    for (const auto* v : {&L.attn_norm, &L.attn_norm_b, &L.bq, &L.bk, &L.bv, &L.bo, &L.ffn_norm, &L.ffn_norm_b,
+                          &L.b_up, &L.b_down}) {
+      add_vector(*v);
+    }
+  }
+  m.mapped_bytes = token_embd.num_bytes() + (position_embd.data != nullptr ? position_embd.num_bytes() : 0);
+  return m;
 }
 
 int64_t ModelWeights::bytes_per_token() const {

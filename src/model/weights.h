@@ -1,7 +1,11 @@
-// ModelWeights: every weight of a model (LLaMA family, Qwen2, GPT-2), checked
-// against the config's shapes at load. Fused GGUF tensors (GPT-2's attn_qkv) are
-// split into their row ranges here, so the forward pass sees one layout. Matrices view the mapped file; norm and bias vectors are decoded
-// to float copies (they are tiny and read every token).
+// ModelWeights: every weight of a model (LLaMA family, Qwen2, Phi-3, GPT-2), checked
+// against the config's shapes at load. Fused GGUF tensors (attn_qkv, Phi-3's gate/up
+// in ffn_up) are split into their row ranges here, so the forward pass sees one
+// layout. Matrices are repacked into panels (and their file pages released: the
+// weights are resident once); norm and bias vectors are decoded to float copies
+// (they are tiny and read every token). Only the token and position embeddings are
+// read in place from the mapped file, one row per token, so just the rows in use are
+// resident.
 //
 // Thread-safety: immutable after load.
 #pragma once
@@ -28,6 +32,13 @@ struct LayerWeights {
   std::vector<float> b_up, b_down;  // [n_ff], [n_embd]: MLP biases (GPT-2)
 };
 
+// What the weights take in memory.
+struct WeightsMemory {
+  int64_t owned_bytes = 0;   // packed panels and float vectors: anonymous memory, all resident
+  int64_t mapped_bytes = 0;  // read in place from the file (the token embedding): resident as rows are read
+  int64_t mapped_resident_bytes = 0;  // of the file mapping, resident now (Model::weights_memory())
+};
+
 struct ModelWeights {
   Tensor token_embd;             // [n_vocab, n_embd], any supported type
   Tensor position_embd;          // [n_ctx_train, n_embd] with learned positions; else empty
@@ -42,6 +53,7 @@ struct ModelWeights {
   // Bytes of weights read to produce one token (every matrix once, plus one
   // embedding row): the numerator of memory-bandwidth utilisation.
   int64_t bytes_per_token() const;
+  WeightsMemory memory() const;
 
   static Result<ModelWeights> load(const GgufFile& file, const ModelConfig& config);
 };

@@ -109,6 +109,47 @@ struct BlockQ6_K {
   uint16_t d;
 };
 
+// The 16 levels of the non-linear 4-bit formats (IQ4_NL, IQ4_XS), in increasing
+// order: a code c decodes to kIq4Values[c] times the scale.
+inline constexpr int8_t kIq4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                          1,    13,   25,  38,  53,  69,  89,  113};
+
+// x[i] = d * kIq4Values[q[i]]; nibbles as BlockQ4_0.
+struct BlockIQ4_NL {
+  uint16_t d;
+  uint8_t qs[kQK / 2];
+};
+
+// 8 sub-blocks of 32 with 6-bit scales ls_j (stored plus 32): the low 4 bits of ls_j
+// are nibble j of the little-endian 32-bit word scales_l (low nibble of byte j / 2
+// for even j), the top 2 bits are bits 2j, 2j + 1 of scales_h. Element i = 32j + l:
+// code q = qs[16j + l] low nibble for l < 16, qs[16j + l - 16] high nibble otherwise;
+// x = d * (ls_j - 32) * kIq4Values[q].
+struct BlockIQ4_XS {
+  uint16_t d;
+  uint16_t scales_h;
+  uint8_t scales_l[kQK_K / 64];
+  uint8_t qs[kQK_K / 2];
+};
+
+// Scale ls_j - 32 of sub-block j (< 8) of an IQ4_XS super-block.
+inline int iq4xs_scale(const BlockIQ4_XS& b, int j) {
+  const int low = (b.scales_l[j / 2] >> (4 * (j % 2))) & 0xF;
+  const int high = (b.scales_h >> (2 * j)) & 3;
+  return (low | (high << 4)) - 32;
+}
+
+// The 12 bytes of the 16 six-bit Q3_K scales v_j (each < 64, i.e. s_j + 32); inverse
+// of the rule in BlockQ3_K's comment.
+inline void q3k_pack_scales(const uint8_t* v, uint8_t* scales) {
+  for (int i = 0; i < 12; ++i) scales[i] = 0;
+  for (int j = 0; j < 16; ++j) {
+    const int byte = j % 8, nibble_shift = j < 8 ? 0 : 4;
+    scales[byte] = static_cast<uint8_t>(scales[byte] | ((v[j] & 0xF) << nibble_shift));
+    scales[8 + j % 4] = static_cast<uint8_t>(scales[8 + j % 4] | ((v[j] >> 4) << (2 * (j / 4))));
+  }
+}
+
 // Activation format of the k-quant dot products: x[i] = d * qs[i] (d is a float),
 // bsums[j] = sum of qs[16j .. 16j + 15].
 struct BlockQ8_K {
@@ -121,6 +162,7 @@ static_assert(sizeof(BlockQ4_0) == 18 && sizeof(BlockQ4_1) == 20 && sizeof(Block
 static_assert(sizeof(BlockQ5_1) == 24 && sizeof(BlockQ8_0) == 34 && sizeof(BlockQ8_1) == 36);
 static_assert(sizeof(BlockQ2_K) == 84 && sizeof(BlockQ3_K) == 110 && sizeof(BlockQ4_K) == 144);
 static_assert(sizeof(BlockQ5_K) == 176 && sizeof(BlockQ6_K) == 210 && sizeof(BlockQ8_K) == 292);
+static_assert(sizeof(BlockIQ4_NL) == 18 && sizeof(BlockIQ4_XS) == 136);
 
 // The 6-bit scale and min of sub-block j (< 8) of a Q4_K/Q5_K super-block: bytes 0-3
 // hold sc_0..3 in their low 6 bits, bytes 4-7 m_0..3; bytes 8-11 hold the low 4 bits of

@@ -29,10 +29,11 @@ TEST(BlockFormatsTest, TraitsAgreeWithDTypeTable) {
     EXPECT_NE(t.to_float, nullptr);
     EXPECT_TRUE(can_dequantize(t.type));
   }
-  for (DType t : {DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K})
+  for (DType t : {DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K, DType::kQ5_0,
+                 DType::kQ5_K, DType::kQ3_K, DType::kIQ4_NL, DType::kIQ4_XS})
     EXPECT_TRUE(can_quantize(t)) << dtype_name(t);
   EXPECT_FALSE(can_dequantize(DType::kIQ2_XXS));
-  EXPECT_FALSE(can_quantize(DType::kQ5_K));
+  EXPECT_FALSE(can_quantize(DType::kQ2_K));
   EXPECT_EQ(quant_traits(DType::kQ4_K)->vec_dot_type, DType::kQ8_K);
   EXPECT_EQ(quant_traits(DType::kQ4_0)->vec_dot_type, DType::kQ8_0);
 }
@@ -145,6 +146,15 @@ TEST(BlockFormatsTest, Q3_K) {
   EXPECT_EQ(x[164], -13.5f);   // low 1, hmask[4] bit 5 clear: q -3; s_10 - 32 = 9
 }
 
+TEST(BlockFormatsTest, Q3_KScalePacking) {
+  // The hand-packed bytes of the Q3_K test above: v_j = 4j + 1.
+  const uint8_t want[12] = {0x11, 0x55, 0x99, 0xDD, 0x11, 0x55, 0x99, 0xDD, 0xE4, 0xE4, 0xE4, 0xE4};
+  uint8_t v[16], packed[12];
+  for (int j = 0; j < 16; ++j) v[j] = static_cast<uint8_t>(4 * j + 1);
+  q3k_pack_scales(v, packed);
+  EXPECT_EQ(std::memcmp(packed, want, 12), 0);
+}
+
 // Scales {1, 2, 63, 17, 33, 48, 5, 60} and mins {0, 7, 16, 63, 31, 32, 1, 15} packed
 // by hand into the 12-byte layout.
 constexpr uint8_t kSc[8] = {1, 2, 63, 17, 33, 48, 5, 60};
@@ -210,6 +220,37 @@ TEST(BlockFormatsTest, Q6_K) {
   EXPECT_EQ(x[160], -32.0f);  // ql[96] low 0, qh[32] bits 2-3 = 0: -32; scale 2
   EXPECT_EQ(x[200], 8.0f);    // ql[72] high 4, qh[40] bits 4-5 = 2: q 36 - 32; scale 4
   EXPECT_EQ(x[255], -87.5f);  // ql[127] high 7, qh[63] bits 6-7 = 0: -25; scale 7
+}
+
+TEST(BlockFormatsTest, IQ4_NL) {
+  BlockIQ4_NL b;
+  b.d = 0x3800;  // 0.5
+  for (int j = 0; j < 16; ++j) b.qs[j] = static_cast<uint8_t>(j | ((15 - j) << 4));
+  const auto x = decode(DType::kIQ4_NL, b);
+  EXPECT_EQ(x[0], -63.5f);   // code 0: -127
+  EXPECT_EQ(x[3], -32.5f);   // code 3: -65
+  EXPECT_EQ(x[8], 0.5f);     // code 8: 1
+  EXPECT_EQ(x[16], 56.5f);   // high nibble of qs[0], code 15: 113
+  EXPECT_EQ(x[31], -63.5f);  // high nibble of qs[15], code 0
+}
+
+TEST(BlockFormatsTest, IQ4_XS) {
+  BlockIQ4_XS b;
+  b.d = 0x3400;  // 0.25
+  // ls_j = {0, 31, 32, 33, 63, 40, 1, 17}: low nibbles {0, 15, 0, 1, 15, 8, 1, 1} two per
+  // byte, top bits {0, 1, 2, 2, 3, 2, 0, 1} two per sub-block in scales_h.
+  const uint8_t low[4] = {0xF0, 0x10, 0x8F, 0x11};
+  std::memcpy(b.scales_l, low, 4);
+  b.scales_h = 0x4BA4;
+  for (int i = 0; i < 128; ++i) b.qs[i] = static_cast<uint8_t>(i);  // sub-block j: codes l and j
+  const auto x = decode(DType::kIQ4_XS, b);
+  EXPECT_EQ(x[0], 1016.0f);             // 0.25 * (0 - 32) * -127
+  EXPECT_EQ(x[32 + 5], 8.75f);          // 0.25 * -1 * -35
+  EXPECT_EQ(x[64 + 7], 0.0f);           // scale 32 - 32
+  EXPECT_EQ(x[128 + 16 + 3], -379.75f); // high nibble 4: 0.25 * 31 * -49
+  EXPECT_EQ(x[160 + 15], 226.0f);       // 0.25 * 8 * 113
+  EXPECT_EQ(x[192], 984.25f);           // 0.25 * -31 * -127
+  EXPECT_EQ(x[224 + 31], 37.5f);        // high nibble 7: 0.25 * -15 * -10
 }
 
 }  // namespace

@@ -57,7 +57,9 @@ struct Bound {
 constexpr Bound kBounds[] = {
     {DType::kF16, 2.7e-4, 2.8e-4}, {DType::kBF16, 2.1e-3, 2.1e-3}, {DType::kQ8_0, 0.0068, 0.012},
     {DType::kQ4_0, 0.108, 0.187},  {DType::kQ4_K, 0.088, 0.12},    {DType::kQ6_K, 0.022, 0.036},
-    {DType::kQ8_K, 0.0095, 0.029},
+    {DType::kQ8_K, 0.0095, 0.029},  {DType::kQ4_1, 0.095, 0.125},   {DType::kQ5_0, 0.053, 0.10},
+    {DType::kQ5_1, 0.047, 0.060},  {DType::kQ3_K, 0.19, 0.233},    {DType::kQ5_K, 0.045, 0.058},
+    {DType::kIQ4_NL, 0.095, 0.143}, {DType::kIQ4_XS, 0.095, 0.145},
 };
 
 TEST(QuantizeTest, RoundTripErrorWithinBounds) {
@@ -80,10 +82,20 @@ TEST(QuantizeTest, MoreBitsMeanLessError) {
   EXPECT_LT(q4_k, q4_0);
   EXPECT_LT(q6_k, q4_k);
   EXPECT_LT(q8_0, q6_k);
+  const double q3_k = relative_rms(x, round_trip(DType::kQ3_K, x));
+  const double q5_k = relative_rms(x, round_trip(DType::kQ5_K, x));
+  const double q5_0 = relative_rms(x, round_trip(DType::kQ5_0, x));
+  const double iq4_xs = relative_rms(x, round_trip(DType::kIQ4_XS, x));
+  EXPECT_LT(q4_0, q3_k);
+  EXPECT_LT(q5_k, q4_k);
+  EXPECT_LT(q6_k, q5_k);
+  EXPECT_LT(q5_0, q4_0);
+  EXPECT_LT(iq4_xs, q4_0);  // the codebook fits Gaussian values better than even levels
 }
 
 TEST(QuantizeTest, ZerosStayZeroAndConstantsSurvive) {
-  for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K, DType::kF16, DType::kBF16}) {
+  for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K, DType::kF16, DType::kBF16, DType::kQ5_0,
+                 DType::kQ5_K, DType::kQ3_K, DType::kIQ4_NL, DType::kIQ4_XS, DType::kQ4_1, DType::kQ5_1}) {
     const std::vector<float> zeros(512, 0.0f);
     for (float v : round_trip(t, zeros)) ASSERT_EQ(v, 0.0f) << dtype_name(t);
     const std::vector<float> ones(512, 1.0f);

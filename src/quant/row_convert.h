@@ -14,10 +14,9 @@
 namespace llms {
 
 // True when dequantize_row() handles `type`: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1,
-// Q8_0, Q8_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_K.
+// Q8_0, Q8_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_K, IQ4_NL, IQ4_XS.
 bool can_dequantize(DType type);
-// True when quantize_row() can produce `type`: F32, F16, BF16, Q4_0, Q8_0, Q8_1, Q4_K,
-// Q6_K, Q8_K.
+// True when quantize_row() can produce `type`: all of those but Q2_K.
 bool can_quantize(DType type);
 
 // dst[0..n) = decode(src); n is a multiple of the type's block size.

@@ -117,6 +117,65 @@ void quantize_row_q4_0(const float* src, void* dst, int64_t n) {
   }
 }
 
+// As Q4_0 with the range [-16, 15]; the fifth bit of element j is bit j of qh.
+void quantize_row_q5_0(const float* src, void* dst, int64_t n) {
+  auto* b = static_cast<BlockQ5_0*>(dst);
+  for (int64_t i = 0; i < n / kQK; ++i, src += kQK) {
+    float amax, max;
+    block_extremes(src, kQK, &amax, &max);
+    const float d = max / -16.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    b[i].d = f32_to_f16(d);
+    uint32_t qh = 0;
+    for (int j = 0; j < kQK / 2; ++j) {
+      const int lo = std::clamp(nearest_int(src[j] * id) + 16, 0, 31);
+      const int hi = std::clamp(nearest_int(src[j + kQK / 2] * id) + 16, 0, 31);
+      b[i].qs[j] = static_cast<uint8_t>((lo & 0xF) | ((hi & 0xF) << 4));
+      qh |= static_cast<uint32_t>(lo >> 4) << j | static_cast<uint32_t>(hi >> 4) << (j + 16);
+    }
+    std::memcpy(b[i].qh, &qh, 4);
+  }
+}
+
+namespace {
+
+// Levels 0..nmax of one block of 32 between its minimum (m) and maximum: x ~ d * q + m.
+void min_max_levels(const float* x, int nmax, uint16_t* d_out, uint16_t* m_out, int* q) {
+  float lo = x[0], hi = x[0];
+  for (int j = 1; j < kQK; ++j) lo = std::min(lo, x[j]), hi = std::max(hi, x[j]);
+  *d_out = f32_to_f16((hi - lo) / static_cast<float>(nmax));
+  *m_out = f32_to_f16(lo);
+  // Levels against d and m as stored.
+  const float d = f16_to_f32(*d_out), m = f16_to_f32(*m_out);
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  for (int j = 0; j < kQK; ++j) q[j] = std::clamp(nearest_int((x[j] - m) * id), 0, nmax);
+}
+
+}  // namespace
+
+void quantize_row_q4_1(const float* src, void* dst, int64_t n) {
+  auto* b = static_cast<BlockQ4_1*>(dst);
+  int q[kQK];
+  for (int64_t i = 0; i < n / kQK; ++i, src += kQK) {
+    min_max_levels(src, 15, &b[i].d, &b[i].m, q);
+    for (int j = 0; j < kQK / 2; ++j) b[i].qs[j] = static_cast<uint8_t>(q[j] | (q[j + 16] << 4));
+  }
+}
+
+void quantize_row_q5_1(const float* src, void* dst, int64_t n) {
+  auto* b = static_cast<BlockQ5_1*>(dst);
+  int q[kQK];
+  for (int64_t i = 0; i < n / kQK; ++i, src += kQK) {
+    min_max_levels(src, 31, &b[i].d, &b[i].m, q);
+    uint32_t qh = 0;
+    for (int j = 0; j < kQK / 2; ++j) {
+      b[i].qs[j] = static_cast<uint8_t>((q[j] & 0xF) | ((q[j + 16] & 0xF) << 4));
+      qh |= static_cast<uint32_t>(q[j] >> 4) << j | static_cast<uint32_t>(q[j + 16] >> 4) << (j + 16);
+    }
+    std::memcpy(b[i].qh, &qh, 4);
+  }
+}
+
 // Round to nearest is not the least-error choice: each block tries scales around
 // amax / 127, refits the scale to its codes by least squares (in the f16 it is stored
 // in) and keeps the pair with the smallest squared error. About 12% less error than

@@ -60,6 +60,10 @@ HttpResponse transport_error_response(int status, const std::string& message) {
   e.status = status;
   if (status == 413) e.code = "request_too_large";
   if (status >= 500) e.type = "server_error";
+  if (status == 503) {  // the transport's only 503: a connection cap
+    e.type = "service_unavailable";
+    e.code = "too_many_connections";
+  }
   return api_error_response(e);
 }
 

@@ -75,8 +75,8 @@ std::optional<ApiError> CompletionJob::submit_all() {
       }
       if (c.params.sampling.deterministic()) {
         if (auto hit = version_->engine().cached(c.params)) {
-          for (auto& t : hit->tokens) c.replay.emplace_back(std::move(t));
-          c.replay.emplace_back(std::move(hit->finish));
+          for (auto& t : hit->tokens) c.events.emplace_back(std::move(t));
+          c.events.emplace_back(std::move(hit->finish));
           choices_.push_back(std::move(c));
           continue;
         }
@@ -127,35 +127,40 @@ void CompletionJob::start() {
 
 void CompletionJob::schedule_pump() {
   if (pump_posted_.exchange(true)) return;
-  exchange_->post([s = shared_from_this()] { s->pump(); });
+  exchange_->when_writable([s = shared_from_this()] { s->pump(); });
 }
 
 void CompletionJob::pump() {
   pump_posted_.store(false);
   if (done_) return;
   std::string out;
-  for (auto& c : choices_) take_events(c, &out);
+  bool more = false;
+  for (auto& c : choices_) more |= take_events(c, &out);
   if (request_.stream && !out.empty() && !client_gone_) exchange_->write(std::move(out));
-  if (std::all_of(choices_.begin(), choices_.end(), [](const Choice& c) { return c.finish.has_value(); })) complete();
+  if (std::all_of(choices_.begin(), choices_.end(), [](const Choice& c) { return c.finish.has_value(); })) {
+    complete();
+  } else if (more) {
+    schedule_pump();  // the rest once the client has read this
+  }
 }
 
-void CompletionJob::take_events(Choice& c, std::string* out) {
-  if (c.finish) return;
-  std::vector<RequestEvent> events;
+bool CompletionJob::take_events(Choice& c, std::string* out) {
+  if (c.finish) return false;
   if (c.handle) {
-    events = c.handle->drain();
-  } else {
-    events.assign(std::make_move_iterator(c.replay.begin()), std::make_move_iterator(c.replay.end()));
-    c.replay.clear();
+    for (auto& ev : c.handle->drain()) c.events.push_back(std::move(ev));
   }
   if (request_.stream && !c.opened) open_choice(c, out);
-  for (auto& ev : events) {
+  while (!c.events.empty() && !c.finish) {
+    if (request_.stream && out->size() >= kPumpBytes) return true;
+    RequestEvent ev = std::move(c.events.front());
+    c.events.pop_front();
     if (auto* t = std::get_if<TokenEvent>(&ev)) {
       on_token(c, *t, out);
     } else {
       on_finish(c, std::get<FinishEvent>(ev), out);
     }
   }
+  return false;
 }
 
 void CompletionJob::open_choice(Choice& c, std::string* out) {

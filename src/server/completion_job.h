@@ -3,10 +3,12 @@
 // answers it, whole or as a stream of SSE chunks.
 //
 // Flow: start() submits every choice (a refusal cancels the ones already queued and
-// answers the error), then the engine's notify callbacks post pump() onto the
-// connection's strand; pump() drains every choice's events and writes them. When the
-// client goes away the exchange's on_close cancels every choice; the engine ends them
-// "cancelled" and frees their KV blocks at its next step.
+// answers the error), then the engine's notify callbacks schedule pump() on the
+// connection's strand through HttpExchange::when_writable(), so a stream whose client
+// reads slowly is pumped only as fast as it is read; pump() turns at most kPumpBytes of
+// events into SSE chunks per run and writes them. When the client goes away (or stops
+// reading for stream_stall_timeout) the exchange's on_close cancels every choice; the
+// engine ends them "cancelled" and frees their KV blocks at its next step.
 //
 // Thread-safety: all members run on the exchange's strand (start() is called there by
 // the router, the rest is posted); the only cross-thread entry is the notify callback,
@@ -30,6 +32,9 @@ namespace llms {
 
 class CompletionJob : public std::enable_shared_from_this<CompletionJob> {
  public:
+  // SSE bytes one pump() writes at most before yielding to the connection's buffer.
+  static constexpr size_t kPumpBytes = 16 << 10;
+
   // Every choice runs on `version`, which the job keeps alive until it completes.
   CompletionJob(ServerContext& ctx, VersionPtr version, std::shared_ptr<HttpExchange> exchange,
                 CompletionRequest request, std::vector<PromptInput> prompts);
@@ -42,7 +47,7 @@ class CompletionJob : public std::enable_shared_from_this<CompletionJob> {
     int prompt_index = 0;
     RequestParams params;
     std::shared_ptr<RequestHandle> handle;  // null when replayed from the result cache
-    std::deque<RequestEvent> replay;
+    std::deque<RequestEvent> events;        // taken from the handle (or the cache), not yet written
     std::string text;
     std::vector<TokenLogprobs> logprobs;
     int64_t chars = 0;  // text length so far (legacy text_offset)
@@ -55,7 +60,8 @@ class CompletionJob : public std::enable_shared_from_this<CompletionJob> {
   RequestParams choice_params(int prompt_index, int n_index) const;
   void schedule_pump();
   void pump();
-  void take_events(Choice& c, std::string* out);
+  // Writes c's events into `out` up to kPumpBytes; true when some are left.
+  bool take_events(Choice& c, std::string* out);
   void on_token(Choice& c, TokenEvent& t, std::string* out);
   void on_finish(Choice& c, FinishEvent& f, std::string* out);
   void open_choice(Choice& c, std::string* out);

@@ -161,6 +161,18 @@ ConfigKey str_key(std::string name, std::string help, Field<std::string> f) {
           }};
 }
 
+constexpr const char* kRedacted = "(redacted)";
+
+// A string that must never be printed: get() says only whether it is set.
+ConfigKey secret_key(std::string name, std::string help, Field<std::string> f) {
+  ConfigKey k = str_key(std::move(name), std::move(help), f);
+  k.get = [f](const ServeConfig& c) {
+    return f(const_cast<ServeConfig&>(c)).empty() ? std::string("\"\"") : std::string(kRedacted);
+  };
+  k.secret = true;
+  return k;
+}
+
 ConfigKey dtype_key(std::string name, std::string help, Field<DType> f) {
   auto set = [name, f](ServeConfig& c, const std::string& v) -> Status {
     const auto t = dtype_from_name(v);
@@ -239,6 +251,24 @@ std::vector<ConfigKey> make_keys() {
       int_key("io_threads", "HTTP I/O threads", SRV(io_threads), 1, 256),
       i64_key("max_body_bytes", "Largest request body (larger: 413)", SRV(max_body_bytes), ConfigType::kBytes),
       num_key("idle_timeout", "Seconds a keep-alive connection may wait for a request", SRV(idle_timeout_s)),
+      num_key("header_timeout", "Seconds a request's headers may take once its first byte arrived (else 408)",
+              SRV(header_timeout_s)),
+      num_key("body_timeout", "Seconds a request's body may take after its headers (else 408)", SRV(body_timeout_s)),
+      num_key("stream_stall_timeout",
+              "Seconds a client may take no response bytes; then its connection closes and its request is cancelled",
+              SRV(stream_stall_timeout_s)),
+      i64_key("stream_buffer_bytes",
+              "Unsent bytes a streaming response may hold in the server (and in the socket's send buffer)",
+              SRV(stream_buffer_bytes), ConfigType::kBytes),
+      int_key("max_connections", "Open connections in total (beyond: 503)", SRV(max_connections), 1, kBig),
+      int_key("max_connections_per_client", "Open connections per client address (beyond: 503; 0: no cap)",
+              SRV(max_connections_per_client), 0, kBig),
+      secret_key("api_key", "Bearer key every request but /health, /ready, /metrics must carry (prefer api_key_file)",
+                 SRV(api_key)),
+      str_key("api_key_file", "File of Bearer keys, one per line", SRV(api_key_file)),
+      bool_key("protect_metrics", "Require an API key on /metrics too", SRV(protect_metrics)),
+      str_key("metrics_compat",
+              "Also show the metrics gateways read under vLLM's names (vllm), or not (none)", SRV(metrics_compat)),
       num_key("shutdown_timeout", "Seconds in-flight requests get to finish on SIGTERM", SRV(shutdown_timeout_s)),
       str_key("chat_template", "Chat template name, Jinja source or \"plain\" (default: the model's)", SRV(chat_template)),
       batching_key(),
@@ -362,7 +392,14 @@ Status load_config_file(const std::string& path, ServeConfig& c) {
 
 std::string config_to_toml(const ServeConfig& c) {
   std::string out = "# llmserve serve: effective configuration\n";
-  for (const auto& k : config_keys()) out += fmt::format("{} = {}  # {}\n", k.name, k.get(c), k.help);
+  for (const auto& k : config_keys()) {
+    const std::string v = k.get(c);
+    if (k.secret && v == kRedacted) {
+      out += fmt::format("# {} is set; redacted (give it again: --{} or a config file)\n", k.name, config_flag_name(k.name));
+    } else {
+      out += fmt::format("{} = {}  # {}\n", k.name, v, k.help);
+    }
+  }
   return out;
 }
 

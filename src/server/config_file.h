@@ -28,6 +28,7 @@ struct ConfigKey {
   std::string help;
   std::function<Status(ServeConfig&, const std::string&)> set;  // parses the text form
   std::function<std::string(const ServeConfig&)> get;            // TOML literal
+  bool secret = false;  // get() never returns the value; --print-config comments it out
 };
 
 const std::vector<ConfigKey>& config_keys();
@@ -39,7 +40,8 @@ Status set_config_value(ServeConfig& c, std::string_view key, const std::string&
 Status load_config_file(const std::string& path, ServeConfig& c);
 // Same, from TOML text (`origin` names it in errors).
 Status load_config_text(std::string_view toml, const std::string& origin, ServeConfig& c);
-// The whole configuration as TOML that load_config_text() reads back.
+// The whole configuration as TOML that load_config_text() reads back; a secret that
+// is set (api_key) is printed as a comment saying it is redacted, so it never shows.
 std::string config_to_toml(const ServeConfig& c);
 
 }  // namespace llms

@@ -91,6 +91,56 @@ TEST(ConfigFileTest, ValidationErrorsNameRealKeys) {
   }
 }
 
+TEST(ConfigFileTest, HardeningKeysAndTheirChecks) {
+  ServeConfig c;
+  c.server.model_path = "m.gguf";
+  const Status s = load_config_text(
+      "header_timeout = 2\nbody_timeout = 3.5\nstream_stall_timeout = 4\nstream_buffer_bytes = \"8KiB\"\n"
+      "max_connections = 100\nmax_connections_per_client = 0\napi_key_file = \"keys.txt\"\nprotect_metrics = true\n",
+      "t.toml", c);
+  ASSERT_TRUE(s.ok()) << s.to_string();
+  EXPECT_DOUBLE_EQ(c.server.header_timeout_s, 2);
+  EXPECT_DOUBLE_EQ(c.server.body_timeout_s, 3.5);
+  EXPECT_DOUBLE_EQ(c.server.stream_stall_timeout_s, 4);
+  EXPECT_EQ(c.server.stream_buffer_bytes, 8 << 10);
+  EXPECT_EQ(c.server.max_connections, 100);
+  EXPECT_EQ(c.server.max_connections_per_client, 0);
+  EXPECT_EQ(c.server.api_key_file, "keys.txt");
+  EXPECT_TRUE(c.server.protect_metrics);
+  EXPECT_TRUE(c.validate().ok()) << c.validate().to_string();
+  const std::vector<std::pair<std::function<void(ServerConfig&)>, std::string>> breakers = {
+      {[](ServerConfig& x) { x.header_timeout_s = 0; }, "header_timeout"},
+      {[](ServerConfig& x) { x.body_timeout_s = -1; }, "body_timeout"},
+      {[](ServerConfig& x) { x.stream_stall_timeout_s = 0; }, "stream_stall_timeout"},
+      {[](ServerConfig& x) { x.stream_buffer_bytes = 100; }, "stream_buffer_bytes"},
+      {[](ServerConfig& x) { x.max_connections = 0; }, "max_connections"},
+      {[](ServerConfig& x) { x.max_connections_per_client = -1; }, "max_connections_per_client"},
+      {[](ServerConfig& x) { x.api_key_file.clear(); }, "protect_metrics"},
+  };
+  for (const auto& [brk, key] : breakers) {
+    ServeConfig bad = c;
+    brk(bad.server);
+    const Status v = bad.validate();
+    EXPECT_FALSE(v.ok()) << key;
+    EXPECT_EQ(v.message().rfind(key + ":", 0), 0u) << v.message();
+  }
+}
+
+TEST(ConfigFileTest, TheApiKeyIsNeverPrinted) {
+  ServeConfig c;
+  const std::string key = "sk-very-secret-value";
+  ASSERT_TRUE(set_config_value(c, "api_key", key).ok());
+  EXPECT_EQ(c.server.api_key, key);
+  const std::string text = config_to_toml(c);
+  EXPECT_EQ(text.find(key), std::string::npos) << text;
+  EXPECT_NE(text.find("# api_key is set; redacted"), std::string::npos) << text;
+  for (const auto& k : config_keys()) EXPECT_EQ(k.get(c).find(key), std::string::npos) << k.name;
+  ServeConfig back;  // the printed file reads back, without the key
+  ASSERT_TRUE(load_config_text(text, "printed", back).ok());
+  EXPECT_EQ(back.server.api_key, "");
+  EXPECT_NE(config_to_toml(ServeConfig{}).find("api_key = \"\""), std::string::npos);
+}
+
 TEST(ConfigFileTest, EveryKeyHasAFlagName) {
   for (const auto& k : config_keys()) {
     EXPECT_EQ(config_flag_name(k.name).find('_'), std::string::npos);

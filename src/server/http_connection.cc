@@ -30,54 +30,18 @@ bool peer_gone(const beast::error_code& ec) {
          ec == asio::error::broken_pipe || ec == asio::error::operation_aborted || ec == asio::error::bad_descriptor;
 }
 
+std::chrono::milliseconds millis(double seconds) {
+  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+}
+
 }  // namespace
 
-// ---- ConnectionExchange: hop onto the strand, then act if still current. ----
-
-template <typename F>
-void ConnectionExchange::on_strand(F&& f) {
-  asio::post(strand_, [self = shared_from_this(), f = std::forward<F>(f)]() mutable {
-    if (auto c = self->conn_.lock()) f(*c, self.get());
-  });
-}
-
-void ConnectionExchange::respond(HttpResponse response) {
-  on_strand([r = std::move(response)](HttpConnection& c, ConnectionExchange* ex) mutable { c.respond(ex, std::move(r)); });
-}
-
-void ConnectionExchange::begin_stream(std::string content_type, HttpHeaders headers) {
-  on_strand([t = std::move(content_type), h = std::move(headers)](HttpConnection& c, ConnectionExchange* ex) {
-    c.begin_stream(ex, t, h);
-  });
-}
-
-void ConnectionExchange::write(std::string data) {
-  on_strand([d = std::move(data)](HttpConnection& c, ConnectionExchange* ex) { c.write_chunk(ex, d); });
-}
-
-void ConnectionExchange::end_stream() {
-  on_strand([](HttpConnection& c, ConnectionExchange* ex) { c.end_stream(ex); });
-}
-
-void ConnectionExchange::post(std::function<void()> fn) { asio::post(strand_, std::move(fn)); }
-
-void ConnectionExchange::set_on_close(std::function<void()> fn) {
-  asio::post(strand_, [self = shared_from_this(), fn = std::move(fn)]() mutable {
-    auto c = self->conn_.lock();
-    if (!c) {
-      if (!self->ended) fn();
-      return;
-    }
-    c->set_on_close(self.get(), std::move(fn));
-  });
-}
-
-// ---- HttpConnection ----
-
-HttpConnection::HttpConnection(Tcp::socket socket, Strand strand, std::shared_ptr<HttpServerState> state)
+HttpConnection::HttpConnection(Tcp::socket socket, Strand strand, std::shared_ptr<HttpServerState> state,
+                               asio::ip::address client)
     : socket_(std::move(socket)),
       strand_(std::move(strand)),
       state_(std::move(state)),
+      client_(std::move(client)),
       timer_(strand_),
       write_timer_(strand_) {}
 
@@ -87,6 +51,10 @@ void HttpConnection::start(uint64_t id) {
   id_ = id;
   state_->open.fetch_add(1);
   if (state_->options.on_connection) state_->options.on_connection(+1);
+  // A small kernel send buffer keeps what a client that stopped reading can absorb
+  // bounded, so that its stall shows up here within a few chunks.
+  beast::error_code ignored;
+  socket_.set_option(asio::socket_base::send_buffer_size(static_cast<int>(state_->options.stream_buffer_bytes)), ignored);
   asio::dispatch(strand_, [self = shared_from_this()] { self->read_request(); });
 }
 
@@ -100,11 +68,34 @@ void HttpConnection::close_when_idle() {
   });
 }
 
-void HttpConnection::arm_timer(double seconds) {
-  timer_.expires_after(std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000)));
-  timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
-    if (!ec) self->close();
+// ---- Reading: idle → header → body, each phase with its deadline. ----
+
+void HttpConnection::arm_read_timer(ReadPhase phase, double seconds) {
+  phase_ = phase;
+  const uint64_t gen = ++read_timer_gen_;
+  timer_.expires_after(millis(seconds));
+  timer_.async_wait([self = shared_from_this(), gen](beast::error_code ec) {
+    if (!ec && gen == self->read_timer_gen_) self->on_read_timeout();
   });
+}
+
+void HttpConnection::cancel_read_timer() {
+  ++read_timer_gen_;
+  phase_ = ReadPhase::kNone;
+  timer_.cancel();
+}
+
+void HttpConnection::on_read_timeout() {
+  if (closed_) return;
+  if (phase_ == ReadPhase::kHeader || phase_ == ReadPhase::kBody) {
+    // The pending read ends with operation_aborted; its handler answers 408.
+    state_->event(phase_ == ReadPhase::kHeader ? HttpEvent::kHeaderTimeout : HttpEvent::kBodyTimeout);
+    read_timed_out_ = true;
+    beast::error_code ignored;
+    socket_.cancel(ignored);
+    return;
+  }
+  close();  // an idle keep-alive connection, or the end of a lingering close
 }
 
 void HttpConnection::read_request() {
@@ -113,15 +104,36 @@ void HttpConnection::read_request() {
   parser_.emplace();
   parser_->header_limit(kMaxHeaderBytes);
   parser_->body_limit(static_cast<uint64_t>(state_->options.max_body_bytes));
-  arm_timer(state_->options.idle_timeout_s);
+  read_timed_out_ = false;
+  if (buffer_.size() > 0) return read_header();  // pipelined: the request has begun
+  arm_read_timer(ReadPhase::kIdle, state_->options.idle_timeout_s);
+  socket_.async_wait(Tcp::socket::wait_read, [self = shared_from_this()](beast::error_code ec) { self->on_readable(ec); });
+}
+
+void HttpConnection::on_readable(beast::error_code ec) {
+  if (closed_) return;
+  if (ec) {
+    cancel_read_timer();
+    return close();
+  }
+  read_header();
+}
+
+void HttpConnection::read_header() {
+  arm_read_timer(ReadPhase::kHeader, state_->options.header_timeout_s);
   http::async_read_header(socket_, buffer_, *parser_,
                           [self = shared_from_this()](beast::error_code ec, size_t) { self->on_header(ec); });
 }
 
 void HttpConnection::on_header(beast::error_code ec) {
+  if (closed_) return;
+  if (read_timed_out_) {
+    return fail_request(408, fmt::format("the request headers did not arrive within {} s (header_timeout)",
+                                         state_->options.header_timeout_s));
+  }
   if (ec) {
-    timer_.cancel();
-    if (peer_gone(ec) || closed_) return close();
+    cancel_read_timer();
+    if (peer_gone(ec)) return close();
     if (ec == http::error::header_limit) return fail_request(431, "request headers are too large");
     if (ec == http::error::body_limit) {
       return fail_request(413, fmt::format("the request body is larger than {} bytes (max_body_bytes)",
@@ -131,23 +143,29 @@ void HttpConnection::on_header(beast::error_code ec) {
   }
   const auto len = parser_->content_length();
   if (len && *len > static_cast<uint64_t>(state_->options.max_body_bytes)) {
-    timer_.cancel();
+    cancel_read_timer();
     return fail_request(413, fmt::format("the request body has {} bytes; the limit is {} (max_body_bytes)", *len,
                                          state_->options.max_body_bytes));
   }
+  arm_read_timer(ReadPhase::kBody, state_->options.body_timeout_s);
   if (beast::iequals(parser_->get()[http::field::expect], "100-continue")) queue("HTTP/1.1 100 Continue\r\n\r\n");
   http::async_read(socket_, buffer_, *parser_,
                    [self = shared_from_this()](beast::error_code ec2, size_t) { self->on_body(ec2); });
 }
 
 void HttpConnection::on_body(beast::error_code ec) {
-  timer_.cancel();
+  if (closed_) return;
+  cancel_read_timer();
+  if (read_timed_out_) {
+    return fail_request(408, fmt::format("the request body did not arrive within {} s (body_timeout)",
+                                         state_->options.body_timeout_s));
+  }
   if (ec == http::error::body_limit) {
     return fail_request(413, fmt::format("the request body is larger than {} bytes (max_body_bytes)",
                                          state_->options.max_body_bytes));
   }
   if (ec) {
-    if (peer_gone(ec) || closed_) return close();
+    if (peer_gone(ec)) return close();
     return fail_request(400, fmt::format("malformed HTTP request: {}", ec.message()));
   }
   dispatch();
@@ -198,26 +216,22 @@ void HttpConnection::on_watch(beast::error_code ec, size_t n) {
   if (buffer_.size() < kMaxPipelinedBytes) watch();
 }
 
+// ---- Writing ----
+
 std::string HttpConnection::head(int status, const std::string& content_type, const HttpHeaders& extra,
                                  int64_t content_length) {
   const bool keep = keep_alive_ && !state_->draining.load() && !close_after_response_;
   if (!keep) close_after_response_ = true;
-  std::string h = fmt::format("HTTP/1.1 {} {}\r\nContent-Type: {}\r\n", status,
-                              std::string(http::obsolete_reason(static_cast<http::status>(status))), content_type);
-  if (content_length >= 0) {
-    h += fmt::format("Content-Length: {}\r\n", content_length);
-  } else {
-    h += "Transfer-Encoding: chunked\r\nCache-Control: no-cache\r\nX-Accel-Buffering: no\r\n";
-  }
-  h += keep ? "Connection: keep-alive\r\n" : "Connection: close\r\n";
-  for (const auto& [k, v] : extra) h += k + ": " + v + "\r\n";
-  h += "\r\n";
-  return h;
+  return http_response_head(status, content_type, extra, content_length, keep);
 }
 
+// A response to HEAD has no body (RFC 9110 9.3.2): writing one would be read as the
+// start of the next response by a client that pipelines.
 void HttpConnection::respond(ConnectionExchange* ex, HttpResponse r) {
   if (ex != current_.get() || ex->ended || ex->streaming || closed_) return;
-  queue(head(r.status, r.content_type, r.headers, static_cast<int64_t>(r.body.size())) + r.body);
+  std::string bytes = head(r.status, r.content_type, r.headers, static_cast<int64_t>(r.body.size()));
+  if (ex->record.method != "HEAD") bytes += r.body;
+  queue(std::move(bytes));
   end_exchange(r.status);
 }
 
@@ -230,12 +244,13 @@ void HttpConnection::begin_stream(ConnectionExchange* ex, const std::string& con
 
 void HttpConnection::write_chunk(ConnectionExchange* ex, const std::string& data) {
   if (ex != current_.get() || ex->ended || !ex->streaming || closed_ || data.empty()) return;
+  if (ex->record.method == "HEAD") return;
   queue(fmt::format("{:x}\r\n", data.size()) + data + "\r\n");
 }
 
 void HttpConnection::end_stream(ConnectionExchange* ex) {
   if (ex != current_.get() || ex->ended || !ex->streaming || closed_) return;
-  queue("0\r\n\r\n");
+  if (ex->record.method != "HEAD") queue("0\r\n\r\n");
   end_exchange(200);
 }
 
@@ -246,6 +261,22 @@ void HttpConnection::set_on_close(ConnectionExchange* ex, std::function<void()> 
     return;
   }
   ex->on_close = std::move(fn);
+}
+
+void HttpConnection::when_writable(ConnectionExchange* ex, std::function<void()> fn) {
+  if (closed_ || ex != current_.get() || ex->ended || unsent() < state_->options.stream_buffer_bytes) {
+    asio::post(strand_, std::move(fn));
+    return;
+  }
+  if (writer_) asio::post(strand_, std::move(writer_));  // one producer per exchange; never drop one
+  writer_ = std::move(fn);
+}
+
+void HttpConnection::wake_writer() {
+  if (writer_ && (closed_ || unsent() < state_->options.stream_buffer_bytes)) {
+    asio::post(strand_, std::move(writer_));
+    writer_ = nullptr;
+  }
 }
 
 void HttpConnection::end_exchange(int status) {
@@ -274,19 +305,47 @@ void HttpConnection::flush() {
   writing_ = true;
   inflight_.swap(pending_);
   pending_.clear();
-  write_timer_.expires_after(std::chrono::milliseconds(static_cast<int64_t>(state_->options.write_timeout_s * 1000)));
-  write_timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
-    if (!ec) self->close();
-  });
-  asio::async_write(socket_, asio::buffer(inflight_),
-                    [self = shared_from_this()](beast::error_code ec, size_t) { self->on_write(ec); });
+  inflight_off_ = 0;
+  arm_stall_timer();
+  write_some();
 }
 
-void HttpConnection::on_write(beast::error_code ec) {
+void HttpConnection::write_some() {
+  socket_.async_write_some(asio::buffer(inflight_.data() + inflight_off_, inflight_.size() - inflight_off_),
+                           [self = shared_from_this()](beast::error_code ec, size_t n) { self->on_write(ec, n); });
+}
+
+// Every byte the socket takes re-arms the stall deadline: a slow reader is fine, one
+// that reads nothing at all for stall_timeout_s is not.
+void HttpConnection::arm_stall_timer() {
+  const uint64_t gen = ++write_timer_gen_;
+  write_timer_.expires_after(millis(state_->options.stall_timeout_s));
+  write_timer_.async_wait([self = shared_from_this(), gen](beast::error_code ec) {
+    if (ec || gen != self->write_timer_gen_ || self->closed_) return;
+    log_info("closing a connection whose client took no response bytes for {} s ({} unsent; stream_stall_timeout)",
+             self->state_->options.stall_timeout_s, self->unsent());
+    self->state_->event(HttpEvent::kWriteStall);
+    self->close();
+  });
+}
+
+void HttpConnection::on_write(beast::error_code ec, size_t n) {
+  if (ec) {
+    writing_ = false;
+    return close();
+  }
+  inflight_off_ += n;
+  if (inflight_off_ < inflight_.size()) {
+    if (n > 0) arm_stall_timer();
+    wake_writer();
+    return write_some();
+  }
   writing_ = false;
   inflight_.clear();
+  inflight_off_ = 0;
+  ++write_timer_gen_;
   write_timer_.cancel();
-  if (ec) return close();
+  wake_writer();
   if (!pending_.empty()) return flush();
   if (response_done_) after_response();
 }
@@ -322,7 +381,7 @@ void HttpConnection::linger_close() {
   if (watching_) {
     socket_.cancel(ignored);
   }
-  arm_timer(kLingerSeconds);
+  arm_read_timer(ReadPhase::kLinger, kLingerSeconds);
   drain_buf_.resize(kWatchChunk);
   auto drain = std::make_shared<std::function<void(beast::error_code, size_t)>>();
   *drain = [self = shared_from_this(), drain](beast::error_code ec, size_t) {
@@ -342,7 +401,8 @@ void HttpConnection::close() {
   beast::error_code ignored;
   socket_.shutdown(Tcp::socket::shutdown_both, ignored);
   socket_.close(ignored);
-  timer_.cancel();
+  cancel_read_timer();
+  ++write_timer_gen_;
   write_timer_.cancel();
   if (current_ && !current_->ended) {
     ConnectionExchange& ex = *current_;
@@ -355,9 +415,12 @@ void HttpConnection::close() {
     ex.on_close = nullptr;
     if (fn) fn();
   }
+  wake_writer();
   {
     std::lock_guard<std::mutex> lock(state_->mu);
     state_->connections.erase(id_);
+    auto it = state_->per_client.find(client_);
+    if (it != state_->per_client.end() && --it->second <= 0) state_->per_client.erase(it);
   }
   state_->open.fetch_sub(1);
   if (state_->options.on_connection) state_->options.on_connection(-1);

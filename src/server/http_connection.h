@@ -3,6 +3,11 @@
 // writes the response, and watches the socket while the handler works so that a
 // client that goes away is noticed at once.
 //
+// Reading a request goes through phases, each with its own deadline (HttpServerOptions):
+// idle (waiting for its first byte), header, body; a header or body deadline answers
+// 408. Writing re-arms a stall deadline at every byte the socket takes; when it passes,
+// the connection closes and the exchange's on_close cancels the request.
+//
 // Thread-safety: every member function runs on the connection's strand (the socket's
 // executor); the public entry points post themselves there.
 #pragma once
@@ -15,6 +20,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -32,7 +38,7 @@ using Strand = asio::strand<asio::io_context::executor_type>;
 class HttpConnection;
 
 // Shared by the server and its connections (connections may outlive a stop() call
-// by a few handler runs).
+// by a few handler runs). `connections` and `per_client` are under `mu`.
 struct HttpServerState {
   HttpServerOptions options;
   HttpHandler handler;
@@ -40,14 +46,24 @@ struct HttpServerState {
   std::atomic<int> open{0};
   std::mutex mu;
   std::unordered_map<uint64_t, std::weak_ptr<HttpConnection>> connections;
+  std::map<asio::ip::address, int> per_client;  // open connections by client address
   uint64_t next_id = 1;
+
+  void event(HttpEvent e) const {
+    if (options.on_event) options.on_event(e);
+  }
 };
+
+// The status line and headers of a response; content_length < 0: chunked.
+std::string http_response_head(int status, const std::string& content_type, const HttpHeaders& extra,
+                               int64_t content_length, bool keep_alive);
 
 class ConnectionExchange;
 
 class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
  public:
-  HttpConnection(Tcp::socket socket, Strand strand, std::shared_ptr<HttpServerState> state);
+  HttpConnection(Tcp::socket socket, Strand strand, std::shared_ptr<HttpServerState> state,
+                 asio::ip::address client);
   ~HttpConnection();
   void start(uint64_t id);
   // Closes now if no request is being answered, else once its response is written.
@@ -59,10 +75,15 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   void write_chunk(ConnectionExchange* ex, const std::string& data);
   void end_stream(ConnectionExchange* ex);
   void set_on_close(ConnectionExchange* ex, std::function<void()> fn);
+  void when_writable(ConnectionExchange* ex, std::function<void()> fn);
   Strand strand() const { return strand_; }
 
  private:
+  enum class ReadPhase { kNone, kIdle, kHeader, kBody, kLinger };
+
   void read_request();
+  void on_readable(boost::beast::error_code ec);
+  void read_header();
   void on_header(boost::beast::error_code ec);
   void on_body(boost::beast::error_code ec);
   void dispatch();
@@ -70,26 +91,41 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   void on_watch(boost::beast::error_code ec, size_t n);
   void queue(std::string bytes);
   void flush();
-  void on_write(boost::beast::error_code ec);
+  void write_some();
+  void on_write(boost::beast::error_code ec, size_t n);
+  int64_t unsent() const { return static_cast<int64_t>(pending_.size() + inflight_.size() - inflight_off_); }
+  void wake_writer();
   void end_exchange(int status);
   void after_response();
   void fail_request(int status, const std::string& message);
   void linger_close();
   void close();
-  void arm_timer(double seconds);
+  void arm_read_timer(ReadPhase phase, double seconds);
+  void cancel_read_timer();
+  void on_read_timeout();
+  void arm_stall_timer();
   std::string head(int status, const std::string& content_type, const HttpHeaders& extra, int64_t content_length);
 
   Tcp::socket socket_;
   Strand strand_;
   std::shared_ptr<HttpServerState> state_;
-  asio::steady_timer timer_;        // request read deadline, lingering close
+  const asio::ip::address client_;
+  asio::steady_timer timer_;        // the read phase's deadline, or the lingering close's
   asio::steady_timer write_timer_;  // write stall deadline
+  // Each arming bumps its counter, so a wait that completes after being re-armed is
+  // recognised as stale even when its cancellation came too late.
+  uint64_t read_timer_gen_ = 0;
+  uint64_t write_timer_gen_ = 0;
+  ReadPhase phase_ = ReadPhase::kNone;
+  bool read_timed_out_ = false;   // the phase's deadline cancelled the pending read
   boost::beast::flat_buffer buffer_;
   std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
   std::shared_ptr<ConnectionExchange> current_;
   uint64_t id_ = 0;
   std::string pending_;   // bytes queued behind the write in flight
   std::string inflight_;  // bytes of the write in flight
+  size_t inflight_off_ = 0;  // of which the socket took this many
+  std::function<void()> writer_;  // a when_writable() callback waiting for room
   bool writing_ = false;
   bool watching_ = false;
   bool want_next_ = false;        // the watch read was cancelled to read the next request
@@ -112,6 +148,7 @@ class ConnectionExchange : public HttpExchange, public std::enable_shared_from_t
   void end_stream() override;
   void post(std::function<void()> fn) override;
   void set_on_close(std::function<void()> fn) override;
+  void when_writable(std::function<void()> fn) override;
 
   // Touched on the strand only.
   HttpExchangeRecord record;

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <future>
+#include <optional>
 
 #include "base/clock.h"
 #include "base/log.h"
@@ -24,13 +25,71 @@ struct HttpServer::Io {
 namespace {
 
 // Each connection is a file descriptor: lift the soft limit to the hard one so that
-// thousands of streams fit.
-void raise_fd_limit() {
+// thousands of streams fit, and keep max_connections below it (with room for the
+// model, logs and the accept itself) so that the cap, not EMFILE, says no.
+void raise_fd_limit(HttpServerOptions& o) {
+  constexpr int kReservedFds = 64;
   rlimit rl{};
-  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return;
+  if (rl.rlim_cur < rl.rlim_max) {
     rl.rlim_cur = rl.rlim_max;
     setrlimit(RLIMIT_NOFILE, &rl);
+    getrlimit(RLIMIT_NOFILE, &rl);
   }
+  const auto room = static_cast<int64_t>(std::min<rlim_t>(rl.rlim_cur, 1 << 30)) - kReservedFds;
+  if (room < o.max_connections) {
+    log_warn("max_connections {} lowered to {}: the process may open {} files", o.max_connections, room, rl.rlim_cur);
+    o.max_connections = static_cast<int>(std::max<int64_t>(1, room));
+  }
+}
+
+// Writes a 503 without reading the request (one non-blocking write: a refused client
+// must not hold the accept loop) and closes.
+void refuse(HttpServerState& state, Tcp::socket& socket, HttpEvent why) {
+  state.event(why);  // counted before the client can see the answer
+  const bool total = why == HttpEvent::kRefusedTotal;
+  const std::string message =
+      total ? fmt::format("the server has {} open connections, its limit (max_connections)", state.options.max_connections)
+            : fmt::format("this client has {} open connections, the limit per client (max_connections_per_client)",
+                          state.options.max_connections_per_client);
+  const HttpResponse r = state.options.error_response(503, message);
+  const std::string bytes =
+      http_response_head(503, r.content_type, {{"Retry-After", "1"}}, static_cast<int64_t>(r.body.size()), false) + r.body;
+  boost::system::error_code ignored;
+  socket.non_blocking(true, ignored);
+  socket.write_some(asio::buffer(bytes), ignored);
+  socket.shutdown(Tcp::socket::shutdown_send, ignored);
+  socket.close(ignored);
+}
+
+// Starts a connection for `socket`, or refuses it when a connection cap is reached.
+void admit(const std::shared_ptr<HttpServerState>& state_ptr, Tcp::socket socket, Strand strand) {
+  HttpServerState& state = *state_ptr;
+  boost::system::error_code ec;
+  const auto peer = socket.remote_endpoint(ec);
+  if (ec) return;  // already gone
+  socket.set_option(Tcp::no_delay(true), ec);
+  const HttpServerOptions& o = state.options;
+  std::optional<HttpEvent> refused;
+  std::shared_ptr<HttpConnection> conn;
+  uint64_t id = 0;
+  {
+    std::lock_guard<std::mutex> lock(state.mu);
+    const auto it = state.per_client.find(peer.address());
+    const int from_client = it == state.per_client.end() ? 0 : it->second;
+    if (static_cast<int>(state.connections.size()) >= o.max_connections) {
+      refused = HttpEvent::kRefusedTotal;
+    } else if (o.max_connections_per_client > 0 && from_client >= o.max_connections_per_client) {
+      refused = HttpEvent::kRefusedPerClient;
+    } else {
+      conn = std::make_shared<HttpConnection>(std::move(socket), strand, state_ptr, peer.address());
+      id = state.next_id++;
+      state.connections.emplace(id, conn);
+      ++state.per_client[peer.address()];
+    }
+  }
+  if (refused) return refuse(state, socket, *refused);
+  conn->start(id);
 }
 
 }  // namespace
@@ -49,7 +108,7 @@ HttpServer::HttpServer(HttpServerOptions options, HttpHandler handler)
 HttpServer::~HttpServer() { stop(0); }
 
 Status HttpServer::start() {
-  raise_fd_limit();
+  raise_fd_limit(state_->options);
   boost::system::error_code ec;
   const auto addr = asio::ip::make_address(state_->options.host, ec);
   if (ec) return invalid_argument(fmt::format("host: '{}' is not an IP address", state_->options.host));
@@ -84,15 +143,7 @@ void HttpServer::accept_next() {
       });
       return;
     }
-    socket.set_option(Tcp::no_delay(true), ec);
-    auto conn = std::make_shared<HttpConnection>(std::move(socket), strand, state_);
-    uint64_t id = 0;
-    {
-      std::lock_guard<std::mutex> lock(state_->mu);
-      id = state_->next_id++;
-      state_->connections.emplace(id, conn);
-    }
-    conn->start(id);
+    admit(state_, std::move(socket), strand);
     accept_next();
   });
 }

@@ -47,6 +47,11 @@ class HttpExchange {
   virtual void end_stream() = 0;
   // Runs `fn` on this connection's strand, even after the client went away.
   virtual void post(std::function<void()> fn) = 0;
+  // Like post(), but only once the response's unsent bytes are below the connection's
+  // stream buffer: at once when they are (or the connection is gone), else when the
+  // client has read enough. A stream's producer calls it before producing more, so a
+  // client that reads slowly holds the producer back instead of growing a buffer.
+  virtual void when_writable(std::function<void()> fn) = 0;
   // `fn` runs once, on the strand, if the connection closes before the exchange ends
   // (the client went away, a write stalled, the server shut down). Runs at once
   // (posted) when the connection is already closed.

@@ -23,6 +23,33 @@ Result<std::string> read_admin_token(const std::string& path) {
   return token;
 }
 
+void count_transport_event(ServerMetrics& m, HttpEvent e) {
+  switch (e) {
+    case HttpEvent::kRefusedTotal: return m.refused_connections.with({"max_connections"}).inc();
+    case HttpEvent::kRefusedPerClient: return m.refused_connections.with({"max_connections_per_client"}).inc();
+    case HttpEvent::kHeaderTimeout: return m.client_timeouts.with({"header"}).inc();
+    case HttpEvent::kBodyTimeout: return m.client_timeouts.with({"body"}).inc();
+    case HttpEvent::kWriteStall: return m.client_timeouts.with({"stream_stall"}).inc();
+  }
+}
+
+// The transport's share of the configuration.
+HttpServerOptions transport_options(const ServerConfig& sc) {
+  HttpServerOptions o;
+  o.host = sc.host;
+  o.port = sc.port;
+  o.io_threads = sc.io_threads;
+  o.max_body_bytes = sc.max_body_bytes;
+  o.idle_timeout_s = sc.idle_timeout_s;
+  o.header_timeout_s = sc.header_timeout_s;
+  o.body_timeout_s = sc.body_timeout_s;
+  o.stall_timeout_s = sc.stream_stall_timeout_s;
+  o.stream_buffer_bytes = sc.stream_buffer_bytes;
+  o.max_connections = sc.max_connections;
+  o.max_connections_per_client = sc.max_connections_per_client;
+  return o;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<LlmServer>> LlmServer::start(const ServeConfig& config) {
@@ -33,6 +60,11 @@ Result<std::unique_ptr<LlmServer>> LlmServer::start(const ServeConfig& config) {
 }
 
 Status LlmServer::init() {
+  LLMS_ASSIGN_OR_RETURN(ApiKeys keys, ApiKeys::load(config_.server));  // a bad key file fails before the model loads
+  if (keys.enabled()) {
+    log_info("API keys: {} configured; requests need 'Authorization: Bearer KEY' (open: /health, /ready{})", keys.size(),
+             config_.server.protect_metrics ? "" : ", /metrics");
+  }
   LLMS_ASSIGN_OR_RETURN(const std::string admin_token, read_admin_token(config_.server.admin_token_file));
   config_.deploy.engine = config_.engine;
   config_.deploy.chat_template = config_.server.chat_template;
@@ -63,15 +95,10 @@ Status LlmServer::init() {
   versions_ = std::make_unique<VersionSet>(std::move(version));
   deployer_ = std::make_unique<Deployer>(std::move(root), *versions_, config_.deploy, *registry_);
   ctx_ = std::make_unique<ServerContext>(*versions_, *deployer_, config_, *registry_, *metrics_, admin_token);
-  router_ = std::make_unique<Router>(*ctx_);
+  router_ = std::make_unique<Router>(*ctx_, std::move(keys));
   deployer_->start();
 
-  HttpServerOptions o;
-  o.host = config_.server.host;
-  o.port = config_.server.port;
-  o.io_threads = config_.server.io_threads;
-  o.max_body_bytes = config_.server.max_body_bytes;
-  o.idle_timeout_s = config_.server.idle_timeout_s;
+  HttpServerOptions o = transport_options(config_.server);
   o.error_response = transport_error_response;
   ServerMetrics* m = metrics_.get();
   const Router* routes = router_.get();
@@ -81,6 +108,7 @@ Status LlmServer::init() {
     m->http_duration.with({endpoint}).observe(r.seconds);
   };
   o.on_connection = [m](int delta) { m->open_connections.add(delta); };
+  o.on_event = [m](HttpEvent e) { count_transport_event(*m, e); };
   Router* router = router_.get();
   http_ = std::make_unique<HttpServer>(std::move(o), [router](HttpRequest req, std::shared_ptr<HttpExchange> ex) {
     router->handle(std::move(req), std::move(ex));

@@ -10,6 +10,12 @@ namespace {
     if (auto _e = (expr)) return _e;   \
   } while (0)
 
+// obj[key] when it is a string, else "". Json::value() would throw for another type.
+std::string string_or_empty(const Json& obj, const char* key) {
+  const auto it = obj.find(key);
+  return it != obj.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
 // Parameters of the OpenAI API this server does not implement: refused when set, so
 // a client never silently gets something other than what it asked for.
 std::optional<ApiError> refuse_unsupported(const Json& b, ApiKind kind) {
@@ -25,7 +31,7 @@ std::optional<ApiError> refuse_unsupported(const Json& b, ApiKind kind) {
   }
   if (has_field(b, "response_format")) {
     const Json& rf = b.at("response_format");
-    if (!rf.is_object() || rf.value("type", "") != "text") {
+    if (!rf.is_object() || string_or_empty(rf, "type") != "text") {
       return bad_request("only response_format {\"type\": \"text\"} is supported", "response_format");
     }
   }
@@ -166,7 +172,7 @@ std::optional<ApiError> message_content(const Json& content, std::string* out) {
   }
   if (!content.is_array()) return bad_request("message 'content' must be a string or a list of parts", "messages");
   for (const Json& part : content) {
-    if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") || !part.at("text").is_string()) {
+    if (!part.is_object() || string_or_empty(part, "type") != "text" || !part.contains("text") || !part.at("text").is_string()) {
       return bad_request("only text content parts ({\"type\": \"text\", \"text\": ...}) are supported", "messages");
     }
     *out += part.at("text").get<std::string>();

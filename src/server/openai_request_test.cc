@@ -95,6 +95,10 @@ TEST(OpenAiRequestTest, BadValuesNameTheParameter) {
       {R"({"presence_penalty":-2.5})", ApiKind::kChat, "presence_penalty"},
       {R"({"seed":"1"})", ApiKind::kChat, "seed"},
       {R"({"model":7})", ApiKind::kChat, "model"},
+      // Found by request_fuzz: a "type" that is not a string made Json::value() throw
+      // (the client got a 500 instead of a 400).
+      {R"({"prompt":"x","response_format":{"type":[]}})", ApiKind::kCompletion, "response_format"},
+      {R"({"messages":[{"role":"user","content":[{"type":5,"text":"x"}]}]})", ApiKind::kChat, "messages"},
   };
   for (const auto& c : cases) {
     CompletionRequest r;

@@ -7,7 +7,7 @@
 
 namespace llms {
 
-Router::Router(ServerContext& ctx) : ctx_(ctx) {
+Router::Router(ServerContext& ctx, ApiKeys keys) : ctx_(ctx), keys_(std::move(keys)) {
   auto completions = [](ServerContext& c, const HttpRequest& r, std::shared_ptr<HttpExchange> ex) {
     handle_completions(c, r, std::move(ex), ApiKind::kCompletion);
   };
@@ -48,6 +48,13 @@ std::string_view Router::endpoint_label(std::string_view path) const {
 }
 
 void Router::handle(HttpRequest req, std::shared_ptr<HttpExchange> ex) const {
+  if (keys_.protects(req.path)) {
+    if (auto e = keys_.check(req.header("authorization"))) {
+      HttpResponse resp = api_error_response(*e);
+      resp.headers.emplace_back("WWW-Authenticate", "Bearer");
+      return ex->respond(std::move(resp));
+    }
+  }
   std::string allowed;
   for (const Route& r : routes_) {
     if (!r.matches(req.path)) continue;

@@ -1,5 +1,6 @@
-// Router: method + path → endpoint. Unknown paths get 404, a known path with the wrong
-// method 405 (with Allow), both in the OpenAI error shape. Any exception an endpoint
+// Router: method + path → endpoint. With API keys configured, a request without a
+// valid key gets 401 first (api_keys.h says which paths are open). Unknown paths get
+// 404, a known path with the wrong method 405 (with Allow), all in the OpenAI error shape. Any exception an endpoint
 // lets escape becomes a 500 rather than a dead connection. Its route table is the one
 // list of the server's paths: the metrics' endpoint labels come from it too.
 //
@@ -12,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "server/api_keys.h"
 #include "server/http_types.h"
 #include "server/server_context.h"
 
@@ -19,7 +21,7 @@ namespace llms {
 
 class Router {
  public:
-  explicit Router(ServerContext& ctx);
+  explicit Router(ServerContext& ctx, ApiKeys keys = {});
   void handle(HttpRequest req, std::shared_ptr<HttpExchange> ex) const;
   // The endpoint label of a path for metrics: its route ("/v1/models" for
   // "/v1/models/{id}"), or "other", so that labels stay bounded.
@@ -34,6 +36,7 @@ class Router {
     bool matches(std::string_view p) const;
   };
   ServerContext& ctx_;
+  const ApiKeys keys_;
   std::vector<Route> routes_;
 };
 

@@ -16,6 +16,20 @@ Status ServerConfig::validate() const {
   if (io_threads < 1 || io_threads > 256) return bad("io_threads", fmt::format("{} is not in 1..256", io_threads));
   if (max_body_bytes < 1024) return bad("max_body_bytes", "must be >= 1024");
   if (!(idle_timeout_s > 0)) return bad("idle_timeout", "must be > 0");
+  if (!(header_timeout_s > 0)) return bad("header_timeout", "must be > 0");
+  if (!(body_timeout_s > 0)) return bad("body_timeout", "must be > 0");
+  if (!(stream_stall_timeout_s > 0)) return bad("stream_stall_timeout", "must be > 0");
+  if (stream_buffer_bytes < 4096 || stream_buffer_bytes > (64 << 20)) {
+    return bad("stream_buffer_bytes", fmt::format("{} is not in 4096..67108864 (4 KiB..64 MiB)", stream_buffer_bytes));
+  }
+  if (max_connections < 1) return bad("max_connections", "must be >= 1");
+  if (max_connections_per_client < 0) return bad("max_connections_per_client", "must be >= 0 (0: no cap)");
+  if (metrics_compat != "vllm" && metrics_compat != "none") {
+    return bad("metrics_compat", "must be vllm or none, not \"" + metrics_compat + "\"");
+  }
+  if (protect_metrics && api_key.empty() && api_key_file.empty()) {
+    return bad("protect_metrics", "needs an API key (api_key or api_key_file)");
+  }
   if (!(shutdown_timeout_s >= 0)) return bad("shutdown_timeout", "must be >= 0");
   return ok_status();
 }

@@ -23,8 +23,18 @@ struct ServerConfig {
   int port = 8080;                   // 0: any free port (printed at start)
   int io_threads = 2;                // HTTP I/O threads (connections are multiplexed)
   int64_t max_body_bytes = 8 << 20;  // larger request bodies get 413
-  double idle_timeout_s = 60;        // a keep-alive connection may wait this long for a request
+  double idle_timeout_s = 60;        // a connection may wait this long for a request's first byte
+  double header_timeout_s = 10;      // ...then its headers must arrive within this (else 408)
+  double body_timeout_s = 60;        // ...and then its body within this (else 408)
+  double stream_stall_timeout_s = 30;  // a response no byte of is taken for this long: closed, request cancelled
+  int64_t stream_buffer_bytes = 64 << 10;  // unsent bytes a stream may hold in the server (and in SO_SNDBUF)
+  int max_connections = 8192;        // open connections in total (beyond: 503)
+  int max_connections_per_client = 1024;  // open connections per client address (0: no cap)
   double shutdown_timeout_s = 30;    // SIGTERM: in-flight requests get this long to finish
+  std::string api_key;               // required Bearer key ("" = none); a secret: never logged or printed
+  std::string api_key_file;          // more keys, one per line
+  bool protect_metrics = false;      // /metrics needs a key too
+  std::string metrics_compat = "vllm";  // also show the gateway-read metrics under vLLM's names; "none": not
   std::string chat_template;         // "" = the model's (or "plain" when it has none), a name, or "plain"
 
   Status validate() const;

@@ -6,6 +6,7 @@
 #include <random>
 
 #include "base/clock.h"
+#include "server/vllm_metrics.h"
 
 namespace llms {
 
@@ -27,7 +28,9 @@ std::string ServerContext::render_metrics() const {
   const std::vector<VersionPtr> loaded = versions.loaded();
   std::vector<LabeledRegistry> parts{{&registry, {}}};
   for (const VersionPtr& v : loaded) parts.push_back({&v->registry(), {{"version", v->name()}}});
-  return Registry::render_all(parts);
+  std::string out = Registry::render_all(parts);
+  if (config.server.metrics_compat == "vllm") out += render_vllm_metrics(loaded, model_name);
+  return out;
 }
 
 std::string ServerContext::next_id(const char* prefix) {

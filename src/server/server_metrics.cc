@@ -12,6 +12,12 @@ ServerMetrics::ServerMetrics(Registry& r)
       active_requests(r.gauge("llmserve_http_active_requests", "Completion requests being answered (queued or running).")),
       client_disconnects(r.counter("llmserve_http_client_disconnects_total",
                                    "Completion requests cancelled because the client went away.")),
-      streamed_chunks(r.counter("llmserve_http_stream_chunks_total", "Server-sent event chunks written.")) {}
+      streamed_chunks(r.counter("llmserve_http_stream_chunks_total", "Server-sent event chunks written.")),
+      refused_connections(r.counter_family("llmserve_http_refused_connections_total",
+                                           "Connections answered 503 and closed at once, by the cap they hit.",
+                                           {"reason"})),
+      client_timeouts(r.counter_family("llmserve_http_client_timeouts_total",
+                                       "Requests too slow to arrive (408) and responses not read (closed), by kind.",
+                                       {"kind"})) {}
 
 }  // namespace llms

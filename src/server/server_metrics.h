@@ -17,6 +17,8 @@ struct ServerMetrics {
   Gauge& active_requests;              // generation requests being answered
   Counter& client_disconnects;         // generation requests cancelled because the client left
   Counter& streamed_chunks;            // SSE data events written
+  Family<Counter>& refused_connections;  // by reason: max_connections, max_connections_per_client
+  Family<Counter>& client_timeouts;      // by kind: header, body, stream_stall
 };
 
 }  // namespace llms

@@ -4,6 +4,7 @@
 
 #include <map>
 
+#include "kernels/weight_matrix.h"
 #include "model/config.h"
 
 namespace llms {
@@ -30,6 +31,34 @@ json tokenizer_summary(const GgufFile& f) {
   }
   t["chat_template"] = f.has("tokenizer.chat_template");
   return t;
+}
+
+// How loading treats a tensor, and what it then takes in memory: matrices are packed
+// (native types at their own size, the others widened to Q8_0); the token embedding is
+// read in place (and packed too when it is also the output head); vectors become
+// float copies.
+json tensor_entry(const GgufFile& f, const GgufTensorInfo& t) {
+  std::vector<int64_t> shape(t.ne.begin(), t.ne.begin() + t.n_dims);
+  json e = {{"name", t.name}, {"type", dtype_name(t.dtype)}, {"shape", shape}, {"bytes", t.num_bytes}};
+  const bool embedding = t.name == "token_embd.weight";
+  const bool tied = embedding && f.find_tensor("output.weight") == nullptr;
+  if (t.n_dims == 1) {
+    e["kernel"] = "vector";
+    e["memory_bytes"] = t.num_elements() * 4;
+  } else if (embedding && !tied) {
+    e["kernel"] = "in place";
+    e["memory_bytes"] = t.num_bytes;  // mapped: resident as rows are used
+  } else if (t.n_dims == 2) {
+    const MatrixSupport support = matrix_support(t.dtype);
+    e["kernel"] = support == MatrixSupport::kNative    ? "native"
+                  : support == MatrixSupport::kWidened ? "widened to q8_0"
+                                                       : "unsupported";
+    e["memory_bytes"] = matrix_memory_bytes(t.dtype, t.ne[1], t.ne[0]);
+  } else {
+    e["kernel"] = "-";
+    e["memory_bytes"] = 0;
+  }
+  return e;
 }
 
 }  // namespace
@@ -74,13 +103,22 @@ json describe_model_file(const GgufFile& f) {
   json tensors = json::array();
   uint64_t params = 0;
   std::map<std::string, uint64_t> bytes_by_type;
+  uint64_t memory = 0, widened = 0, widened_file = 0, widened_memory = 0;
   for (const auto& t : f.tensors()) {
-    std::vector<int64_t> shape(t.ne.begin(), t.ne.begin() + t.n_dims);
-    tensors.push_back({{"name", t.name}, {"type", dtype_name(t.dtype)}, {"shape", shape}, {"bytes", t.num_bytes}});
+    json e = tensor_entry(f, t);
+    memory += e["memory_bytes"].get<uint64_t>();
+    if (e["kernel"] == "widened to q8_0") {
+      ++widened;
+      widened_file += t.num_bytes;
+      widened_memory += e["memory_bytes"].get<uint64_t>();
+    }
+    tensors.push_back(std::move(e));
     params += static_cast<uint64_t>(t.num_elements());
     bytes_by_type[std::string(dtype_name(t.dtype))] += t.num_bytes;
   }
   d["tensors"] = tensors;
+  d["memory_bytes"] = memory;
+  d["widened"] = {{"tensors", widened}, {"file_bytes", widened_file}, {"memory_bytes", widened_memory}};
   d["parameters"] = params;
   d["bytes_by_type"] = bytes_by_type;
   return d;
@@ -112,11 +150,22 @@ std::string format_model_description(const json& d) {
   for (const auto& [type, bytes] : d["bytes_by_type"].items()) {
     s += fmt::format("  {:<6} {:.2f} MiB\n", type, bytes.get<double>() / (1 << 20));
   }
+  s += fmt::format("memory:        {:.2f} MiB once loaded (embedding rows resident as used)\n",
+                   d["memory_bytes"].get<double>() / (1 << 20));
+  const json& w = d["widened"];
+  if (w["tensors"].get<uint64_t>() > 0) {
+    s += fmt::format("widened:       {} tensors have no kernel of their own and are widened to q8_0 at load: "
+                     "{:.2f} MiB in the file, {:.2f} MiB in memory\n",
+                     w["tensors"].get<uint64_t>(), w["file_bytes"].get<double>() / (1 << 20),
+                     w["memory_bytes"].get<double>() / (1 << 20));
+  }
   s += fmt::format("tensors ({}):\n", d["tensors"].size());
-  s += fmt::format("  {:<32} {:<7} {:<20} {:>12}\n", "name", "type", "shape", "bytes");
+  s += fmt::format("  {:<32} {:<7} {:<20} {:>12}  {:<16} {:>12}\n", "name", "type", "shape", "bytes", "kernel",
+                   "in memory");
   for (const auto& t : d["tensors"]) {
-    s += fmt::format("  {:<32} {:<7} {:<20} {:>12}\n", t["name"].get<std::string>(), t["type"].get<std::string>(),
-                     t["shape"].dump(), t["bytes"].get<uint64_t>());
+    s += fmt::format("  {:<32} {:<7} {:<20} {:>12}  {:<16} {:>12}\n", t["name"].get<std::string>(),
+                     t["type"].get<std::string>(), t["shape"].dump(), t["bytes"].get<uint64_t>(),
+                     t["kernel"].get<std::string>(), t["memory_bytes"].get<uint64_t>());
   }
   return s;
 }

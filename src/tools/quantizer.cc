@@ -20,9 +20,10 @@ struct Rung {
   DType type;
   double bpw;
 };
-constexpr Rung kLadder[] = {{DType::kQ4_0, 4.5},  {DType::kQ4_K, 4.5}, {DType::kQ6_K, 6.5625},
-                            {DType::kQ8_0, 8.5},  {DType::kBF16, 16}, {DType::kF16, 16},
-                            {DType::kF32, 32}};
+constexpr Rung kLadder[] = {{DType::kQ3_K, 3.4375}, {DType::kIQ4_XS, 4.25}, {DType::kQ4_0, 4.5},
+                            {DType::kIQ4_NL, 4.5},  {DType::kQ4_K, 4.5},    {DType::kQ5_0, 5.5},
+                            {DType::kQ5_K, 5.5},    {DType::kQ6_K, 6.5625}, {DType::kQ8_0, 8.5},
+                            {DType::kBF16, 16},     {DType::kF16, 16},      {DType::kF32, 32}};
 
 int rung_of(DType t) {
   for (int i = 0; i < static_cast<int>(std::size(kLadder)); ++i)
@@ -55,7 +56,8 @@ std::optional<DType> promote(DType t, int64_t cols) {
 
 DType protected_type(DType target) {
   switch (target) {
-    case DType::kQ4_0: case DType::kQ4_K: case DType::kQ6_K: return DType::kQ8_0;
+    case DType::kQ3_K: case DType::kIQ4_XS: case DType::kQ4_0: case DType::kIQ4_NL: case DType::kQ4_K:
+    case DType::kQ5_0: case DType::kQ5_K: case DType::kQ6_K: return DType::kQ8_0;
     case DType::kQ8_0: return DType::kF16;
     default: return target;
   }
@@ -208,7 +210,7 @@ Result<QuantizeReport> quantize_model(const std::string& in_path, const std::str
     });
     report.tensors.push_back(std::move(d));
   }
-  w.set("general.file_type", gguf::Value::u32(static_cast<uint32_t>(o.type)));
+  w.set("general.file_type", gguf::Value::u32(gguf_file_type(o.type)));
   w.set("llmserve.quantize.type", gguf::Value::string(std::string(dtype_name(o.type))));
   w.set("llmserve.quantize.policy", gguf::Value::string(o.policy == QuantPolicy::kDepth
                                                             ? fmt::format("depth (tolerance {})", o.tolerance)

@@ -45,7 +45,8 @@ TEST(QuantizerTest, DefaultPolicyProtectsEmbeddingsAndFitsOddRows) {
   o.keep.push_back(parse_keep_rule("q8_0:attn_v").value());
   auto rep = quantize_model(in, out, o);
   ASSERT_TRUE(rep.ok()) << rep.status().to_string();
-  EXPECT_EQ(find(*rep, "blk.0.attn_q.weight").to, DType::kQ4_0);   // 64-wide rows: q4_k (256) does not fit
+  // 64-wide rows: q4_k (256) does not fit; of the 4.5-bit types that do, the more precise.
+  EXPECT_EQ(find(*rep, "blk.0.attn_q.weight").to, DType::kIQ4_NL);
   EXPECT_EQ(find(*rep, "blk.0.attn_v.weight").to, DType::kQ8_0);   // --keep
   EXPECT_EQ(find(*rep, "output.weight").to, DType::kQ8_0);         // protected
   EXPECT_EQ(find(*rep, "blk.1.ffn_down.weight").to, DType::kF16);  // 172 fits only 16-bit and up

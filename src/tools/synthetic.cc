@@ -334,7 +334,7 @@ Status write_synthetic_model(const SyntheticSpec& s, const std::string& path) {
     // As the 128k files: a window as long as the context, so attention is full.
     w.set(a + "attention.sliding_window", Value::u32(static_cast<uint32_t>(s.n_ctx)));
   }
-  w.set("general.file_type", Value::u32(static_cast<uint32_t>(s.weight_type)));
+  w.set("general.file_type", Value::u32(gguf_file_type(s.weight_type)));
   SpmVocabulary vocab = make_synthetic_vocab(s.n_vocab);
   if (s.arch == "phi3") {
     // Phi-3's chat control tokens (llama.cpp looks them up), in place of the last fillers.

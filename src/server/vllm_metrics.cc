@@ -1,0 +1,56 @@
+#include "server/vllm_metrics.h"
+
+#include <memory>
+
+#include "deploy/serving_version.h"
+#include "metrics/metrics.h"
+
+namespace llms {
+namespace {
+
+const std::vector<MetricAlias>& vllm_aliases() {
+  static const std::vector<MetricAlias> aliases = {
+      {"llmserve_requests_waiting", "vllm:num_requests_waiting"},
+      {"llmserve_requests_running", "vllm:num_requests_running"},
+      {"llmserve_kv_cache_usage_ratio", "vllm:kv_cache_usage_perc"},
+      {"llmserve_kv_cache_usage_ratio", "vllm:gpu_cache_usage_perc"},  // the name older gateways read
+      {"llmserve_time_to_first_token_seconds", "vllm:time_to_first_token_seconds"},
+      {"llmserve_inter_token_latency_seconds", "vllm:inter_token_latency_seconds"},
+      {"llmserve_inter_token_latency_seconds", "vllm:time_per_output_token_seconds"},
+      {"llmserve_e2e_request_latency_seconds", "vllm:e2e_request_latency_seconds"},
+      {"llmserve_request_queue_time_seconds", "vllm:request_queue_time_seconds"},
+      {"llmserve_prompt_tokens_total", "vllm:prompt_tokens_total"},
+      {"llmserve_generation_tokens_total", "vllm:generation_tokens_total"},
+      {"llmserve_preemptions_total", "vllm:num_preemptions_total"},
+      {"llmserve_prefix_cache_queries_total", "vllm:prefix_cache_queries_total"},
+      {"llmserve_prefix_cache_hits_total", "vllm:prefix_cache_hits_total"},
+      {"llmserve_spec_decode_drafts_total", "vllm:spec_decode_num_drafts_total"},
+      {"llmserve_spec_decode_draft_tokens_total", "vllm:spec_decode_num_draft_tokens_total"},
+      {"llmserve_spec_decode_accepted_tokens_total", "vllm:spec_decode_num_accepted_tokens_total"},
+  };
+  return aliases;
+}
+
+}  // namespace
+
+std::string render_vllm_metrics(std::span<const VersionPtr> loaded, const std::string& model_name) {
+  std::vector<LabeledRegistry> parts;
+  for (const VersionPtr& v : loaded) parts.push_back({&v->registry(), {{"model_name", model_name}, {"version", v->name()}}});
+  std::string out = Registry::render_aliases(parts, vllm_aliases());
+  // cache_config_info: one series per version, value 1, the facts in its labels.
+  std::vector<std::unique_ptr<Registry>> info;
+  for (size_t i = 0; i < loaded.size(); ++i) {
+    const Engine& e = loaded[i]->engine();
+    info.push_back(std::make_unique<Registry>());
+    info.back()
+        ->gauge_family("vllm:cache_config_info", "KV cache: block size (tokens) and number of blocks.",
+                       {"block_size", "num_gpu_blocks"})
+        .with({std::to_string(e.config().block_size), std::to_string(e.num_kv_blocks())})
+        .set(1);
+    parts[i].registry = info.back().get();
+  }
+  out += Registry::render_all(parts);
+  return out;
+}
+
+}  // namespace llms
