@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <limits>
 
 namespace llms {
@@ -32,6 +33,11 @@ Result<ModelConfig> ModelConfig::from_gguf(const GgufFile& f) {
   } else if (c.arch_name == "phi3") {
     c.arch = Architecture::kPhi3;
     c.rope_style = RopeStyle::kNeox;
+  } else if (c.arch_name == "gemma2") {
+    c.arch = Architecture::kGemma2;
+    c.rope_style = RopeStyle::kNeox;
+    c.ffn = FfnKind::kGeGlu;
+    c.scale_embedding = true;
   } else if (c.arch_name == "gpt2") {
     c.arch = Architecture::kGpt2;
     c.norm = NormKind::kLayer;
@@ -39,7 +45,7 @@ Result<ModelConfig> ModelConfig::from_gguf(const GgufFile& f) {
     c.learned_positions = true;
   } else {
     return unimplemented(
-        fmt::format("architecture '{}' is not supported (supported: llama, mistral, qwen2, phi3, gpt2)", c.arch_name));
+        fmt::format("architecture '{}' is not supported (supported: llama, mistral, qwen2, phi3, gemma2, gpt2)", c.arch_name));
   }
   const std::string p = c.arch_name + ".";
   LLMS_ASSIGN_OR_RETURN(c.name, f.get_string_or("general.name", f.path()));
@@ -89,6 +95,15 @@ Result<ModelConfig> ModelConfig::from_gguf(const GgufFile& f) {
                                      "linear, longrope)", scaling, p));
   }
   LLMS_ASSIGN_OR_RETURN(c.sliding_window, get_dim_or(f, p + "attention.sliding_window", 0));
+  LLMS_ASSIGN_OR_RETURN(double attn_cap, f.get_float_or(p + "attn_logit_softcapping", 0.0));
+  LLMS_ASSIGN_OR_RETURN(double final_cap, f.get_float_or(p + "final_logit_softcapping", 0.0));
+  if (attn_cap < 0.0 || final_cap < 0.0 || !std::isfinite(attn_cap) || !std::isfinite(final_cap)) {
+    return invalid_argument(fmt::format("soft-capping {} / {} ('{}attn_logit_softcapping', "
+                                        "'{}final_logit_softcapping') must be positive", attn_cap, final_cap, p, p));
+  }
+  c.attn_softcap = static_cast<float>(attn_cap);
+  c.attn_scale_dim = c.arch == Architecture::kGemma2 && c.n_layer == 46 ? c.n_embd / c.n_head : c.head_dim;
+  c.final_softcap = static_cast<float>(final_cap);
   c.rms_eps = static_cast<float>(eps);
   LLMS_ASSIGN_OR_RETURN(c.synthetic, f.get_bool_or(kSyntheticKey, false));
 

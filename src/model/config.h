@@ -16,6 +16,7 @@ enum class Architecture {
   kQwen2,  // LLaMA layout plus QKV biases and NeoX RoPE
   kGpt2,   // learned positions, LayerNorm with bias, fused QKV with biases, GELU MLP
   kPhi3,   // LLaMA layout with fused QKV and gate/up, NeoX RoPE with LongRoPE factors
+  kGemma2, // scaled embedding, GELU-gated FFN, pre and post norms, soft-capped logits
 };
 
 // How the residual stream is normalised before attention, the FFN and the head.
@@ -28,6 +29,7 @@ enum class NormKind {
 enum class FfnKind {
   kSwiGlu,  // down(silu(gate x) * up x)          (LLaMA family)
   kGelu,    // down(gelu(up x + b) ) + b          (GPT-2)
+  kGeGlu,   // down(gelu(gate x) * up x)          (Gemma-2)
 };
 
 struct ModelConfig {
@@ -60,6 +62,14 @@ struct ModelConfig {
   // Sliding-window attention (`attention.sliding_window`), 0 if none. Not computed
   // as a window: sequences are held within it instead, where attention is exact.
   int sliding_window = 0;
+  // Gemma-2: the embedding times sqrt(n_embd); attention scores and final logits
+  // soft-capped as cap * tanh(x / cap) (0: not capped).
+  bool scale_embedding = false;
+  // The size whose square root divides the attention scores: head_dim, except for
+  // Gemma-2 27B (46 layers), which was trained with n_embd / n_head.
+  int attn_scale_dim = 0;
+  float attn_softcap = 0.0f;
+  float final_softcap = 0.0f;
   bool synthetic = false;  // random weights from `make-model`: speed tests only
 
   int q_dim() const { return n_head * head_dim; }

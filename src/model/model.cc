@@ -143,6 +143,10 @@ Status Model::forward(std::span<const SequenceChunk> chunks, KvCache& kv, Forwar
         dequantize_row(pos_embd.dtype, pos_embd.row(ch.start_pos + static_cast<int64_t>(i)), pos_row, c.n_embd);
         add_inplace(x + t * c.n_embd, pos_row, c.n_embd);
       }
+      if (c.scale_embedding) {
+        const float scale = std::sqrt(static_cast<float>(c.n_embd));
+        for (int64_t j = 0; j < c.n_embd; ++j) x[t * c.n_embd + j] *= scale;
+      }
     }
   }
   for (int l = 0; l < c.n_layer; ++l) {
@@ -178,7 +182,7 @@ void Model::attention_block(int l, std::span<const SequenceChunk> chunks, int64_
   }
   const KvLayerView layer = kv.layer(l);
   // RoPE's attn_factor multiplies cos and sin for both q and k: the score, its square.
-  const float scale = c.rope_attn_factor * c.rope_attn_factor / std::sqrt(static_cast<float>(c.head_dim));
+  const float scale = c.rope_attn_factor * c.rope_attn_factor / std::sqrt(static_cast<float>(c.attn_scale_dim));
   // LongRoPE: the long factors when the caller's context passes the trained one.
   const bool long_rope = !inv_freq_long_.empty() && s.context_length_ > c.n_ctx_orig;
   const float* inv_freq = long_rope ? inv_freq_long_.data() : inv_freq_.data();
@@ -199,6 +203,7 @@ void Model::attention_block(int l, std::span<const SequenceChunk> chunks, int64_
     query.first_pos = ch.start_pos;
     query.block_table = ch.block_table.data();
     query.out = att + first * c.q_dim();
+    query.softcap = c.attn_softcap;
     paged_attention(query, layer, c.n_head, scale, pool);
   }
   float* tmp = s.tmp_.as<float>();
@@ -206,6 +211,7 @@ void Model::attention_block(int l, std::span<const SequenceChunk> chunks, int64_
   if (!L.bo.empty()) {
     for (int64_t t = 0; t < n; ++t) add_inplace(tmp + t * c.n_embd, L.bo.data(), c.n_embd);
   }
+  if (!L.attn_post_norm.empty()) norm_rows(tmp, L.attn_post_norm, {}, n, tmp);
   add_inplace(x, tmp, n * c.n_embd);
 }
 
@@ -218,11 +224,16 @@ void Model::ffn_block(int l, int64_t n, ForwardState& s, ThreadPool& pool) const
   float* up = s.up_.as<float>();      // [n, n_ff]
   norm_rows(x, L.ffn_norm, L.ffn_norm_b, n, xn);
   float* hidden = gate;  // [n, n_ff]: what ffn_down reads
-  if (c.ffn == FfnKind::kSwiGlu) {
+  if (c.ffn != FfnKind::kGelu) {
     const MatmulOutput outs[] = {{&L.w_gate, gate}, {&L.w_up, up}};
     const char* const whats[] = {"ffn_gate", "ffn_up"};
     products(outs, l, whats, xn, n, s, pool);
-    silu_mul(gate, up, n * c.n_ff, gate);
+    if (c.ffn == FfnKind::kSwiGlu) {
+      silu_mul(gate, up, n * c.n_ff, gate);
+    } else {
+      gelu(gate, n * c.n_ff, gate);
+      for (int64_t i = 0; i < n * c.n_ff; ++i) gate[i] *= up[i];
+    }
   } else {
     product(L.w_up, l, "ffn_up", xn, n, up, s, pool);
     if (!L.b_up.empty()) {
@@ -235,6 +246,7 @@ void Model::ffn_block(int l, int64_t n, ForwardState& s, ThreadPool& pool) const
   if (!L.b_down.empty()) {
     for (int64_t t = 0; t < n; ++t) add_inplace(tmp + t * c.n_embd, L.b_down.data(), c.n_embd);
   }
+  if (!L.ffn_post_norm.empty()) norm_rows(tmp, L.ffn_post_norm, {}, n, tmp);
   add_inplace(x, tmp, n * c.n_embd);
 }
 
@@ -284,6 +296,10 @@ void Model::compute_logits(std::span<const SequenceChunk> chunks, ForwardState& 
   }
   out.logits.resize(static_cast<size_t>(rows * c.n_vocab));
   if (rows > 0) product(weights_.output, -1, "output", xn, rows, out.logits.data(), s, pool);
+  if (c.final_softcap > 0.0f) {
+    const float cap = c.final_softcap, inv_cap = 1.0f / c.final_softcap;
+    for (float& v : out.logits) v = cap * std::tanh(v * inv_cap);
+  }
 }
 
 }  // namespace llms

@@ -81,7 +81,7 @@ std::vector<Vec> reference_logits(const GgufFile& f, const std::vector<int32_t>&
   const int n_kv = static_cast<int>(f.get_uint(arch + ".attention.head_count_kv").value());
   const double eps = f.get_float(arch + ".attention.layer_norm_rms_epsilon").value();
   const double base = f.get_float_or(arch + ".rope.freq_base", 10000.0).value();
-  const bool neox = arch == "qwen2" || arch == "phi3";
+  const bool neox = arch == "qwen2" || arch == "phi3" || arch == "gemma2";
   const double mscale = f.get_float_or(arch + ".rope.scaling.attn_factor", 1.0).value();
   const std::string orig_key = arch + ".rope.scaling.original_context_length";
   const int64_t orig = f.has(orig_key) ? static_cast<int64_t>(f.get_uint(orig_key).value()) : (1 << 30);
@@ -94,7 +94,13 @@ std::vector<Vec> reference_logits(const GgufFile& f, const std::vector<int32_t>&
     const double linear = f.get_float(arch + ".rope.scaling.factor").value();
     factors.assign(static_cast<size_t>(d / n_head / 2), linear);
   }
-  const int hd = d / n_head;
+  const std::string key_len = arch + ".attention.key_length";
+  const int hd = f.has(key_len) ? static_cast<int>(f.get_uint(key_len).value()) : d / n_head;
+  // Gemma-2: embedding times sqrt(d), soft caps, norms after each block, GELU gate.
+  const bool gemma2 = arch == "gemma2";
+  const double attn_cap = f.get_float_or(arch + ".attn_logit_softcapping", 0.0).value();
+  const double final_cap = f.get_float_or(arch + ".final_logit_softcapping", 0.0).value();
+  auto cap = [](double v, double c) { return c > 0 ? c * std::tanh(v / c) : v; };
   const Vec emb = read(f, "token_embd.weight");
   const Vec out_w = f.find_tensor("output.weight") ? read(f, "output.weight") : emb;
   const Vec out_norm = read(f, "output_norm.weight");
@@ -102,6 +108,9 @@ std::vector<Vec> reference_logits(const GgufFile& f, const std::vector<int32_t>&
   std::vector<Vec> logits;
   for (size_t pos = 0; pos < tokens.size(); ++pos) {
     Vec x(emb.begin() + tokens[pos] * d, emb.begin() + (tokens[pos] + 1) * d);
+    if (gemma2) {
+      for (double& v : x) v *= std::sqrt(static_cast<double>(d));
+    }
     for (int l = 0; l < n_layer; ++l) {
       const std::string p = "blk." + std::to_string(l) + ".";
       const Vec xn = rmsnorm(x, read(f, p + "attn_norm.weight"), eps);
@@ -133,7 +142,7 @@ std::vector<Vec> reference_logits(const GgufFile& f, const std::vector<int32_t>&
         for (size_t t = 0; t <= pos; ++t) {
           double dot = 0;
           for (int i = 0; i < hd; ++i) dot += q[h * hd + i] * keys[l][t][kh * hd + i];
-          s[t] = dot / std::sqrt(static_cast<double>(hd));
+          s[t] = cap(dot / std::sqrt(static_cast<double>(hd)), attn_cap);
           mx = std::max(mx, s[t]);
         }
         double sum = 0;
@@ -141,7 +150,8 @@ std::vector<Vec> reference_logits(const GgufFile& f, const std::vector<int32_t>&
         for (size_t t = 0; t <= pos; ++t)
           for (int i = 0; i < hd; ++i) att[h * hd + i] += s[t] / sum * values[l][t][kh * hd + i];
       }
-      const Vec o = matvec(read(f, p + "attn_output.weight"), att);
+      Vec o = matvec(read(f, p + "attn_output.weight"), att);
+      if (gemma2) o = rmsnorm(o, read(f, p + "post_attention_norm.weight"), eps);
       for (int i = 0; i < d; ++i) x[i] += o[i];
       const Vec xn2 = rmsnorm(x, read(f, p + "ffn_norm.weight"), eps);
       Vec g, u;
@@ -155,11 +165,17 @@ std::vector<Vec> reference_logits(const GgufFile& f, const std::vector<int32_t>&
         u = matvec(rows(w, d, ff, ff), xn2);
       }
       Vec hid(g.size());
-      for (size_t i = 0; i < g.size(); ++i) hid[i] = g[i] / (1.0 + std::exp(-g[i])) * u[i];
-      const Vec down = matvec(read(f, p + "ffn_down.weight"), hid);
+      for (size_t i = 0; i < g.size(); ++i) {
+        const double gelu = 0.5 * g[i] * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (g[i] + 0.044715 * g[i] * g[i] * g[i])));
+        hid[i] = (gemma2 ? gelu : g[i] / (1.0 + std::exp(-g[i]))) * u[i];
+      }
+      Vec down = matvec(read(f, p + "ffn_down.weight"), hid);
+      if (gemma2) down = rmsnorm(down, read(f, p + "post_ffw_norm.weight"), eps);
       for (int i = 0; i < d; ++i) x[i] += down[i];
     }
-    logits.push_back(matvec(out_w, rmsnorm(x, out_norm, eps)));
+    Vec lg = matvec(out_w, rmsnorm(x, out_norm, eps));
+    for (double& v : lg) v = cap(v, final_cap);
+    logits.push_back(lg);
   }
   return logits;
 }
@@ -359,6 +375,21 @@ TEST(ModelReferenceTest, GeneratedLlamaWithRopeScalingMatchesDoubleReference) {
     }
     std::filesystem::remove(path);
   }
+}
+
+TEST(ModelReferenceTest, GeneratedGemma2MatchesDoubleReference) {
+  SyntheticSpec spec;
+  spec.arch = "gemma2";
+  spec.n_vocab = 300, spec.n_embd = 128, spec.n_layer = 2, spec.n_head = 4, spec.n_head_kv = 2, spec.n_ff = 192;
+  spec.head_dim = 48, spec.n_ctx = 64, spec.tied_output = true, spec.seed = 21;
+  const std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_gemma2.gguf";
+  ASSERT_TRUE(write_synthetic_model(spec, path).ok());
+  auto model = Model::load(path);
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
+  EXPECT_EQ((*model)->config().attn_softcap, 50.0f);
+  EXPECT_EQ((*model)->config().max_positions(), 0);  // the window (64) is the whole context
+  check_model(path, {1, 5, 77, 299, 8, 100, 42, 42, 3, 17, 250, 6, 9, 9, 31, 44, 45, 46, 47, 48});
+  std::filesystem::remove(path);
 }
 
 TEST(ModelReferenceTest, Gpt2PositionsEndAtTheLearnedTable) {

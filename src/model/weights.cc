@@ -120,13 +120,18 @@ Status load_layer(const Loader& ld, int l, const ModelConfig& c, LayerWeights& L
   LLMS_RETURN_IF_ERROR(load_qkv(ld, p, c, L));
   LLMS_ASSIGN_OR_RETURN(L.wo, ld.matrix(p + "attn_output.weight", c.q_dim(), d));
   LLMS_ASSIGN_OR_RETURN(L.bo, ld.optional_vector(p + "attn_output.bias", d));
+  if (c.arch == Architecture::kGemma2) {
+    LLMS_ASSIGN_OR_RETURN(L.attn_post_norm, ld.vector(p + "post_attention_norm.weight", d));
+    LLMS_ASSIGN_OR_RETURN(L.ffn_post_norm, ld.vector(p + "post_ffw_norm.weight", d));
+  }
   LLMS_RETURN_IF_ERROR(load_norm(ld, p + "ffn_norm", c, L.ffn_norm, L.ffn_norm_b));
-  if (c.ffn == FfnKind::kSwiGlu && !ld.has(p + "ffn_gate.weight")) {
+  const bool gated = c.ffn != FfnKind::kGelu;
+  if (gated && !ld.has(p + "ffn_gate.weight")) {
     // Fused (Phi-3): ffn_up holds the gate's rows, then the up rows.
     LLMS_ASSIGN_OR_RETURN(L.w_gate, ld.rows(p + "ffn_up.weight", d, 2 * ff, 0, ff));
     LLMS_ASSIGN_OR_RETURN(L.w_up, ld.rows(p + "ffn_up.weight", d, 2 * ff, ff, ff));
   } else {
-    if (c.ffn == FfnKind::kSwiGlu) {
+    if (gated) {
       LLMS_ASSIGN_OR_RETURN(L.w_gate, ld.matrix(p + "ffn_gate.weight", d, ff));
     }
     LLMS_ASSIGN_OR_RETURN(L.w_up, ld.matrix(p + "ffn_up.weight", d, ff));
@@ -190,8 +195,8 @@ WeightsMemory ModelWeights::memory() const {
     for (const WeightMatrix* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) {
       if (w->tensor().data != nullptr) m.owned_bytes += w->packed_bytes();  // a GELU MLP has no gate
     }
-    for (const auto* v : {&L.attn_norm, &L.attn_norm_b, &L.bq, &L.bk, &L.bv, &L.bo, &L.ffn_norm, &L.ffn_norm_b,
-                          &L.b_up, &L.b_down}) {
+    for (const auto* v : {&L.attn_norm, &L.attn_norm_b, &L.bq, &L.bk, &L.bv, &L.bo, &L.attn_post_norm, &L.ffn_norm,
+                          &L.ffn_norm_b, &L.ffn_post_norm, &L.b_up, &L.b_down}) {
       add_vector(*v);
     }
   }

@@ -25,6 +25,7 @@ struct LayerWeights {
   WeightMatrix wq, wk, wv, wo;   // [q_dim, n_embd], [kv_dim, n_embd] x2, [n_embd, q_dim]
   std::vector<float> bq, bk, bv; // [q_dim], [kv_dim] x2: QKV biases (Qwen2, GPT-2)
   std::vector<float> bo;         // [n_embd]: output projection bias (GPT-2)
+  std::vector<float> attn_post_norm, ffn_post_norm;  // [n_embd]: norms of the blocks' outputs (Gemma-2)
   std::vector<float> ffn_norm, ffn_norm_b;  // [n_embd]
   WeightMatrix w_gate;           // [n_ff, n_embd]; none with a GELU MLP
   WeightMatrix w_up;             // [n_ff, n_embd]

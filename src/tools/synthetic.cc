@@ -18,19 +18,22 @@ namespace llms {
 using gguf::Value;
 
 Status SyntheticSpec::validate() const {
-  if (arch != "llama" && arch != "qwen2" && arch != "gpt2" && arch != "phi3") {
-    return invalid_argument("architecture must be llama, qwen2, phi3 or gpt2, got '" + arch + "'");
+  if (arch != "llama" && arch != "qwen2" && arch != "gpt2" && arch != "phi3" && arch != "gemma2") {
+    return invalid_argument("architecture must be llama, qwen2, phi3, gemma2 or gpt2, got '" + arch + "'");
+  }
+  if (head_dim != 0 && (head_dim < 0 || arch != "gemma2")) {
+    return invalid_argument("a head size of its own is for gemma2 only");
   }
   if (n_vocab < 259) return invalid_argument(fmt::format("vocab size {} is below 259 (3 specials + 256 bytes)", n_vocab));
   if (n_embd <= 0 || n_layer <= 0 || n_head <= 0 || n_head_kv <= 0 || n_ff <= 0 || n_ctx <= 0) {
     return invalid_argument("every dimension must be positive");
   }
-  if (n_embd % n_head != 0) return invalid_argument(fmt::format("dim {} is not a multiple of heads {}", n_embd, n_head));
+  if (head_dim == 0 && n_embd % n_head != 0) return invalid_argument(fmt::format("dim {} is not a multiple of heads {}", n_embd, n_head));
   if (n_head % n_head_kv != 0) return invalid_argument(fmt::format("heads {} not a multiple of KV heads {}", n_head, n_head_kv));
   if (rope_scaling != "none" && rope_scaling != "linear" && rope_scaling != "llama3") {
     return invalid_argument("rope scaling must be none, linear or llama3, got '" + rope_scaling + "'");
   }
-  if (arch != "gpt2" && (n_embd / n_head) % 2 != 0) return invalid_argument("head size must be even (RoPE rotates pairs)");
+  if (arch != "gpt2" && head_size() % 2 != 0) return invalid_argument("head size must be even (RoPE rotates pairs)");
   if (arch == "gpt2" && n_head_kv != n_head) return invalid_argument("gpt2 has as many KV heads as heads");
   for (int64_t cols : {static_cast<int64_t>(n_embd), static_cast<int64_t>(n_ff)}) {
     if (!row_fits_blocks(weight_type, cols)) {
@@ -45,7 +48,7 @@ Status SyntheticSpec::validate() const {
 }
 
 std::vector<std::string> synthetic_preset_names() {
-  return {"tiny", "llama-110m", "tinyllama-1.1b", "llama-7b", "gpt2-small", "gpt2-large", "phi3-mini"};
+  return {"tiny", "llama-110m", "tinyllama-1.1b", "llama-7b", "gpt2-small", "gpt2-large", "phi3-mini", "gemma2-2b"};
 }
 
 Result<SyntheticSpec> synthetic_preset(std::string_view name) {
@@ -63,6 +66,10 @@ Result<SyntheticSpec> synthetic_preset(std::string_view name) {
     s.arch = "phi3";
     s.n_vocab = 32064, s.n_embd = 3072, s.n_layer = 32, s.n_head = 32, s.n_head_kv = 32, s.n_ff = 8192;
     s.n_ctx = 131072;
+  } else if (name == "gemma2-2b") {  // heads of 256, window 4096 on a context of 8192
+    s.arch = "gemma2", s.tied_output = true;
+    s.n_vocab = 256000, s.n_embd = 2304, s.n_layer = 26, s.n_head = 8, s.n_head_kv = 4, s.n_ff = 9216;
+    s.head_dim = 256, s.n_ctx = 8192;
   } else if (name == "gpt2-small") {  // 124M; tied output head, as the released weights
     s.arch = "gpt2", s.tied_output = true;
     s.n_vocab = 50257, s.n_embd = 768, s.n_layer = 12, s.n_head = 12, s.n_head_kv = 12, s.n_ff = 3072, s.n_ctx = 1024;
@@ -179,7 +186,7 @@ constexpr float kGpt2WeightStd = 0.04f;
 // original context of 8192), as its converter computes them.
 void add_llama3_rope_freqs(TensorSink& t) {
   const SyntheticSpec& s = t.s;
-  const int64_t hd = s.n_embd / s.n_head, half = hd / 2;
+  const int64_t hd = s.head_size(), half = hd / 2;
   const double factor = 8.0, low = 1.0, high = 4.0, orig = 8192.0, pi = 3.14159265358979323846;
   t.w.add_tensor("rope_freqs.weight", DType::kF32, {half}, [=](std::span<uint8_t> out) {
     for (int64_t i = 0; i < half; ++i) {
@@ -201,7 +208,7 @@ void add_llama3_rope_freqs(TensorSink& t) {
 // LLaMA and Qwen2: separate Q, K, V (Qwen2 with biases), RMSNorm, SwiGLU.
 void add_llama_layers(TensorSink& t) {
   const SyntheticSpec& s = t.s;
-  const int64_t d = s.n_embd, ff = s.n_ff, hd = s.n_embd / s.n_head;
+  const int64_t d = s.n_embd, ff = s.n_ff, hd = s.head_size();
   const int64_t q_dim = hd * s.n_head, kv_dim = hd * s.n_head_kv;
   t.ones("output_norm.weight", d);
   if (!s.tied_output) t.matrix("output.weight", d, s.n_vocab);
@@ -267,7 +274,7 @@ void add_gpt2_layers(TensorSink& t) {
 // random around 1, so that one left out changes the output.
 void add_phi3_layers(TensorSink& t) {
   const SyntheticSpec& s = t.s;
-  const int64_t d = s.n_embd, ff = s.n_ff, hd = s.n_embd / s.n_head;
+  const int64_t d = s.n_embd, ff = s.n_ff, hd = s.head_size();
   const int64_t q_dim = hd * s.n_head, kv_dim = hd * s.n_head_kv, half = hd / 2;
   auto factors = [&](const std::string& name, float top) {
     t.w.add_tensor(name, DType::kF32, {half}, [=](std::span<uint8_t> out) {
@@ -290,6 +297,32 @@ void add_phi3_layers(TensorSink& t) {
     t.random_vec(p + "ffn_norm.weight", d, 0.2f, 1.0f);
     t.matrix(p + "ffn_up.weight", d, 2 * ff, kGpt2WeightStd);
     t.matrix(p + "ffn_down.weight", ff, d, kGpt2WeightStd);
+  }
+}
+
+// Gemma-2: RMSNorm before and after each block (weights around 1: the files store
+// 1 + w), GELU-gated FFN, a tied head, heads of their own size. Larger matrices (0.06)
+// than the others, so that attention scores reach the soft cap.
+void add_gemma2_layers(TensorSink& t) {
+  const SyntheticSpec& s = t.s;
+  const int64_t d = s.n_embd, ff = s.n_ff, hd = s.head_size();
+  const int64_t q_dim = hd * s.n_head, kv_dim = hd * s.n_head_kv;
+  constexpr float kStd = 0.06f;
+  t.random_vec("output_norm.weight", d, 0.2f, 1.0f);
+  if (!s.tied_output) t.matrix("output.weight", d, s.n_vocab, kGpt2EmbdStd);
+  for (int l = 0; l < s.n_layer; ++l) {
+    const std::string p = fmt::format("blk.{}.", l);
+    t.random_vec(p + "attn_norm.weight", d, 0.2f, 1.0f);
+    t.matrix(p + "attn_q.weight", d, q_dim, kStd);
+    t.matrix(p + "attn_k.weight", d, kv_dim, kStd);
+    t.matrix(p + "attn_v.weight", d, kv_dim, kStd);
+    t.matrix(p + "attn_output.weight", q_dim, d, kStd);
+    t.random_vec(p + "post_attention_norm.weight", d, 0.2f, 1.0f);
+    t.random_vec(p + "ffn_norm.weight", d, 0.2f, 1.0f);
+    t.matrix(p + "ffn_gate.weight", d, ff, kStd);
+    t.matrix(p + "ffn_up.weight", d, ff, kStd);
+    t.matrix(p + "ffn_down.weight", ff, d, kStd);
+    t.random_vec(p + "post_ffw_norm.weight", d, 0.2f, 1.0f);
   }
 }
 
@@ -320,13 +353,20 @@ Status write_synthetic_model(const SyntheticSpec& s, const std::string& path) {
     w.set(a + "attention.layer_norm_epsilon", Value::f32(1e-5f));
   } else {
     w.set(a + "attention.head_count_kv", Value::u32(static_cast<uint32_t>(s.n_head_kv)));
-    w.set(a + "rope.dimension_count", Value::u32(static_cast<uint32_t>(s.n_embd / s.n_head)));
+    w.set(a + "rope.dimension_count", Value::u32(static_cast<uint32_t>(s.head_size())));
     w.set(a + "rope.freq_base", Value::f32(s.rope_base));
     w.set(a + "attention.layer_norm_rms_epsilon", Value::f32(1e-5f));
   }
   if (s.rope_scaling == "linear") {
     w.set(a + "rope.scaling.type", Value::string("linear"));
     w.set(a + "rope.scaling.factor", Value::f32(4.0f));
+  }
+  if (s.arch == "gemma2") {
+    w.set(a + "attention.key_length", Value::u32(static_cast<uint32_t>(s.head_size())));
+    w.set(a + "attention.value_length", Value::u32(static_cast<uint32_t>(s.head_size())));
+    w.set(a + "attention.sliding_window", Value::u32(static_cast<uint32_t>(std::min(s.n_ctx, 4096))));
+    w.set(a + "attn_logit_softcapping", Value::f32(50.0f));
+    w.set(a + "final_logit_softcapping", Value::f32(30.0f));
   }
   if (s.arch == "phi3") {
     w.set(a + "rope.scaling.original_context_length", Value::u32(kPhi3OrigCtx));
@@ -352,6 +392,8 @@ Status write_synthetic_model(const SyntheticSpec& s, const std::string& path) {
     add_gpt2_layers(t);
   } else if (s.arch == "phi3") {
     add_phi3_layers(t);
+  } else if (s.arch == "gemma2") {
+    add_gemma2_layers(t);
   } else {
     add_llama_layers(t);
   }

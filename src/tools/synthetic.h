@@ -17,13 +17,14 @@ namespace llms {
 
 struct SyntheticSpec {
   std::string preset = "custom";
-  std::string arch = "llama";  // llama, qwen2 (QKV biases, NeoX RoPE) or gpt2 (n_head_kv = n_head)
+  std::string arch = "llama";  // llama, qwen2 (QKV biases, NeoX RoPE), phi3, gemma2 or gpt2 (n_head_kv = n_head)
   int n_vocab = 512;
   int n_embd = 64;
   int n_layer = 2;
   int n_head = 4;
   int n_head_kv = 2;
   int n_ff = 128;
+  int head_dim = 0;  // 0: n_embd / n_head (gemma2 presets set their own)
   int n_ctx = 2048;
   float rope_base = 10000.0f;
   bool tied_output = false;
@@ -37,13 +38,14 @@ struct SyntheticSpec {
   DType weight_type = DType::kF32;  // matrices; norms and biases stay F32
   uint64_t seed = 1;
 
+  int head_size() const { return head_dim > 0 ? head_dim : n_embd / n_head; }
   Status validate() const;
 };
 
 // Names accepted by synthetic_preset().
 std::vector<std::string> synthetic_preset_names();
-// tiny, llama-110m, tinyllama-1.1b, llama-7b, gpt2-small, gpt2-large; NOT_FOUND lists
-// the valid names.
+// tiny, llama-110m, tinyllama-1.1b, llama-7b, gpt2-small, gpt2-large, phi3-mini,
+// gemma2-2b; NOT_FOUND lists the valid names.
 Result<SyntheticSpec> synthetic_preset(std::string_view name);
 
 Status write_synthetic_model(const SyntheticSpec& spec, const std::string& path);
