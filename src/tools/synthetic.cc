@@ -365,8 +365,8 @@ Status write_synthetic_model(const SyntheticSpec& s, const std::string& path) {
     w.set(a + "attention.key_length", Value::u32(static_cast<uint32_t>(s.head_size())));
     w.set(a + "attention.value_length", Value::u32(static_cast<uint32_t>(s.head_size())));
     w.set(a + "attention.sliding_window", Value::u32(static_cast<uint32_t>(std::min(s.n_ctx, 4096))));
-    w.set(a + "attn_logit_softcapping", Value::f32(50.0f));
-    w.set(a + "final_logit_softcapping", Value::f32(30.0f));
+    w.set(a + "attn_logit_softcapping", Value::f32(s.attn_softcap));
+    w.set(a + "final_logit_softcapping", Value::f32(s.final_softcap));
   }
   if (s.arch == "phi3") {
     w.set(a + "rope.scaling.original_context_length", Value::u32(kPhi3OrigCtx));

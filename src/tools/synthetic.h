@@ -25,6 +25,7 @@ struct SyntheticSpec {
   int n_head_kv = 2;
   int n_ff = 128;
   int head_dim = 0;  // 0: n_embd / n_head (gemma2 presets set their own)
+  float attn_softcap = 50.0f, final_softcap = 30.0f;  // gemma2's soft caps
   int n_ctx = 2048;
   float rope_base = 10000.0f;
   bool tied_output = false;
