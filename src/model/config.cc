@@ -48,6 +48,13 @@ Result<ModelConfig> ModelConfig::from_gguf(const GgufFile& f) {
         fmt::format("architecture '{}' is not supported (supported: llama, mistral, qwen2, phi3, gemma2, gpt2)", c.arch_name));
   }
   const std::string p = c.arch_name + ".";
+  if (f.has(p + "expert_count")) {
+    LLMS_ASSIGN_OR_RETURN(uint64_t experts, f.get_uint(p + "expert_count"));
+    if (experts > 0) {
+      return unimplemented(fmt::format("mixture-of-experts models ('{}expert_count' = {}) are not supported yet", p,
+                                       experts));
+    }
+  }
   LLMS_ASSIGN_OR_RETURN(c.name, f.get_string_or("general.name", f.path()));
   LLMS_ASSIGN_OR_RETURN(c.n_embd, get_dim(f, p + "embedding_length"));
   LLMS_ASSIGN_OR_RETURN(c.n_layer, get_dim(f, p + "block_count"));

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "io/gguf_file.h"
+#include "io/gguf_writer.h"
 #include "model/model.h"
 #include "tools/synthetic.h"
 #include "quant/half.h"
@@ -391,6 +392,28 @@ TEST(ModelReferenceTest, GeneratedGemma2MatchesDoubleReference) {
   EXPECT_EQ((*model)->config().attn_softcap, 0.3f);
   EXPECT_EQ((*model)->config().max_positions(), 0);  // the window (64) is the whole context
   check_model(path, {1, 5, 77, 299, 8, 100, 42, 42, 3, 17, 250, 6, 9, 9, 31, 44, 45, 46, 47, 48});
+  // With Gemma-2's context (8192) and window (4096), sequences are held in the window.
+  spec.n_ctx = 8192;
+  ASSERT_TRUE(write_synthetic_model(spec, path).ok());
+  auto windowed = Model::load(path);
+  ASSERT_TRUE(windowed.ok()) << windowed.status().to_string();
+  EXPECT_EQ((*windowed)->config().sliding_window, 4096);
+  EXPECT_EQ((*windowed)->config().max_positions(), 4096);
+  std::filesystem::remove(path);
+}
+
+TEST(ModelReferenceTest, MixtureOfExpertsFilesAreRefusedByName) {
+  GgufWriter w;
+  w.set("general.architecture", gguf::Value::string("llama"));
+  w.set("llama.expert_count", gguf::Value::u32(8));
+  const std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_moe.gguf";
+  ASSERT_TRUE(w.write(path).ok());
+  auto file = GgufFile::open(path);
+  ASSERT_TRUE(file.ok()) << file.status().to_string();
+  auto config = ModelConfig::from_gguf(*file);
+  ASSERT_FALSE(config.ok());
+  EXPECT_EQ(config.status().code(), StatusCode::kUnimplemented);
+  EXPECT_NE(config.status().message().find("expert_count"), std::string::npos) << config.status().message();
   std::filesystem::remove(path);
 }
 
