@@ -171,3 +171,31 @@ TEST(CliTest, BadInputsGiveClearErrors) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(CliTest, BenchServeRefusesBadFlagsByName) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"--endpoint /v1/embeddings", "--endpoint '/v1/embeddings'"},
+      {"--request-rate 0", "rate '0' must be > 0"},
+      {"--burstiness -1", "--burstiness must be > 0"},
+      {"--goodput ttft:fast", "--goodput 'ttft:fast'"},
+      {"--percentiles 50,200", "--percentiles '200'"},
+      {"--sweep-rates 1,2 --request-rate 4", "exclude each other"},
+      {"--dataset /nonexistent.jsonl", "neither random, shared-prefix, sonnet nor"},
+  };
+  // Refused before anything is sent: no server listens on port 1.
+  for (const auto& [flags, message] : cases) {
+    const CmdResult r = run(std::string("bench serve --base-url http://127.0.0.1:1 ") + flags, true);
+    EXPECT_EQ(r.exit_code, 1) << flags << ": " << r.out;
+    EXPECT_NE(r.out.find(message), std::string::npos) << flags << ": " << r.out;
+  }
+  CmdResult r = run("bench serve --base-url localhost:8080", true);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("--base-url 'localhost:8080' must start with http://"), std::string::npos) << r.out;
+  r = run("bench serve --base-url http://127.0.0.1:1 --num-prompts 1", true);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("cannot reach http://127.0.0.1:1/v1/models"), std::string::npos) << r.out;
+}
+
+}  // namespace

@@ -1,7 +1,8 @@
-// The metrics a Gateway API inference extension endpoint picker (and load tools made
-// for vLLM) read, under vLLM's names: each present with its type and a model_name
-// label, the queue and KV gauges following real load, and all of it gone with
-// metrics_compat = "none".
+// What a gateway in front of replicas relies on. The metrics a Gateway API inference
+// extension endpoint picker (and load tools made for vLLM) read, under vLLM's names:
+// each present with its type and a model_name label, the queue and KV gauges following
+// real load, and all of it gone with metrics_compat = "none". And the shutdown delay
+// that lets a balancer take a replica out of rotation before it closes.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -82,9 +83,12 @@ TEST(ServerGatewayMetrics, ProtocolMetricsUnderVllmNamesFollowTheLoad) {
     return waiting >= 1 && usage > 0;
   })) << "waiting " << waiting << ", KV use " << usage;
   for (auto& c : clients) c.join();
-  const std::string after = http_get(port, "/metrics").body;
-  EXPECT_EQ(sum_series(after, "vllm:num_requests_waiting"), 0);
-  EXPECT_EQ(sum_series(after, "vllm:kv_cache_usage_perc"), 0);
+  // The engine publishes its gauges after the step that freed the last blocks.
+  std::string after;
+  EXPECT_TRUE(poll_until([&] {
+    after = http_get(port, "/metrics").body;
+    return sum_series(after, "vllm:num_requests_waiting") == 0 && sum_series(after, "vllm:kv_cache_usage_perc") == 0;
+  })) << after;
   // The aliases read the same values as llmserve's own metrics.
   EXPECT_EQ(sum_series(after, "vllm:generation_tokens_total"), sum_series(after, "llmserve_generation_tokens_total"));
   EXPECT_EQ(sum_series(after, "vllm:generation_tokens_total"), 3 * 400);
@@ -102,6 +106,25 @@ TEST(ServerGatewayMetrics, CompatNoneShowsOnlyLlmserveNames) {
   const Status s = bad.validate();
   EXPECT_FALSE(s.ok());
   EXPECT_NE(s.message().find("metrics_compat"), std::string::npos) << s.message();
+}
+
+// The preStop pattern: after the shutdown signal, /ready fails at once while new
+// connections and requests are still served for shutdown_delay; then the server drains.
+TEST(ServerGatewayMetrics, ShutdownDelayServesWhileReadyFails) {
+  auto server = start_server(synthetic_path(), [](ServeConfig& c) { c.server.shutdown_delay_s = 5; });
+  const int port = server->port();
+  ASSERT_EQ(http_get(port, "/ready").status, 200);
+  std::thread stopper([&] { server->shutdown(); });
+  HttpResult ready;
+  EXPECT_TRUE(poll_until([&] {
+    ready = http_get(port, "/ready");
+    return ready.status == 503;
+  }));
+  EXPECT_NE(ready.body.find("shutdown_delay"), std::string::npos) << ready.body;
+  const HttpResult r = http_post(port, "/v1/completions", Json{{"prompt", "still here"}, {"max_tokens", 4}});
+  EXPECT_EQ(r.status, 200) << r.body;
+  stopper.join();
+  EXPECT_EQ(http_get(port, "/health").status, 0);  // closed after the delay and the drain
 }
 
 }  // namespace

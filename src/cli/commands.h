@@ -25,8 +25,10 @@ void add_bench_engine_command(CLI::App& app);
 void add_quantize_command(CLI::App& app);
 void add_quant_report_command(CLI::App& app);
 void add_bench_decode_command(CLI::App& app);
+void add_bench_grammar_command(CLI::App& app);
 void add_deploy_commands(CLI::App& app);
 void add_bench_speculative_command(CLI::App& app);
+void add_bench_commands(CLI::App& app);  // bench serve
 
 // Prints "error: <message>" to stderr and throws CLI::RuntimeError(exit_code).
 [[noreturn]] void fail(const Status& status, int exit_code = 1);

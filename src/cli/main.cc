@@ -35,8 +35,10 @@ int main(int argc, char** argv) {
   llms::cli::add_quantize_command(app);
   llms::cli::add_quant_report_command(app);
   llms::cli::add_bench_decode_command(app);
+  llms::cli::add_bench_grammar_command(app);
   llms::cli::add_deploy_commands(app);
   llms::cli::add_bench_speculative_command(app);
+  llms::cli::add_bench_commands(app);
   CLI11_PARSE(app, argc, argv);
   return 0;
 }

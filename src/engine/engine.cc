@@ -17,6 +17,8 @@ constexpr size_t kCostWindow = 64;
 // Longest the engine thread sleeps without a reason to wake (a safety net: every
 // event that gives it work also wakes it).
 constexpr int64_t kIdleWaitNs = 50'000'000;
+// Compiled grammars kept per engine (each holds its per-point token sets).
+constexpr size_t kGrammarCacheEntries = 64;
 
 Hash128 kv_seed(const Hash128& model, DType k, DType v) {
   HashBuilder h;
@@ -71,9 +73,11 @@ Engine::Engine(std::unique_ptr<ModelRunner> runner, const Tokenizer& tokenizer, 
       admission_({config.max_waiting_requests, config.max_waiting_tokens, config.kv_high_watermark,
                   config.kv_low_watermark, config.rss_high_watermark, config.rss_low_watermark}),
       result_cache_(config.result_cache_bytes),
+      grammar_cache_(tokenizer, kGrammarCacheEntries),
       status_(metrics_, admission_, config.memory_limit_bytes > 0 ? config.memory_limit_bytes : machine_memory_bytes()),
       clock_(now_ns) {
   if (config.speculative == SpeculativeMode::kNgram) proposer_ = std::make_unique<NgramProposer>(config.spec_ngram_max);
+  kv_.set_listener(config_.kv_events.get());
   const WeightsMemory weights = runner_->weights_memory();
   metrics_.memory_bytes.with({"weights"}).set(static_cast<double>(weights.owned_bytes));
   metrics_.memory_bytes.with({"weights_mapped"}).set(static_cast<double>(weights.mapped_bytes));
@@ -110,6 +114,15 @@ Status Engine::validate_request(const RequestParams& p) const {
   if (p.max_tokens < 1) return invalid_argument(fmt::format("max_tokens must be >= 1, got {}", p.max_tokens));
   if (p.top_logprobs > 20) return invalid_argument("top_logprobs must be at most 20");
   if (p.timeout_s < 0) return invalid_argument("timeout must be >= 0");
+  for (const auto& [id, bias] : p.sampling.logit_bias) {
+    if (id >= runner_->vocab_size()) {
+      return invalid_argument(fmt::format("logit_bias names token id {}, outside the vocabulary (0..{})", id,
+                                          runner_->vocab_size() - 1));
+    }
+  }
+  if (p.grammar && &p.grammar->vocab() != grammar_cache_.vocabulary().get()) {
+    return invalid_argument("the grammar was compiled for another engine's vocabulary");
+  }
   return ok_status();
 }
 
@@ -172,6 +185,7 @@ void Engine::intake() {
     s.sampler = std::make_unique<Sampler>(s.params.sampling, seed, s.params.prompt);
     s.decoder = std::make_unique<StreamingDecoder>(tokenizer_);
     s.stop = std::make_unique<StopMatcher>(s.params.stop);
+    if (s.params.grammar) s.matcher = std::make_unique<GrammarMatcher>(s.params.grammar);
     // Long-job lane: cost far above the recent median.
     if (recent_costs_.size() >= 8) {
       std::vector<int64_t> sorted(recent_costs_.begin(), recent_costs_.end());
@@ -282,10 +296,22 @@ Status Engine::run_plan(const SchedulePlan& plan) {
     kv_.commit(s.blocks, std::span<const int32_t>(s.tokens).first(static_cast<size_t>(s.computed)));
     if (chunks_[i].logits == LogitsWanted::kNone) continue;
     const float* logits = fwd_.last_of(i, chunks_[i]);
-    const int32_t token = s.sampler->sample(logits, runner_->vocab_size());
-    on_token(s, token, logits, done);
+    const int32_t token = sample_next(s, logits);
+    if (token >= 0) on_token(s, token, logits, done);
   }
   return ok_status();
+}
+
+int32_t Engine::sample_next(Sequence& s, const float*& logits) {
+  const int n_vocab = runner_->vocab_size();
+  if (!s.matcher) return s.sampler->sample(logits, n_vocab);
+  if (!constrain_logits(*s.matcher, std::span<const float>(logits, static_cast<size_t>(n_vocab)), s.params.ignore_eos,
+                        &token_mask_, &constrained_logits_)) {
+    finish(s, FinishReason::kError, "the grammar allows no token of this vocabulary here");
+    return -1;
+  }
+  logits = constrained_logits_.data();  // logprobs are those of the constrained distribution
+  return s.sampler->sample(logits, n_vocab);
 }
 
 void Engine::on_token(Sequence& s, int32_t token, const float* logits, int64_t now) {
@@ -299,6 +325,15 @@ void Engine::on_token(Sequence& s, int32_t token, const float* logits, int64_t n
   }
   s.last_token_ns = now;
   metrics_.generation_tokens.inc();
+  // The mask allowed the token, so the matcher takes it.
+  if (s.matcher && !s.matcher->accept_token(token)) {
+    finish(s, FinishReason::kError, "internal error: the grammar refused a token its mask allowed");
+    return;
+  }
+  if (s.matcher && s.matcher->terminated()) {  // an end-of-generation token where the grammar may end
+    finish(s, FinishReason::kStop);
+    return;
+  }
   if (!s.params.ignore_eos && tokenizer_.is_end_of_generation(token)) {
     finish(s, FinishReason::kStop);
     return;
@@ -313,7 +348,7 @@ void Engine::on_token(Sequence& s, int32_t token, const float* logits, int64_t n
   if (auto it = replay_.find(s.id); it != replay_.end()) it->second.push_back(ev);
   s.text += ev.text;
   s.handle->push(std::move(ev));
-  if (s.stop->stopped()) {
+  if (s.stop->stopped() || (s.matcher && s.matcher->finished())) {
     finish(s, FinishReason::kStop);
   } else if (s.generated() >= s.params.max_tokens || static_cast<int64_t>(s.tokens.size()) >= context_length_) {
     finish(s, FinishReason::kLength);

@@ -7,8 +7,12 @@
 // Two ways to drive it: start() runs the engine thread; step()/run_until_idle() run
 // steps on the caller's thread (CLI batch runs, tests). Do not mix them.
 //
-// Thread-safety: submit(), cached(), snapshot(), begin_drain(), wake() from any
-// thread; step() from one thread at a time, never while the engine thread runs.
+// Constrained requests carry a CompiledGrammar made by compile_grammar() for this
+// engine's vocabulary; the engine thread masks their logits before sampling, in the
+// same batch as every other request.
+//
+// Thread-safety: submit(), cached(), compile_grammar(), snapshot(), begin_drain(),
+// wake() from any thread; step() from one thread at a time, never while the engine thread runs.
 #pragma once
 
 #include <atomic>
@@ -27,6 +31,7 @@
 #include "engine/engine_config.h"
 #include "engine/engine_metrics.h"
 #include "engine/engine_status.h"
+#include "engine/grammar_cache.h"
 #include "engine/model_runner.h"
 #include "engine/proposer.h"
 #include "engine/request.h"
@@ -61,6 +66,13 @@ class Engine {
   std::optional<CachedCompletion> cached(const RequestParams& params);
   ResultCacheStats result_cache_stats() const { return result_cache_.stats(); }
 
+  // Joins a grammar with this engine's vocabulary, through a cache keyed by the
+  // grammar's hash (the per-token precomputation is done once per grammar).
+  Result<std::shared_ptr<const CompiledGrammar>> compile_grammar(std::shared_ptr<const Grammar> g) {
+    return grammar_cache_.compile(std::move(g));
+  }
+  GrammarCacheStats grammar_cache_stats() const { return grammar_cache_.stats(); }
+
   void start();
   // Stops the engine thread; every request still queued or running ends "cancelled".
   void stop();
@@ -78,6 +90,7 @@ class Engine {
   EngineSnapshot snapshot() const;
   const EngineConfig& config() const { return config_; }
   int context_length() const { return context_length_; }
+  int vocab_size() const { return runner_->vocab_size(); }
   int32_t num_kv_blocks() const { return kv_.num_blocks(); }
   Registry& registry() { return *registry_; }
   const Tokenizer& tokenizer() const { return tokenizer_; }
@@ -102,6 +115,9 @@ class Engine {
   // Checks chunk `chunk` of the last pass (a decode with n_draft proposed tokens) and
   // emits what it accepts (engine_speculative.cc).
   void verify(Sequence& s, size_t chunk, int64_t n_draft, int64_t now);
+  // Samples the next token of `s` from `logits`, under its grammar when it has one;
+  // -1 when the grammar leaves no token (the sequence is then finished).
+  int32_t sample_next(Sequence& s, const float*& logits);
   void finish(Sequence& s, FinishReason reason, const std::string& message = "");
   void publish(int64_t now, bool force_rss);
   void cancel_remaining(const std::string& why);
@@ -124,6 +140,7 @@ class Engine {
   std::unique_ptr<Proposer> proposer_;
   AdmissionController admission_;
   ResultCache result_cache_;
+  GrammarCache grammar_cache_;
   EngineStatus status_;
   std::function<int64_t()> clock_;
 
@@ -135,6 +152,8 @@ class Engine {
   std::unordered_map<uint64_t, std::vector<TokenEvent>> replay_;  // cacheable requests' events
   std::vector<SequenceChunk> chunks_;                              // the step's batch, reused
   ForwardOutput fwd_;
+  std::vector<float> constrained_logits_;  // a constrained sequence's masked row
+  std::vector<uint32_t> token_mask_;
 
   // Shared with submitting threads.
   mutable std::mutex mu_;

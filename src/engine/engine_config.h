@@ -3,9 +3,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "base/status.h"
+#include "kv/kv_events.h"
 #include "tensor/dtype.h"
 
 namespace llms {
@@ -66,6 +68,8 @@ struct EngineConfig {
   int spec_ngram_max = 4;         // longest suffix the ngram proposer looks up
   std::string draft_model;        // GGUF of the draft model (speculative = draft)
 
+  // Receives the prefix cache's block events (null: none); not a setting of the file.
+  std::shared_ptr<KvEventListener> kv_events;
   Status validate() const;
 };
 

@@ -8,6 +8,8 @@
 // token, with the same seed, because the sampler draws one random number per
 // generated token either way. The first mismatch is itself a generated token (the
 // correction), and when everything is accepted the last row gives one more (the bonus).
+// A constrained request's matcher advances with every accepted token, so its mask at
+// each position is the one plain decoding would apply there.
 #include <algorithm>
 #include <string>
 
@@ -37,7 +39,10 @@ void Engine::verify(Sequence& s, size_t chunk, int64_t n_draft, int64_t now) {
   int64_t accepted = 0;
   for (int64_t j = 0; j <= n_draft; ++j) {
     const float* logits = fwd_.row(first_row + j);
-    const int32_t token = s.sampler->sample(logits, runner_->vocab_size());
+    // Under a grammar, each position is sampled under the mask of the state its
+    // accepted predecessors reached, as plain decoding would.
+    const int32_t token = sample_next(s, logits);
+    if (token < 0) break;  // the grammar left no token: finished
     const bool match = j < n_draft && token == draft[static_cast<size_t>(j)];
     on_token(s, token, logits, now);
     if (!sequences_.count(id)) break;  // it finished (and is gone)

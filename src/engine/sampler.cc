@@ -24,6 +24,12 @@ Status SamplingParams::validate() const {
   if (!(frequency_penalty >= -2.0f && frequency_penalty <= 2.0f)) {
     return invalid_argument(fmt::format("frequency_penalty must be between -2 and 2, got {}", frequency_penalty));
   }
+  for (const auto& [id, bias] : logit_bias) {
+    if (id < 0) return invalid_argument(fmt::format("logit_bias names the token id {}", id));
+    if (!(bias >= -100.0f && bias <= 100.0f)) {
+      return invalid_argument(fmt::format("logit_bias values must be between -100 and 100, got {}", bias));
+    }
+  }
   return ok_status();
 }
 
@@ -48,6 +54,9 @@ void Sampler::apply_penalties(std::vector<float>& l) const {
       l[t] -= params_.presence_penalty + params_.frequency_penalty * static_cast<float>(count);
     }
   }
+  for (const auto& [t, bias] : params_.logit_bias) {
+    if (t < static_cast<int32_t>(l.size())) l[static_cast<size_t>(t)] += bias;
+  }
 }
 
 int32_t Sampler::sample(const float* logits, int n_vocab) {
@@ -59,7 +68,11 @@ int32_t Sampler::sample(const float* logits, int n_vocab) {
   }
   const float inv_t = 1.0f / params_.temperature;
   candidates_.clear();
-  for (int i = 0; i < n_vocab; ++i) candidates_.emplace_back(scratch_[i] * inv_t, i);
+  // Tokens a grammar masked out (-infinity) can never be drawn: leave them out.
+  for (int i = 0; i < n_vocab; ++i) {
+    if (scratch_[i] != -std::numeric_limits<float>::infinity()) candidates_.emplace_back(scratch_[i] * inv_t, i);
+  }
+  if (candidates_.empty()) return static_cast<int32_t>(std::max_element(scratch_.begin(), scratch_.end()) - scratch_.begin());
   auto by_logit = [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); };
   size_t n = candidates_.size();
   if (params_.top_k > 0 && static_cast<size_t>(params_.top_k) < n) {

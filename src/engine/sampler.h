@@ -1,7 +1,7 @@
 // Sampler: turns a row of logits into the next token for one sequence, applying the
 // OpenAI/vLLM sampling parameters in a fixed order:
 //   repetition penalty (prompt + output) -> presence/frequency penalties (output)
-//   -> greedy if temperature == 0, else temperature -> top-k -> top-p -> min-p -> draw.
+//   -> logit bias -> greedy if temperature == 0, else temperature -> top-k -> top-p -> min-p -> draw.
 // Each sequence owns its Sampler (and so its RNG): the same seed gives the same
 // tokens whatever else runs in the batch. Not thread-safe.
 #pragma once
@@ -26,6 +26,8 @@ struct SamplingParams {
   float presence_penalty = 0.0f;    // OpenAI semantics, over output tokens
   float frequency_penalty = 0.0f;
   std::optional<uint64_t> seed;     // none: a random seed per request
+  // Added to the logits of these token ids (OpenAI logit_bias, -100..100).
+  std::vector<std::pair<int32_t, float>> logit_bias;
 
   bool greedy() const { return temperature == 0.0f; }
   // Deterministic output: greedy, or sampled with a fixed seed.

@@ -11,6 +11,7 @@
 #include "engine/request.h"
 #include "engine/sampler.h"
 #include "engine/stop_matcher.h"
+#include "grammar/grammar_matcher.h"
 #include "kv/kv_block_manager.h"
 #include "tokenizer/streaming_decoder.h"
 
@@ -33,6 +34,7 @@ struct Sequence {
   std::unique_ptr<Sampler> sampler;
   std::unique_ptr<StreamingDecoder> decoder;
   std::unique_ptr<StopMatcher> stop;
+  std::unique_ptr<GrammarMatcher> matcher;  // for constrained requests
 
   int64_t arrival_ns = 0;
   int64_t deadline_ns = 0;

@@ -28,6 +28,7 @@ std::optional<int32_t> KvBlockManager::allocate() {
   lru_.pop_front();
   in_lru_[static_cast<size_t>(b)] = false;
   by_hash_.erase(*hash_of_[static_cast<size_t>(b)]);
+  if (listener_) listener_->on_removed(*hash_of_[static_cast<size_t>(b)]);
   hash_of_[static_cast<size_t>(b)].reset();
   ++stats_.evictions;
   return b;
@@ -117,6 +118,10 @@ void KvBlockManager::commit(SequenceBlocks& seq, std::span<const int32_t> tokens
     if (hash_of_[static_cast<size_t>(b)].has_value() || by_hash_.count(h) != 0) continue;
     by_hash_.emplace(h, b);
     hash_of_[static_cast<size_t>(b)] = h;
+    if (listener_) {
+      listener_->on_stored(h, i == 0 ? std::nullopt : std::optional<Hash128>(parent), tokens.subspan(i * B, B),
+                           block_size_);
+    }
   }
 }
 
@@ -135,6 +140,12 @@ void KvBlockManager::clear_cache() {
   lru_.clear();
   by_hash_.clear();
   for (auto& h : hash_of_) h.reset();
+  if (listener_) listener_->on_cleared();
+}
+
+KvBlockManager::~KvBlockManager() {
+  if (!listener_) return;
+  for (const auto& [hash, block] : by_hash_) listener_->on_removed(hash);
 }
 
 }  // namespace llms

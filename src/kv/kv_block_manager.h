@@ -23,6 +23,7 @@
 
 #include "base/hash.h"
 #include "kv/block_pool.h"
+#include "kv/kv_events.h"
 
 namespace llms {
 
@@ -43,6 +44,14 @@ class KvBlockManager {
  public:
   // `seed` distinguishes models and KV precisions; prefix caching may be turned off.
   KvBlockManager(int32_t num_blocks, int block_size, Hash128 seed, bool enable_prefix_cache);
+  // Tells the listener that the blocks still cached are gone.
+  ~KvBlockManager();
+  KvBlockManager(const KvBlockManager&) = delete;
+  KvBlockManager& operator=(const KvBlockManager&) = delete;
+
+  // Receives an event for every block the prefix cache stores or drops (null: none).
+  // The listener must outlive this manager.
+  void set_listener(KvEventListener* listener) { listener_ = listener; }
 
   int block_size() const { return block_size_; }
   int32_t num_blocks() const { return pool_.num_blocks(); }
@@ -92,6 +101,7 @@ class KvBlockManager {
   std::vector<std::list<int32_t>::iterator> lru_pos_;
   std::vector<bool> in_lru_;
   PrefixCacheStats stats_;
+  KvEventListener* listener_ = nullptr;
 };
 
 }  // namespace llms

@@ -1,7 +1,11 @@
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "server/completion_job.h"
 #include "server/endpoints.h"
+#include "server/output_constraints.h"
+#include "server/tool_calls.h"
 #include "server/prompt_builder.h"
 
 namespace llms {
@@ -15,6 +19,24 @@ std::optional<ApiError> check_model(const ServerContext& ctx, const std::string&
   return e;
 }
 
+// Tools: the call format of the version's template, the messages with tools and
+// calls written as text, and the grammar of the answer.
+std::optional<ApiError> prepare_tools(CompletionRequest& r, ServingVersion& v, std::optional<ToolCallFormat>* format) {
+  const std::string& tmpl = v.chat_template().empty() ? v.tokenizer().chat_template() : v.chat_template();
+  const ToolCallFormat f = tool_call_format_for(tmpl);
+  const bool history = std::any_of(r.messages.begin(), r.messages.end(),
+                                   [](const ChatMessage& m) { return m.role == "tool" || !m.tool_calls.empty(); });
+  if (r.tools.active() || history) r.messages = tools_as_text(r.messages, r.tools, f);
+  if (!r.tools.active()) return std::nullopt;
+  *format = f;
+  auto g = tool_call_grammar(r.tools, f);
+  if (!g.ok()) return bad_request(g.status().message(), "tools");
+  auto compiled = v.engine().compile_grammar(std::move(g).value());
+  if (!compiled.ok()) return bad_request("tools: " + compiled.status().message(), "tools");
+  r.params.grammar = std::move(compiled).value();
+  return std::nullopt;
+}
+
 HttpResponse json_response(int status, const Json& body) { return HttpResponse{status, "application/json", dump_json(body), {}}; }
 
 namespace {
@@ -25,15 +47,19 @@ void start_on(ServerContext& ctx, const std::shared_ptr<HttpExchange>& ex, Compl
   auto fail = [&](const ApiError& e) { ex->respond(api_error_response(e)); };
   if (!picked.ok()) return fail(api_error_from_status(picked.status()));
   const VersionPtr v = std::move(picked).value();
+  if (auto e = check_logit_bias(r.params.sampling, v->engine().vocab_size())) return fail(*e);
+  if (auto e = compile_constraint(r.constraint, v->engine(), &r.params.grammar)) return fail(*e);
   std::vector<PromptInput> prompts;
+  std::optional<ToolCallFormat> tool_format;
   if (r.kind == ApiKind::kChat) {
+    if (auto e = prepare_tools(r, *v, &tool_format)) return fail(*e);
     PromptInput p;
     if (auto e = chat_prompt(r.messages, v->tokenizer(), v->chat_template(), r.add_generation_prompt, &p)) return fail(*e);
     prompts.push_back(std::move(p));
   } else if (auto e = completion_prompts(r.prompts, v->tokenizer(), &prompts)) {
     return fail(*e);
   }
-  auto job = std::make_shared<CompletionJob>(ctx, v, ex, std::move(r), std::move(prompts));
+  auto job = std::make_shared<CompletionJob>(ctx, v, ex, std::move(r), std::move(prompts), tool_format);
   job->start();
 }
 

@@ -12,12 +12,14 @@
 namespace llms {
 
 CompletionJob::CompletionJob(ServerContext& ctx, VersionPtr version, std::shared_ptr<HttpExchange> exchange,
-                             CompletionRequest request, std::vector<PromptInput> prompts)
+                             CompletionRequest request, std::vector<PromptInput> prompts,
+                             std::optional<ToolCallFormat> tools)
     : ctx_(ctx),
       version_(std::move(version)),
       exchange_(std::move(exchange)),
       request_(std::move(request)),
-      prompts_(std::move(prompts)) {
+      prompts_(std::move(prompts)),
+      tools_(tools) {
   meta_.kind = request_.kind;
   meta_.id = ctx_.next_id(request_.kind == ApiKind::kChat ? "chatcmpl-" : "cmpl-");
   meta_.created = unix_seconds();
@@ -181,6 +183,11 @@ void CompletionJob::on_token(Choice& c, TokenEvent& t, std::string* out) {
     if (request_.logprobs) c.logprobs.push_back(std::move(lp));
     return;
   }
+  if (tools_) {
+    c.text += t.text;
+    stream_tool_text(c, out);
+    return;
+  }
   if (t.text.empty() && !request_.logprobs) return;
   StreamChunk chunk{.index = c.index, .text = t.text};
   if (request_.logprobs) chunk.logprobs = logprobs_json(request_.kind, version_->tokenizer(), {lp});
@@ -193,8 +200,62 @@ void CompletionJob::emit(StreamChunk chunk, std::string* out) {
   ctx_.metrics.streamed_chunks.inc();
 }
 
+void CompletionJob::stream_tool_text(Choice& c, std::string* out) {
+  if (!c.in_call) {
+    size_t end = c.text.size() - tool_call_hold_back(*tools_, c.text);
+    if (const size_t start = tool_call_start(*tools_, c.text); start != std::string::npos) {
+      c.in_call = true;
+      c.call_start = end = start;
+    }
+    if (end > c.streamed) {
+      emit(StreamChunk{.index = c.index, .text = std::string_view(c.text).substr(c.streamed, end - c.streamed)}, out);
+      c.streamed = end;
+    }
+    if (!c.in_call) return;
+  }
+  // One chunk per call the new text touches: its head, then its arguments so far.
+  Json calls = Json::array();
+  for (ToolCallDelta& d : c.streamer.feed(std::string_view(c.text).substr(c.call_start))) {
+    if (d.head) {
+      calls.push_back({{"index", d.index}, {"id", ctx_.next_id("call_")}, {"type", "function"},
+                       {"function", {{"name", std::move(d.name)}, {"arguments", ""}}}});
+    } else if (!calls.empty() && calls.back()["index"] == d.index) {
+      calls.back()["function"]["arguments"] = calls.back()["function"]["arguments"].get<std::string>() + d.arguments;
+    } else {
+      calls.push_back({{"index", d.index}, {"function", {{"arguments", std::move(d.arguments)}}}});
+    }
+  }
+  for (Json& call : calls) emit(StreamChunk{.index = c.index, .tool_calls = Json::array({std::move(call)})}, out);
+}
+
+std::vector<ToolCallResult> CompletionJob::read_calls(const std::string& text, std::string* content) {
+  ParsedOutput parsed = parse_tool_calls(*tools_, text);
+  *content = std::move(parsed.content);
+  std::vector<ToolCallResult> calls;
+  for (auto& p : parsed.calls) calls.push_back(ToolCallResult{ctx_.next_id("call_"), std::move(p.name), std::move(p.arguments)});
+  return calls;
+}
+
+void CompletionJob::finish_tool_stream(Choice& c, const FinishEvent& f, std::string* out) {
+  c.text += f.text;
+  stream_tool_text(c, out);
+  const bool calls = c.streamer.num_calls() > 0;
+  // No call after all (a marker and then nothing, cut by max_tokens): the rest is text.
+  if (!calls && c.text.size() > c.streamed) {
+    emit(StreamChunk{.index = c.index, .text = std::string_view(c.text).substr(c.streamed)}, out);
+  }
+  StreamChunk last{.index = c.index};
+  last.finish = calls && f.reason == FinishReason::kStop ? kToolCallsFinish : api_finish_reason(f.reason);
+  emit(last, out);
+}
+
 void CompletionJob::on_finish(Choice& c, FinishEvent& f, std::string* out) {
   const bool failed = f.reason == FinishReason::kError || f.reason == FinishReason::kRejected;
+  if (tools_ && request_.stream && !failed) {
+    finish_tool_stream(c, f, out);
+    c.finish = std::move(f);
+    return;
+  }
   if (!f.text.empty()) {
     c.chars += static_cast<int64_t>(f.text.size());
     if (!request_.stream) {
@@ -252,7 +313,13 @@ void CompletionJob::complete() {
         results.clear();
         break;
       }
-      results.push_back(ChoiceResult{c.index, std::move(c.text), request_.logprobs, std::move(c.logprobs), c.finish->reason});
+      ChoiceResult r{c.index, std::move(c.text), request_.logprobs, std::move(c.logprobs), c.finish->reason, {}};
+      if (tools_) {
+        std::string content;
+        r.tool_calls = read_calls(r.text, &content);
+        r.text = std::move(content);
+      }
+      results.push_back(std::move(r));
     }
     if (!results.empty()) exchange_->respond(HttpResponse{200, "application/json",
                                                           dump_json(whole_response(meta_, version_->tokenizer(), results, usage())),

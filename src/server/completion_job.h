@@ -2,6 +2,11 @@
 // each an engine request or a replay from the result cache, and the HttpExchange that
 // answers it, whole or as a stream of SSE chunks.
 //
+// With tools, each choice's text is read back for calls (tool_calls.h): a whole
+// response carries message.tool_calls; a stream sends the text before the first
+// call as content deltas (holding back what may be the start of a call marker) and
+// each call as delta.tool_calls fragments as it is written (tool_call_stream.h).
+//
 // Flow: start() submits every choice (a refusal cancels the ones already queued and
 // answers the error), then the engine's notify callbacks schedule pump() on the
 // connection's strand through HttpExchange::when_writable(), so a stream whose client
@@ -27,6 +32,8 @@
 #include "server/openai_response.h"
 #include "server/prompt_builder.h"
 #include "server/server_context.h"
+#include "server/tool_call_stream.h"
+#include "server/tool_calls.h"
 
 namespace llms {
 
@@ -37,7 +44,8 @@ class CompletionJob : public std::enable_shared_from_this<CompletionJob> {
 
   // Every choice runs on `version`, which the job keeps alive until it completes.
   CompletionJob(ServerContext& ctx, VersionPtr version, std::shared_ptr<HttpExchange> exchange,
-                CompletionRequest request, std::vector<PromptInput> prompts);
+                CompletionRequest request, std::vector<PromptInput> prompts,
+                std::optional<ToolCallFormat> tools = std::nullopt);
   ~CompletionJob();
   void start();
 
@@ -53,6 +61,10 @@ class CompletionJob : public std::enable_shared_from_this<CompletionJob> {
     int64_t chars = 0;  // text length so far (legacy text_offset)
     std::optional<FinishEvent> finish;
     bool opened = false;  // first stream chunk (role / echo) sent
+    size_t streamed = 0;  // tools: bytes of text already sent as content
+    bool in_call = false;  // tools: a call has started at call_start
+    size_t call_start = 0;
+    ToolCallStreamer streamer;  // tools: delta.tool_calls from the text after call_start
   };
 
   std::optional<ApiError> validate_prompts() const;
@@ -65,6 +77,11 @@ class CompletionJob : public std::enable_shared_from_this<CompletionJob> {
   void on_token(Choice& c, TokenEvent& t, std::string* out);
   void on_finish(Choice& c, FinishEvent& f, std::string* out);
   void open_choice(Choice& c, std::string* out);
+  // Tools, streaming: sends the content that can no longer be part of a call.
+  void stream_tool_text(Choice& c, std::string* out);
+  // Tools, streaming, at the end: the rest of the content, then every call.
+  void finish_tool_stream(Choice& c, const FinishEvent& f, std::string* out);
+  std::vector<ToolCallResult> read_calls(const std::string& text, std::string* content);
   // Appends one SSE chunk of the stream to `out` and counts it.
   void emit(StreamChunk chunk, std::string* out);
   void complete();
@@ -77,6 +94,7 @@ class CompletionJob : public std::enable_shared_from_this<CompletionJob> {
   std::shared_ptr<HttpExchange> exchange_;
   CompletionRequest request_;
   std::vector<PromptInput> prompts_;
+  std::optional<ToolCallFormat> tools_;
   ResponseMeta meta_;
   std::vector<Choice> choices_;
   std::shared_ptr<CompletionJob> self_;  // keeps the job alive until complete()

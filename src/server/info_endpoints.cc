@@ -38,6 +38,8 @@ void handle_ready(ServerContext& ctx, const HttpRequest&, std::shared_ptr<HttpEx
   const double since_step = s.last_step_ns > 0 ? static_cast<double>(now_ns() - s.last_step_ns) * 1e-9 : 0;
   if (ctx.draining() || s.admission.draining) {
     reason = "draining: the server is shutting down";
+  } else if (ctx.leaving()) {
+    reason = "shutting down: still serving for shutdown_delay, then draining";
   } else if (!s.thread_running) {
     reason = "the engine is not running";
   } else if (since_step > kStallSeconds) {

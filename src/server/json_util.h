@@ -15,7 +15,10 @@
 
 namespace llms {
 
-using Json = nlohmann::json;
+// Ordered: objects keep the order of their keys, as clients wrote them (a JSON
+// Schema's properties, tool definitions a chat template renders) and as OpenAI writes
+// responses.
+using Json = nlohmann::ordered_json;
 
 // Compact JSON text; invalid UTF-8 becomes U+FFFD instead of an exception.
 std::string dump_json(const Json& j);

@@ -2,6 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+
 #include "base/clock.h"
 #include "base/log.h"
 #include "deploy/admin_client.h"
@@ -12,6 +18,15 @@ namespace llms {
 namespace {
 
 constexpr double kCancelFlushSeconds = 5.0;
+
+// The events' pod id: configured, else $POD_NAME (set from the downward API), else the host name.
+std::string kv_events_pod(const ServerConfig& c) {
+  if (!c.kv_events_pod.empty()) return c.kv_events_pod;
+  if (const char* pod = std::getenv("POD_NAME"); pod && *pod) return pod;
+  char host[256] = {};
+  if (gethostname(host, sizeof(host) - 1) == 0 && host[0]) return host;
+  return "llmserve";
+}
 
 Result<std::string> read_admin_token(const std::string& path) {
   if (path.empty()) return std::string();
@@ -66,6 +81,15 @@ Status LlmServer::init() {
              config_.server.protect_metrics ? "" : ", /metrics");
   }
   LLMS_ASSIGN_OR_RETURN(const std::string admin_token, read_admin_token(config_.server.admin_token_file));
+  registry_ = std::make_unique<Registry>();
+  if (!config_.server.kv_events.empty()) {
+    KvEventPublisherOptions ko;
+    ko.endpoint = config_.server.kv_events;
+    ko.pod = kv_events_pod(config_.server);
+    ko.model = served_model_name(config_.server);
+    LLMS_ASSIGN_OR_RETURN(kv_events_, KvEventPublisher::create(ko, *registry_));
+    config_.engine.kv_events = kv_events_;  // every version's engine publishes its blocks
+  }
   config_.deploy.engine = config_.engine;
   config_.deploy.chat_template = config_.server.chat_template;
   config_.deploy.threads = config_.engine.threads;
@@ -90,7 +114,6 @@ Status LlmServer::init() {
     first.model_path = config_.server.model_path;
   }
   LLMS_ASSIGN_OR_RETURN(VersionPtr version, ServingVersion::load(first));
-  registry_ = std::make_unique<Registry>();
   metrics_ = std::make_unique<ServerMetrics>(*registry_);
   versions_ = std::make_unique<VersionSet>(std::move(version));
   deployer_ = std::make_unique<Deployer>(std::move(root), *versions_, config_.deploy, *registry_);
@@ -119,6 +142,12 @@ Status LlmServer::init() {
 void LlmServer::shutdown() {
   if (shut_down_ || !http_) return;
   shut_down_ = true;
+  if (config_.server.shutdown_delay_s > 0) {
+    ctx_->set_leaving();
+    log_info("shutdown: /ready answers 503; serving {} s more before draining", config_.server.shutdown_delay_s);
+    // The delay is the point: balancers see /ready fail and stop sending before connections close.
+    std::this_thread::sleep_for(std::chrono::duration<double>(config_.server.shutdown_delay_s));
+  }
   ctx_->set_draining();
   const std::vector<VersionPtr> loaded = versions_->loaded();
   for (const VersionPtr& v : loaded) v->engine().begin_drain();
@@ -138,6 +167,10 @@ LlmServer::~LlmServer() {
   shutdown();       // every request in flight completes or is cancelled and answered
   http_.reset();    // before the context and the versions its handlers refer to
   deployer_.reset();  // its jobs refer to the context
+  // The publisher counts into registry_: its last owners must be the engines, which go
+  // before the registry, not the copies of the configuration, which go after it.
+  config_.engine.kv_events.reset();
+  config_.deploy.engine.kv_events.reset();
 }
 
 }  // namespace llms

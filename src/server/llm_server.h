@@ -16,6 +16,7 @@
 #include "base/status.h"
 #include "deploy/deployer.h"
 #include "deploy/version_set.h"
+#include "kvevents/kv_event_publisher.h"
 #include "metrics/metrics.h"
 #include "server/http_server.h"
 #include "server/router.h"
@@ -42,6 +43,7 @@ class LlmServer {
 
   ServeConfig config_;
   std::unique_ptr<Registry> registry_;
+  std::shared_ptr<KvEventPublisher> kv_events_;  // kv_events; also held by every engine
   std::unique_ptr<ServerMetrics> metrics_;
   std::unique_ptr<VersionSet> versions_;
   std::unique_ptr<Deployer> deployer_;

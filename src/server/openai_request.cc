@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
+
 namespace llms {
 namespace {
 
@@ -19,20 +22,11 @@ std::string string_or_empty(const Json& obj, const char* key) {
 // Parameters of the OpenAI API this server does not implement: refused when set, so
 // a client never silently gets something other than what it asked for.
 std::optional<ApiError> refuse_unsupported(const Json& b, ApiKind kind) {
-  for (const char* key : {"tools", "tool_choice", "functions", "function_call", "suffix", "prediction", "audio",
-                          "modalities", "web_search_options"}) {
+  for (const char* key : {"functions", "function_call", "suffix", "prediction", "audio", "modalities",
+                          "web_search_options"}) {
     if (has_field(b, key) && !(b.at(key).is_array() && b.at(key).empty()) && !(b.at(key).is_string() &&
                                                                               b.at(key).get<std::string>().empty())) {
       return bad_request(fmt::format("'{}' is not supported by this server", key), key);
-    }
-  }
-  if (has_field(b, "logit_bias") && !(b.at("logit_bias").is_object() && b.at("logit_bias").empty())) {
-    return bad_request("'logit_bias' is not supported by this server", "logit_bias");
-  }
-  if (has_field(b, "response_format")) {
-    const Json& rf = b.at("response_format");
-    if (!rf.is_object() || string_or_empty(rf, "type") != "text") {
-      return bad_request("only response_format {\"type\": \"text\"} is supported", "response_format");
     }
   }
   int64_t best_of = 1;
@@ -41,6 +35,97 @@ std::optional<ApiError> refuse_unsupported(const Json& b, ApiKind kind) {
     return bad_request("'best_of' other than n is not supported", "best_of");
   }
   (void)kind;
+  return std::nullopt;
+}
+
+// {"type": "text" | "json_object" | "json_schema", "json_schema": {name, schema, strict, description}}.
+std::optional<ApiError> read_response_format(const Json& b, OutputConstraint* out) {
+  if (!has_field(b, "response_format")) return std::nullopt;
+  const Json& rf = b.at("response_format");
+  if (!rf.is_object() || !rf.contains("type") || !rf.at("type").is_string()) {
+    return bad_request("'response_format' must be an object with a string 'type'", "response_format");
+  }
+  const std::string type = rf.at("type").get<std::string>();
+  const char* allowed_keys = type == "json_schema" ? "type, json_schema" : "type";
+  for (const auto& [k, v] : rf.items()) {
+    if (k != "type" && !(type == "json_schema" && k == "json_schema")) {
+      return bad_request(fmt::format("'response_format.{}' is not supported (fields: {})", k, allowed_keys),
+                         "response_format");
+    }
+  }
+  if (type == "text") return std::nullopt;
+  out->param = "response_format";
+  if (type == "json_object") {
+    out->kind = ConstraintKind::kJsonObject;
+    return std::nullopt;
+  }
+  if (type != "json_schema") {
+    return bad_request(fmt::format("'response_format.type' must be text, json_object or json_schema, got '{}'", type),
+                       "response_format");
+  }
+  if (!rf.contains("json_schema") || !rf.at("json_schema").is_object()) {
+    return bad_request("'response_format.json_schema' must be an object", "response_format");
+  }
+  const Json& js = rf.at("json_schema");
+  for (const auto& [k, v] : js.items()) {
+    if (k != "name" && k != "schema" && k != "strict" && k != "description") {
+      return bad_request(fmt::format("'response_format.json_schema.{}' is not supported (fields: name, schema, strict, "
+                                     "description)",
+                                     k),
+                         "response_format");
+    }
+  }
+  if (!js.contains("name") || !js.at("name").is_string() || js.at("name").get<std::string>().empty()) {
+    return bad_request("'response_format.json_schema.name' is required (a non-empty string)", "response_format");
+  }
+  if (js.contains("strict") && !js.at("strict").is_boolean() && !js.at("strict").is_null()) {
+    return bad_request("'response_format.json_schema.strict' must be a boolean", "response_format");
+  }
+  out->kind = ConstraintKind::kJsonSchema;
+  // No schema: any JSON value, as an empty schema allows.
+  out->schema = js.contains("schema") && !js.at("schema").is_null() ? js.at("schema") : Json::object();
+  return std::nullopt;
+}
+
+// The llama-server "grammar" (GBNF) and vLLM-style "regex" extensions, one
+// constraint at most per request.
+std::optional<ApiError> read_constraint(const Json& b, OutputConstraint* out) {
+  LLMS_API_TRY(read_response_format(b, out));
+  for (const char* key : {"grammar", "regex"}) {
+    if (!has_field(b, key)) continue;
+    if (!b.at(key).is_string() || b.at(key).get<std::string>().empty()) {
+      return bad_request(fmt::format("'{}' must be a non-empty string", key), key);
+    }
+    if (out->kind != ConstraintKind::kNone) {
+      return bad_request(fmt::format("'{}' cannot be combined with '{}'", key, out->param), key);
+    }
+    out->kind = std::string_view(key) == "grammar" ? ConstraintKind::kGbnf : ConstraintKind::kRegex;
+    out->text = b.at(key).get<std::string>();
+    out->param = key;
+  }
+  return std::nullopt;
+}
+
+// {"token id": bias, ...} with biases in [-100, 100]; ids are checked against the
+// vocabulary when the prompt is built.
+std::optional<ApiError> read_logit_bias(const Json& b, SamplingParams* sp) {
+  if (!has_field(b, "logit_bias")) return std::nullopt;
+  const Json& lb = b.at("logit_bias");
+  if (!lb.is_object()) return bad_request("'logit_bias' must be an object of token ids to biases", "logit_bias");
+  if (lb.size() > static_cast<size_t>(kMaxLogitBias)) {
+    return bad_request(fmt::format("'logit_bias' has {} entries; at most {} are allowed", lb.size(), kMaxLogitBias),
+                       "logit_bias");
+  }
+  for (const auto& [key, v] : lb.items()) {
+    int64_t id = -1;
+    const bool digits = !key.empty() && key.size() <= 9 && key.find_first_not_of("0123456789") == std::string::npos;
+    if (digits) id = std::stoll(key);
+    if (id < 0) return bad_request(fmt::format("'logit_bias' keys must be token ids, got '{}'", key), "logit_bias");
+    if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < -100 || v.get<double>() > 100) {
+      return bad_request(fmt::format("'logit_bias' values must be numbers in [-100, 100] (token {})", key), "logit_bias");
+    }
+    sp->logit_bias.emplace_back(static_cast<int32_t>(id), static_cast<float>(v.get<double>()));
+  }
   return std::nullopt;
 }
 
@@ -229,7 +314,19 @@ std::optional<ApiError> parse_messages(const Json& body, std::vector<ChatMessage
     if (msg.role != "system" && msg.role != "user" && msg.role != "assistant" && msg.role != "tool") {
       return bad_request(fmt::format("unknown message role '{}'", msg.role), "messages");
     }
+    msg.content_null = !m.contains("content") || m.at("content").is_null();
     LLMS_API_TRY(message_content(m.contains("content") ? m.at("content") : Json(nullptr), &msg.content));
+    LLMS_API_TRY(parse_message_tool_calls(m, &msg));
+    if (m.contains("name") && !m.at("name").is_null()) {
+      if (!m.at("name").is_string()) return bad_request("message 'name' must be a string", "messages");
+      msg.name = m.at("name").get<std::string>();
+    }
+    if (msg.role == "tool") {
+      if (!m.contains("tool_call_id") || !m.at("tool_call_id").is_string()) {
+        return bad_request("tool messages need a string 'tool_call_id'", "messages");
+      }
+      msg.tool_call_id = m.at("tool_call_id").get<std::string>();
+    }
     out->push_back(std::move(msg));
   }
   return std::nullopt;
@@ -258,6 +355,16 @@ std::optional<ApiError> parse_completion_request(const Json& b, ApiKind kind, Co
   r.params.sampling.temperature = 1.0f;
   LLMS_API_TRY(read_sampling(b, &r.params.sampling));
   LLMS_API_TRY(read_stop(b, &r.params.stop));
+  LLMS_API_TRY(read_logit_bias(b, &r.params.sampling));
+  LLMS_API_TRY(read_constraint(b, &r.constraint));
+  LLMS_API_TRY(parse_tools(b, kind, &r.tools));
+  if (r.tools.active() && r.logprobs) {
+    return bad_request("'logprobs' together with tools is not supported", "logprobs");
+  }
+  if (r.tools.active() && r.constraint.kind != ConstraintKind::kNone) {
+    return bad_request(fmt::format("'{}' cannot be combined with 'tools' unless tool_choice is none", r.constraint.param),
+                       r.constraint.param);
+  }
   std::string user;
   LLMS_API_TRY(read_string(b, "user", &user));  // accepted; carries no meaning here
   LLMS_API_TRY(read_extensions(b, &r));

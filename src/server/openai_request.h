@@ -27,6 +27,35 @@ struct PromptSpec {
   std::vector<int64_t> tokens;
 };
 
+// What the output must match (response_format, or the grammar/regex extensions);
+// output_constraints.h turns it into a grammar.
+enum class ConstraintKind { kNone, kJsonObject, kJsonSchema, kGbnf, kRegex };
+
+struct OutputConstraint {
+  ConstraintKind kind = ConstraintKind::kNone;
+  std::string text;          // kGbnf, kRegex: the source
+  Json schema;               // kJsonSchema
+  std::string param;         // the request parameter it came from, for errors
+};
+
+// tools / tool_choice / parallel_tool_calls of a chat request.
+enum class ToolChoice { kNone, kAuto, kRequired, kNamed };
+
+struct ToolDefinition {
+  std::string name;
+  std::string description;
+  Json parameters;   // a JSON Schema (an empty object when the client sent none)
+  Json raw;          // the tool as the client sent it, for chat templates
+};
+
+struct ToolRequest {
+  std::vector<ToolDefinition> tools;
+  ToolChoice choice = ToolChoice::kNone;
+  std::string named;      // kNamed: the function
+  bool parallel = true;   // parallel_tool_calls
+  bool active() const { return !tools.empty() && choice != ToolChoice::kNone; }
+};
+
 struct CompletionRequest {
   ApiKind kind = ApiKind::kCompletion;
   std::string model;                  // "" when the client did not name one
@@ -41,18 +70,26 @@ struct CompletionRequest {
   std::vector<PromptSpec> prompts;    // completions: at least one
   std::vector<ChatMessage> messages;  // chat: at least one
   bool add_generation_prompt = true;  // chat: end the prompt with the assistant's turn
+  OutputConstraint constraint;
+  ToolRequest tools;                  // chat only
 };
 
 // Limits on what one HTTP request may ask for.
 inline constexpr int kMaxChoices = 128;       // n, and prompts x n
 inline constexpr int kMaxStopStrings = 16;
 inline constexpr int kMaxLogprobs = 20;
+inline constexpr int kMaxLogitBias = 1024;  // entries of logit_bias
 
 std::optional<ApiError> parse_completion_request(const Json& body, ApiKind kind, CompletionRequest* out);
 
 // `prompt`: a string, a list of strings, a list of token ids, or a list of such lists.
 std::optional<ApiError> parse_prompts(const Json& body, std::vector<PromptSpec>* out);
-// `messages`: a non-empty list of {role, content} with text content.
+// `tools`, `tool_choice`, `parallel_tool_calls` (chat only; on completions a 400).
+std::optional<ApiError> parse_tools(const Json& body, ApiKind kind, ToolRequest* out);
+// A message's `tool_calls` (assistant messages only).
+std::optional<ApiError> parse_message_tool_calls(const Json& message, ChatMessage* out);
+// `messages`: a non-empty list of {role, content} with text content; assistant
+// messages may carry tool_calls (content null), tool messages a tool_call_id.
 std::optional<ApiError> parse_messages(const Json& body, std::vector<ChatMessage>* out);
 
 }  // namespace llms

@@ -89,7 +89,7 @@ TEST(OpenAiRequestTest, BadValuesNameTheParameter) {
       {R"({"stream_options":{"include_usage":true}})", ApiKind::kChat, "stream_options"},
       {R"({"echo":true})", ApiKind::kChat, "echo"},
       {R"({"tools":[{"type":"function"}]})", ApiKind::kChat, "tools"},
-      {R"({"logit_bias":{"1":5}})", ApiKind::kChat, "logit_bias"},
+      {R"({"logit_bias":{"1":500}})", ApiKind::kChat, "logit_bias"},
       {R"({"timeout":0})", ApiKind::kChat, "timeout"},
       {R"({"lane":"fast"})", ApiKind::kChat, "lane"},
       {R"({"presence_penalty":-2.5})", ApiKind::kChat, "presence_penalty"},
@@ -108,6 +108,66 @@ TEST(OpenAiRequestTest, BadValuesNameTheParameter) {
     EXPECT_EQ(e->type, "invalid_request_error");
     EXPECT_EQ(e->param, c.param) << c.body << ": " << e->message;
   }
+}
+
+}  // namespace
+}  // namespace llms
+
+namespace llms {
+namespace {
+
+std::string error_message(const char* text, ApiKind kind = ApiKind::kChat) {
+  CompletionRequest r;
+  auto e = parse_completion_request(Json::parse(text), kind, &r);
+  return e ? e->param + ": " + e->message : "";
+}
+
+TEST(OpenAiRequestTest, ResponseFormatAndGrammarExtensions) {
+  CompletionRequest r;
+  auto e = parse_completion_request(Json::parse(R"({"messages":[{"role":"user","content":"x"}],
+      "response_format":{"type":"json_schema","json_schema":{"name":"p","strict":true,
+      "schema":{"type":"object","properties":{"b":{},"a":{}}}}}})"),
+                                    ApiKind::kChat, &r);
+  ASSERT_FALSE(e) << e->message;
+  EXPECT_EQ(r.constraint.kind, ConstraintKind::kJsonSchema);
+  EXPECT_EQ(r.constraint.param, "response_format");
+  EXPECT_EQ(r.constraint.schema.dump(), R"({"type":"object","properties":{"b":{},"a":{}}})");  // order kept
+  ASSERT_FALSE(parse_completion_request(Json::parse(R"({"prompt":"x","grammar":"root ::= \"a\""})"), ApiKind::kCompletion, &r));
+  EXPECT_EQ(r.constraint.kind, ConstraintKind::kGbnf);
+  EXPECT_EQ(r.constraint.text, "root ::= \"a\"");
+  ASSERT_FALSE(parse_completion_request(Json::parse(R"({"prompt":"x","regex":"[0-9]+","response_format":{"type":"text"}})"),
+                                        ApiKind::kCompletion, &r));
+  EXPECT_EQ(r.constraint.kind, ConstraintKind::kRegex);
+  ASSERT_FALSE(parse_completion_request(Json::parse(R"({"prompt":"x","response_format":{"type":"json_object"}})"),
+                                        ApiKind::kCompletion, &r));
+  EXPECT_EQ(r.constraint.kind, ConstraintKind::kJsonObject);
+}
+
+TEST(OpenAiRequestTest, LogitBias) {
+  CompletionRequest r;
+  ASSERT_FALSE(parse_completion_request(Json::parse(R"({"prompt":"x","logit_bias":{"5":-100,"17":2.5}})"),
+                                        ApiKind::kCompletion, &r));
+  EXPECT_EQ(r.params.sampling.logit_bias, (std::vector<std::pair<int32_t, float>>{{5, -100.0f}, {17, 2.5f}}));
+}
+
+TEST(OpenAiRequestTest, ConstraintErrorsNameTheParameter) {
+  EXPECT_EQ(error_message(R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"xml"}})"),
+            "response_format: 'response_format.type' must be text, json_object or json_schema, got 'xml'");
+  EXPECT_EQ(error_message(R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema",
+      "json_schema":{"schema":{}}}})"),
+            "response_format: 'response_format.json_schema.name' is required (a non-empty string)");
+  EXPECT_EQ(error_message(R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_object",
+      "schema":{}}})"),
+            "response_format: 'response_format.schema' is not supported (fields: type)");
+  EXPECT_EQ(error_message(R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_object"},
+      "grammar":"root ::= \"a\""})"),
+            "grammar: 'grammar' cannot be combined with 'response_format'");
+  EXPECT_EQ(error_message(R"({"messages":[{"role":"user","content":"x"}],"regex":""})"),
+            "regex: 'regex' must be a non-empty string");
+  EXPECT_EQ(error_message(R"({"messages":[{"role":"user","content":"x"}],"logit_bias":{"a":1}})"),
+            "logit_bias: 'logit_bias' keys must be token ids, got 'a'");
+  EXPECT_EQ(error_message(R"({"messages":[{"role":"user","content":"x"}],"logit_bias":{"3":101}})"),
+            "logit_bias: 'logit_bias' values must be numbers in [-100, 100] (token 3)");
 }
 
 }  // namespace

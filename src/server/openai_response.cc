@@ -71,6 +71,10 @@ Json logprobs_json(ApiKind kind, const Tokenizer& tok, const std::vector<TokenLo
               {"text_offset", std::move(offsets)}};
 }
 
+Json tool_call_json(const ToolCallResult& c) {
+  return Json{{"id", c.id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", c.arguments}}}};
+}
+
 Json whole_response(const ResponseMeta& meta, const Tokenizer& tok, const std::vector<ChoiceResult>& choices,
                     const UsageTotals& usage) {
   Json out = meta_json(meta, false);
@@ -78,9 +82,16 @@ Json whole_response(const ResponseMeta& meta, const Tokenizer& tok, const std::v
   for (const auto& c : choices) {
     Json lp = c.with_logprobs ? logprobs_json(meta.kind, tok, c.logprobs) : Json(nullptr);
     if (meta.kind == ApiKind::kChat) {
-      Json msg = {{"role", "assistant"}, {"content", c.text}, {"refusal", nullptr}};
+      const bool calls = !c.tool_calls.empty();
+      Json msg = {{"role", "assistant"}, {"content", calls && c.text.empty() ? Json(nullptr) : Json(c.text)},
+                  {"refusal", nullptr}};
+      if (calls) {
+        msg["tool_calls"] = Json::array();
+        for (const auto& t : c.tool_calls) msg["tool_calls"].push_back(tool_call_json(t));
+      }
+      const char* finish = calls && c.finish == FinishReason::kStop ? kToolCallsFinish : api_finish_reason(c.finish);
       list.push_back({{"index", c.index}, {"message", std::move(msg)}, {"logprobs", std::move(lp)},
-                      {"finish_reason", api_finish_reason(c.finish)}});
+                      {"finish_reason", finish}});
     } else {
       list.push_back({{"index", c.index}, {"text", c.text}, {"logprobs", std::move(lp)},
                       {"finish_reason", api_finish_reason(c.finish)}});
@@ -98,6 +109,7 @@ Json stream_chunk(const ResponseMeta& meta, const StreamChunk& c) {
     Json delta = Json::object();
     if (c.role) delta["role"] = "assistant";
     if (c.text) delta["content"] = *c.text;
+    if (!c.tool_calls.is_null()) delta["tool_calls"] = c.tool_calls;
     choice["delta"] = std::move(delta);
   } else {
     choice["text"] = c.text.value_or(std::string_view());

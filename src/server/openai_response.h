@@ -34,12 +34,22 @@ struct TokenLogprobs {
   int64_t text_offset = 0;  // characters of the choice's text before this token
 };
 
+// A tool call of a chat answer, as OpenAI writes it.
+struct ToolCallResult {
+  std::string id;
+  std::string name;
+  std::string arguments;  // JSON text
+};
+
 struct ChoiceResult {
   int index = 0;
   std::string text;
   bool with_logprobs = false;
   std::vector<TokenLogprobs> logprobs;
   FinishReason finish = FinishReason::kStop;
+  // Chat with tools: the calls (finish_reason "tool_calls" when the answer ended
+  // normally; content null when there is no text besides them).
+  std::vector<ToolCallResult> tool_calls;
 };
 
 struct UsageTotals {
@@ -67,7 +77,13 @@ struct StreamChunk {
   const char* finish = nullptr;          // a finish reason (api_finish_reason()), or none yet
   bool role = false;                     // chat: the delta names the assistant role
   bool usage_null = false;               // "usage": null (stream_options.include_usage)
+  Json tool_calls = nullptr;             // chat: delta.tool_calls, when not null
 };
+
+// finish_reason of a chat choice that made tool calls.
+inline constexpr const char* kToolCallsFinish = "tool_calls";
+// One tool call's OpenAI JSON ({id, type, function: {name, arguments}}).
+Json tool_call_json(const ToolCallResult& c);
 
 Json stream_chunk(const ResponseMeta& meta, const StreamChunk& chunk);
 // The last chunk of a stream with include_usage: no choices, the usage.

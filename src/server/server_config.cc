@@ -31,6 +31,7 @@ Status ServerConfig::validate() const {
     return bad("protect_metrics", "needs an API key (api_key or api_key_file)");
   }
   if (!(shutdown_timeout_s >= 0)) return bad("shutdown_timeout", "must be >= 0");
+  if (!(shutdown_delay_s >= 0 && shutdown_delay_s <= 3600)) return bad("shutdown_delay", "must be between 0 and 3600 seconds");
   return ok_status();
 }
 

@@ -30,10 +30,13 @@ struct ServerConfig {
   int64_t stream_buffer_bytes = 64 << 10;  // unsent bytes a stream may hold in the server (and in SO_SNDBUF)
   int max_connections = 8192;        // open connections in total (beyond: 503)
   int max_connections_per_client = 1024;  // open connections per client address (0: no cap)
+  double shutdown_delay_s = 0;       // SIGTERM: keep serving (and accepting) this long with /ready 503 first
   double shutdown_timeout_s = 30;    // SIGTERM: in-flight requests get this long to finish
   std::string api_key;               // required Bearer key ("" = none); a secret: never logged or printed
   std::string api_key_file;          // more keys, one per line
   bool protect_metrics = false;      // /metrics needs a key too
+  std::string kv_events;             // publish KV-cache block events here (tcp://HOST:PORT; "" = off)
+  std::string kv_events_pod;         // the events' pod id ("" = $POD_NAME, else the host name)
   std::string metrics_compat = "vllm";  // also show the gateway-read metrics under vLLM's names; "none": not
   std::string chat_template;         // "" = the model's (or "plain" when it has none), a name, or "plain"
 

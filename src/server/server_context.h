@@ -44,6 +44,10 @@ class ServerContext {
 
   void set_draining() { draining_.store(true); }
   bool draining() const { return draining_.load(); }
+  // Shutting down but still serving (shutdown_delay): /ready says 503 so that load
+  // balancers take the server out of rotation before it stops accepting.
+  void set_leaving() { leaving_.store(true); }
+  bool leaving() const { return leaving_.load(); }
 
   void request_started();
   void request_finished();
@@ -53,6 +57,7 @@ class ServerContext {
 
  private:
   std::atomic<bool> draining_{false};
+  std::atomic<bool> leaving_{false};
   std::atomic<uint64_t> next_id_{1};
   uint64_t id_salt_;
   mutable std::mutex mu_;

@@ -69,6 +69,34 @@ Status check_alternation(std::span<const ChatMessage> msgs, std::string_view mes
   return ok_status();
 }
 
+// A JSON string literal (what tojson writes for a string; non-ASCII kept).
+std::string json_quote(std::string_view s) {
+  std::string out = "\"";
+  for (const char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          out += fmt::format("\\u{:04x}", static_cast<unsigned char>(c));
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out + "\"";
+}
+
+// Mistral's tool result: [TOOL_RESULTS] {"content": ..., "call_id": ...}[/TOOL_RESULTS].
+std::string tool_results(const ChatMessage& msg) {
+  std::string body = "{\"content\": " + json_quote(msg.content);
+  if (!msg.tool_call_id.empty()) body += ", \"call_id\": " + json_quote(msg.tool_call_id);
+  return "[TOOL_RESULTS] " + body + "}[/TOOL_RESULTS]";
+}
+
 Status unsupported_role(std::string_view family, std::string_view role) {
   return invalid_argument(fmt::format("the {} chat template does not support the role '{}'", family, role));
 }
@@ -166,7 +194,7 @@ Result<std::string> render_mistral_v3(const Messages& m, bool, const Tokens& t, 
         append(out, {" ", strip(msg.content), t.eos});
       }
     } else if (msg.role == "tool" || msg.role == "tool_results") {
-      return unimplemented("tool messages are not supported by the built-in mistral templates");
+      out += tool_results(msg);
     } else {
       return invalid_argument(std::string(kOnlyUserAssistant));
     }
@@ -183,6 +211,8 @@ Result<std::string> render_mistral_v7(const Messages& m, bool, const Tokens& t) 
       out += "[SYSTEM_PROMPT] " + msg.content + "[/SYSTEM_PROMPT]";
     } else if (msg.role == "assistant") {
       out += " " + msg.content + t.eos;
+    } else if (msg.role == "tool") {
+      out += tool_results(msg);
     } else {
       return invalid_argument("Only user, system and assistant roles are supported!");
     }

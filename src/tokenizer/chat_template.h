@@ -19,7 +19,10 @@
 //   deepseek2          DeepSeek-LLM / V2 chat: User: ...\n\nAssistant:
 //   deepseek3          DeepSeek-V3: <｜User｜>...<｜Assistant｜>
 // Default system prompts written into a template (Qwen's, DeepSeek-Coder's) are
-// reproduced only where listed in docs/tokenizer.md; tool calls are not rendered.
+// reproduced only where listed in docs/tokenizer.md. Tools: the server writes tool
+// definitions and assistant calls into the message texts in each family's format
+// (server/tool_calls.h); "tool" messages render as [TOOL_RESULTS] in mistral-v3 and
+// -v7, llama3 writes any role's header (tool results come as "ipython").
 //
 // Thread-safety: pure functions.
 #pragma once
@@ -27,6 +30,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
@@ -34,9 +38,23 @@
 
 namespace llms {
 
+// A call an assistant message made (OpenAI tool_calls[]): `arguments` is JSON text.
+struct ChatToolCall {
+  std::string id;
+  std::string name;
+  std::string arguments;
+};
+
 struct ChatMessage {
-  std::string role;  // "system", "user", "assistant", ...
+  ChatMessage() = default;
+  ChatMessage(std::string r, std::string c) : role(std::move(r)), content(std::move(c)) {}
+
+  std::string role;  // "system", "user", "assistant", "tool"
   std::string content;
+  bool content_null = false;             // the client sent content: null (an assistant turn of calls)
+  std::vector<ChatToolCall> tool_calls;  // assistant
+  std::string tool_call_id;              // tool: the call this answers
+  std::string name;                      // tool (or any role): the optional name
 };
 
 enum class ChatTemplateKind {

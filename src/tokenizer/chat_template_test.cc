@@ -221,5 +221,23 @@ TEST(ChatStripTest, StripsUnicodeWhitespaceLikePython) {
   EXPECT_EQ(chat::strip("日本"), "日本");
 }
 
+TEST(ChatTemplateToolsTest, MistralWritesToolResults) {
+  std::vector<ChatMessage> msgs(3);
+  msgs[0].role = "user";
+  msgs[0].content = "Weather?";
+  msgs[1].role = "assistant";
+  msgs[1].content = "[TOOL_CALLS] [{\"name\": \"w\", \"arguments\": {}}]";
+  msgs[2].role = "tool";
+  msgs[2].content = "said \"sunny\"\n";
+  msgs[2].tool_call_id = "abc123def";
+  for (const char* name : {"mistral-v3", "mistral-v7"}) {
+    auto r = apply_chat_template(name, msgs, true);
+    ASSERT_TRUE(r.ok()) << name << ": " << r.status().to_string();
+    EXPECT_NE(r->find("[TOOL_RESULTS] {\"content\": \"said \\\"sunny\\\"\\n\", \"call_id\": \"abc123def\"}[/TOOL_RESULTS]"),
+              std::string::npos)
+        << *r;
+  }
+}
+
 }  // namespace
 }  // namespace llms

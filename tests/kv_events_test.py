@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""KV-cache events, read by a subscriber on another stack (pyzmq, msgpack) than the
+publisher's (libzmq through cppzmq, msgpack-c): `llmserve serve --kv-events` on
+stories260K sends BlockStored for a completed prompt's full blocks, with the prompt's
+token ids (from /tokenize) and each block chained to the one before, and BlockRemoved
+for those blocks once later prompts evict them from a small KV cache. Sequence numbers
+are gapless and nothing is dropped.
+
+  tests/kv_events_test.py LLMSERVE_BINARY MODEL.gguf
+"""
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import msgpack
+import zmq
+
+BLOCK = 16
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def post(port, path, body):
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", json.dumps(body).encode(),
+                                 {"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=60) as r:
+        return json.loads(r.read())
+
+
+def main():
+    binary, model = sys.argv[1], sys.argv[2]
+    if not os.path.exists(model):
+        print(f"skipped: needs {model}")
+        return 0
+    zport = free_port()
+    server = subprocess.Popen(
+        [binary, "serve", "-m", model, "--port", "0", "--kv-events", f"tcp://127.0.0.1:{zport}",
+         "--kv-events-pod", "pod-a", "--context-length", "128", "--max-running", "1",
+         "--kv-cache-memory", str(40 * BLOCK * 5 * 2 * 32 * 2)],  # 40 blocks of F16 keys and values
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    failures = []
+
+    def check(cond, what):
+        if not cond:
+            failures.append(what)
+
+    try:
+        line = server.stdout.readline()
+        port = int(line.rsplit(":", 1)[1])
+        ctx = zmq.Context()
+        sub = ctx.socket(zmq.SUB)
+        sub.connect(f"tcp://127.0.0.1:{zport}")
+        topic = b"kv@pod-a@stories260K"
+        sub.setsockopt(zmq.SUBSCRIBE, topic)
+        messages = []
+
+        def receive(timeout_ms):
+            while sub.poll(timeout_ms):
+                frames = sub.recv_multipart()
+                check(len(frames) == 3 and frames[0] == topic, f"bad frames {frames[:2]}")
+                seq = int.from_bytes(frames[1], "big")
+                ts, events, dp_rank = msgpack.unpackb(frames[2], raw=False)
+                check(dp_rank == 0 and ts > 1.6e9, f"batch header {ts} {dp_rank}")
+                messages.append((seq, events))
+                timeout_ms = 100
+
+        # The subscription takes a moment to reach the publisher: send requests until
+        # one's events arrive.
+        deadline = time.time() + 20
+        k = 0
+        while not messages and time.time() < deadline:
+            post(port, "/v1/completions", {"prompt": f"Lily had a cat {k}. " * 6, "max_tokens": 2, "temperature": 0})
+            k += 1
+            receive(300)
+        check(bool(messages), "no event arrived")
+
+        prompt = "Once upon a time, there was a little girl named Lily. She loved to play outside in the park with her friends."
+        ids = post(port, "/tokenize", {"prompt": prompt})["tokens"]
+        check(len(ids) >= 2 * BLOCK, f"prompt of {len(ids)} tokens is too short")
+        post(port, "/v1/completions", {"prompt": prompt, "max_tokens": 4, "temperature": 0})
+        receive(2000)
+
+        def stored_blocks():
+            stored = {}
+            for _, events in messages:
+                for e in events:
+                    if e[0] == "BlockStored":
+                        check(e[4] == BLOCK and e[5] is None and e[6] == "CPU", f"BlockStored fields {e[4:]}")
+                        check(len(e[1]) == 1 and len(e[3]) == BLOCK, "one block per BlockStored")
+                        stored[e[1][0]] = (e[2], e[3])
+            return stored
+
+        stored = stored_blocks()
+        # Walk the prompt's chain: block i holds ids[16i:16i+16], its parent is block i-1.
+        chain = []
+        parent = None
+        for i in range(len(ids) // BLOCK):
+            want = ids[i * BLOCK:(i + 1) * BLOCK]
+            found = [h for h, (p, toks) in stored.items() if p == parent and toks == want]
+            check(len(found) == 1, f"block {i} of the prompt: {len(found)} matching BlockStored events")
+            if not found:
+                break
+            chain.append(found[0])
+            parent = found[0]
+
+        # New prompts fill the 40 blocks and evict the prompt's (least recently used).
+        for j in range(12):
+            post(port, "/v1/completions", {"prompt": f"Tom and Sue went to the {j} big hill. " * 4,
+                                           "max_tokens": 8, "temperature": 0})
+        receive(2000)
+        stored = stored_blocks()
+        removed = set()
+        for _, events in messages:
+            for e in events:
+                if e[0] == "BlockRemoved":
+                    removed.update(e[1])
+        check(bool(chain) and set(chain) <= removed, f"{len(set(chain) - removed)} of the prompt's blocks never removed")
+        check(removed <= set(stored), "BlockRemoved for a block never stored")
+        seqs = [s for s, _ in messages]
+        check(seqs == list(range(seqs[0], seqs[0] + len(seqs))), f"sequence numbers with gaps: {seqs[:20]}")
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+            text = r.read().decode()
+        check("llmserve_kv_events_dropped_total 0\n" in text, "events were dropped")
+        print(f"{len(messages)} messages, {len(stored)} blocks stored, {len(removed)} removed, "
+              f"prompt chain of {len(chain)} blocks")
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    for f in failures:
+        print("FAIL:", f)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""The Kubernetes manifests in deploy/kubernetes parse, and agree with each other and
+with llmserve: ports, selectors and probes line up, the grace period covers the
+shutdown settings, the autoscaler scales the Deployment on a metric the adapter rule
+makes from one llmserve serves, and llmserve accepts the engine configuration.
+
+  tests/manifests_test.py LLMSERVE_BINARY
+"""
+import glob
+import os
+import subprocess
+import sys
+import tempfile
+import tomllib
+
+import yaml
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+
+
+def main():
+    binary = sys.argv[1]
+    docs = {}
+    for path in sorted(glob.glob(os.path.join(ROOT, "deploy/kubernetes/*.yaml"))):
+        with open(path) as f:
+            for doc in yaml.safe_load_all(f):
+                name = os.path.basename(path)
+                check(isinstance(doc, dict), f"{name}: a document is not a mapping")
+                for key in ("apiVersion", "kind", "metadata"):
+                    check(key in doc, f"{name}: no {key}")
+                docs[(doc["kind"], doc["metadata"]["name"])] = doc
+    want = {("ConfigMap", "llmserve-config"), ("Deployment", "llmserve"), ("Service", "llmserve"),
+            ("InferencePool", "llmserve-pool"), ("InferenceObjective", "llmserve-interactive"),
+            ("HorizontalPodAutoscaler", "llmserve"), ("ConfigMap", "llmserve-adapter-rules")}
+    check(want <= set(docs), f"missing manifests: {want - set(docs)}")
+
+    config_text = docs[("ConfigMap", "llmserve-config")]["data"]["llmserve.toml"]
+    config = tomllib.loads(config_text)
+    dep = docs[("Deployment", "llmserve")]
+    pod = dep["spec"]["template"]
+    labels = pod["metadata"]["labels"]
+    check(dep["spec"]["selector"]["matchLabels"].items() <= labels.items(), "Deployment selector misses its pods")
+    container = pod["spec"]["containers"][0]
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    check(ports.get("http") == config["port"], f"container port {ports} is not the config's {config['port']}")
+    check(container["livenessProbe"]["httpGet"]["path"] == "/health", "liveness probe is not /health")
+    check(container["readinessProbe"]["httpGet"]["path"] == "/ready", "readiness probe is not /ready")
+    pre_stop = container["lifecycle"]["preStop"]["sleep"]["seconds"]
+    grace = pod["spec"]["terminationGracePeriodSeconds"]
+    check(grace >= pre_stop + config["shutdown_delay"] + config["shutdown_timeout"],
+          f"grace period {grace} s is shorter than preStop + shutdown_delay + shutdown_timeout")
+    mounts = {m["mountPath"] for m in container["volumeMounts"]}
+    check(os.path.dirname(config["model"]) in mounts, "the model's folder is not mounted")
+    check("/etc/llmserve" in mounts and "/etc/llmserve/llmserve.toml" in container["args"], "config not mounted")
+
+    svc = docs[("Service", "llmserve")]
+    check(svc["spec"]["selector"].items() <= labels.items(), "Service selector misses the pods")
+    check(svc["spec"]["ports"][0]["targetPort"] == config["port"], "Service targetPort is not the server's port")
+    pool = docs[("InferencePool", "llmserve-pool")]
+    check(pool["spec"]["selector"]["matchLabels"].items() <= labels.items(), "InferencePool selector misses the pods")
+    check([p["number"] for p in pool["spec"]["targetPorts"]] == [config["port"]], "InferencePool port")
+    check(docs[("InferenceObjective", "llmserve-interactive")]["spec"]["poolRef"]["name"] == "llmserve-pool",
+          "InferenceObjective names another pool")
+    check(config.get("metrics_compat") == "vllm", "the picker reads vLLM's names: metrics_compat must be vllm")
+
+    hpa = docs[("HorizontalPodAutoscaler", "llmserve")]
+    check(hpa["spec"]["scaleTargetRef"]["name"] == "llmserve" and hpa["spec"]["scaleTargetRef"]["kind"] == "Deployment",
+          "HPA scales something else")
+    rules = yaml.safe_load(docs[("ConfigMap", "llmserve-adapter-rules")]["data"]["config.yaml"])["rules"]
+    rule = rules[0]
+    series = rule["seriesQuery"].split("{")[0].strip("'")
+    exposed = series.replace("vllm:", "vllm_") if rule["name"]["as"] == "vllm_${1}" else None
+    check(hpa["spec"]["metrics"][0]["pods"]["metric"]["name"] == exposed, "HPA metric is not what the adapter exposes")
+
+    # llmserve accepts the configuration, and serves the series the adapter queries.
+    with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False) as f:
+        f.write(config_text)
+    r = subprocess.run([binary, "serve", "--config", f.name, "--print-config"], capture_output=True, text=True)
+    os.unlink(f.name)
+    check(r.returncode == 0, f"llmserve refuses the configuration: {r.stderr.strip()}")
+    check(f'shutdown_delay = {config["shutdown_delay"]}' in r.stdout, "the configuration's shutdown_delay is not taken")
+    metrics_doc = open(os.path.join(ROOT, "docs/metrics.md")).read()
+    check(f"`{series}`" in metrics_doc, f"{series} is not among the metrics llmserve documents")
+
+    for f in failures:
+        print("FAIL:", f)
+    print(f"{len(docs)} manifests, {len(failures)} failures")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
