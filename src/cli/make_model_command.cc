@@ -24,7 +24,7 @@ void add_make_model_command(CLI::App& app) {
   cmd->add_option("out", opts->out, "Output GGUF path")->required();
   cmd->add_option("--preset", opts->preset, "Shape preset: " + presets)->capture_default_str();
   cmd->add_option("--type", opts->type, "Weight type of the matrices (f32, f16, bf16, ...)")->capture_default_str();
-  cmd->add_option("--arch", opts->arch, "llama or qwen2 (QKV biases, NeoX RoPE)");
+  cmd->add_option("--arch", opts->arch, "llama, qwen2 (QKV biases, NeoX RoPE), phi3 or gpt2");
   cmd->add_option("--layers", opts->layers, "Override the number of layers (cut depth)");
   cmd->add_option("--dim", opts->dim, "Override the embedding size");
   cmd->add_option("--heads", opts->heads, "Override the number of attention heads");
@@ -33,7 +33,7 @@ void add_make_model_command(CLI::App& app) {
   cmd->add_option("--vocab", opts->vocab, "Override the vocabulary size (>= 259)");
   cmd->add_option("--ctx", opts->ctx, "Override the context length");
   cmd->add_option("--seed", opts->seed, "Random seed")->capture_default_str();
-  cmd->add_flag("--tied", opts->tied, "Share the output head with the token embedding");
+  cmd->add_flag("--tied", opts->tied, "Share the output head with the token embedding (gpt2 presets always do)");
   cmd->callback([opts] {
     SyntheticSpec spec = value_or_fail(synthetic_preset(opts->preset));
     spec.weight_type = dtype_or_fail(opts->type, "--type");
@@ -46,7 +46,7 @@ void add_make_model_command(CLI::App& app) {
     if (opts->vocab) spec.n_vocab = opts->vocab;
     if (opts->ctx) spec.n_ctx = opts->ctx;
     spec.seed = opts->seed;
-    spec.tied_output = opts->tied;
+    if (opts->tied) spec.tied_output = true;  // presets may be tied already (gpt2-*)
     log_info("writing synthetic model '{}' (RANDOM weights, for speed tests only): {} layers, dim {}, type {}",
              spec.preset, spec.n_layer, spec.n_embd, dtype_name(spec.weight_type));
     ok_or_fail(write_synthetic_model(spec, opts->out));

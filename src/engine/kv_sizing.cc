@@ -15,6 +15,13 @@ Result<KvSizing> size_kv_cache(const Model& model, const EngineConfig& config) {
   KvSizing s;
   s.bytes_per_block = probe.bytes_per_block();
   s.asked_context = config.context_length > 0 ? config.context_length : model.config().n_ctx_train;
+  if (const int max_pos = model.config().max_positions(); max_pos > 0 && s.asked_context > max_pos) {
+    // Learned absolute positions (GPT-2) end at the table; a sliding window is exact
+    // only for sequences within it (ModelConfig::max_positions).
+    log_warn("context {} asked, but the model computes {} positions (learned positions or its attention window): "
+             "context limited to that", s.asked_context, max_pos);
+    s.asked_context = max_pos;
+  }
   const int64_t limit = config.memory_limit_bytes > 0 ? config.memory_limit_bytes : machine_memory_bytes();
   const int64_t blocks_per_ctx = (s.asked_context + config.block_size - 1) / config.block_size;
   int64_t blocks = config.kv_cache_bytes > 0

@@ -2,7 +2,9 @@
 
 namespace llms {
 
-LocalModelRunner::LocalModelRunner(const Model& model, const KvCacheConfig& kv_config, int threads)
-    : model_(model), kv_(kv_config), pool_(threads) {}
+LocalModelRunner::LocalModelRunner(const Model& model, const KvCacheConfig& kv_config, int threads, int context_length)
+    : model_(model), kv_(kv_config), pool_(threads) {
+  state_.set_context_length(context_length);
+}
 
 }  // namespace llms

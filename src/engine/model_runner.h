@@ -29,7 +29,8 @@ class ModelRunner {
 
 class LocalModelRunner : public ModelRunner {
  public:
-  LocalModelRunner(const Model& model, const KvCacheConfig& kv_config, int threads);
+  // context_length: the longest sequence the engine admits (ForwardState::set_context_length).
+  LocalModelRunner(const Model& model, const KvCacheConfig& kv_config, int threads, int context_length = 0);
 
   int vocab_size() const override { return model_.config().n_vocab; }
   Status forward(std::span<const SequenceChunk> chunks, ForwardOutput& out) override {

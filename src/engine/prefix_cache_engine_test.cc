@@ -1,5 +1,6 @@
 // A second request sharing a 200-token prefix computes only its new tokens (the
-// prefill counter proves it) and produces exactly the output it has without the cache.
+// prefill counter proves it) and produces exactly the output it has without the cache,
+// for every architecture (Gemma-2 with its sliding window, held as the context).
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -16,10 +17,9 @@ namespace {
 using testing::collect;
 using testing::greedy_request;
 
-TEST(PrefixCacheEngineTest, SharedPrefixIsComputedOnceAndChangesNothing) {
-  SyntheticSpec spec = synthetic_preset("tiny").value();
-  spec.seed = 5;
-  const std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_prefix.gguf";
+void check_shared_prefix(const SyntheticSpec& spec) {
+  SCOPED_TRACE(spec.arch);
+  const std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_prefix_" + spec.arch + ".gguf";
   ASSERT_TRUE(write_synthetic_model(spec, path).ok());
   auto model = Model::load(path).value();
   auto tokenizer = Tokenizer::from_gguf(model->file()).value();
@@ -60,6 +60,17 @@ TEST(PrefixCacheEngineTest, SharedPrefixIsComputedOnceAndChangesNothing) {
   EXPECT_EQ(cached[1].text, plain[0].text);
   EXPECT_EQ(cached[1].tokens.size(), 12u);
   std::remove(path.c_str());
+}
+
+TEST(PrefixCacheEngineTest, SharedPrefixIsComputedOnceAndChangesNothing) {
+  SyntheticSpec llama = synthetic_preset("tiny").value();
+  llama.seed = 5;
+  check_shared_prefix(llama);
+  SyntheticSpec gpt2 = llama, phi3 = llama, gemma2 = llama;
+  gpt2.arch = "gpt2", gpt2.n_head_kv = gpt2.n_head;
+  phi3.arch = "phi3", phi3.n_ctx = 8192;
+  gemma2.arch = "gemma2", gemma2.head_dim = 32, gemma2.n_ctx = 8192;  // window 4096: the context
+  for (const SyntheticSpec& s : {gpt2, phi3, gemma2}) check_shared_prefix(s);
 }
 
 // KV slots reserved but not holding a token stay under 4% at block size 16 on a

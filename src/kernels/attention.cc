@@ -154,6 +154,7 @@ void attend_tile(const AttentionQuery& q, const KvLayerView& kv, int n_heads, fl
   a.block = B;
   a.head_dim = hd;
   a.scale = scale;
+  a.softcap = q.softcap;
   a.scores = scores.data();
   // Rows [r0, r0 + rows) see keys [0, valid) of the loaded span.
   auto run = [&](int r0, int rows, int valid) {

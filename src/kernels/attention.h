@@ -31,6 +31,9 @@ struct AttentionQuery {
   int64_t first_pos = 0;
   const int32_t* block_table = nullptr;
   float* out = nullptr;      // [n_q, n_heads, head_dim]
+  // Soft-capping of the scaled scores, s = cap * tanh(s / cap) before the softmax
+  // (Gemma-2); 0: none.
+  float softcap = 0.0f;
 };
 
 void paged_attention(const AttentionQuery& query, const KvLayerView& kv, int n_heads, float scale, ThreadPool& pool);

@@ -23,6 +23,7 @@ void attend_one(const AttentionQuery& query, const KvLayerView& kv, int n_heads,
     float s = 0.0f;
     for (int d = 0; d < hd; ++d) s += q[d] * k[d];
     scores[p] = s * scale;
+    if (query.softcap > 0.0f) scores[p] = query.softcap * std::tanh(scores[p] / query.softcap);
     max = std::fmax(max, scores[p]);
   }
   float sum = 0.0f;

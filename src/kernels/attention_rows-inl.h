@@ -83,6 +83,12 @@ LLMS_SIMD void attention_rows_tile(const AttentionRows& a, int r0) {
       if (j < keys) attention_scores<R, false, false>(a, g, q, s, j, keys - j);
     }
   }
+  // Soft-capping (Gemma-2): scalar tanh, the same on every target.
+  if (a.softcap > 0.0f) {
+    const float cap = a.softcap, inv_cap = 1.0f / a.softcap;
+    for (int r = 0; r < R; ++r)
+      for (int j = 0; j < valid; ++j) s[r][j] = cap * std::tanh(s[r][j] * inv_cap);
+  }
   // Online softmax: new maxima, exponentials, and the factor c of the old state.
   float c[R];
 #pragma GCC unroll 8

@@ -100,6 +100,34 @@ TEST(AttentionTest, EveryTargetMatchesReferenceForEveryKvType) {
   }
 }
 
+TEST(AttentionTest, SoftCappedScoresMatchReferenceOnEveryTarget) {
+  // Unscaled scores of 64 dims (std 8) against a cap of 5: most are capped hard.
+  const Case cases[] = {{8, 4, 64, 16, 30, 9, DType::kF32, DType::kF32}, {4, 2, 256, 16, 70, 1, DType::kF16, DType::kF16}};
+  ThreadPool pool(2);
+  for (const auto& c : cases) {
+    Fixture f(c);
+    std::vector<float> want(f.out_size()), got(f.out_size()), uncapped(f.out_size());
+    const float scale = 1.0f;
+    AttentionQuery capped_q = f.query(want.data());
+    capped_q.softcap = 5.0f;
+    ref::paged_attention(capped_q, f.view(), c.n_heads, scale);
+    ref::paged_attention(f.query(uncapped.data()), f.view(), c.n_heads, scale);
+    double moved = 0;
+    for (size_t i = 0; i < want.size(); ++i) moved = std::max(moved, static_cast<double>(std::abs(want[i] - uncapped[i])));
+    EXPECT_GT(moved, 0.1) << "the cap changes the output";
+    for (SimdTarget t : supported_simd_targets()) {
+      ScopedSimdTarget use(t);
+      std::fill(got.begin(), got.end(), 0.0f);
+      AttentionQuery q = f.query(got.data());
+      q.softcap = 5.0f;
+      paged_attention(q, f.view(), c.n_heads, scale, pool);
+      for (size_t i = 0; i < got.size(); ++i) {
+        ASSERT_NEAR(got[i], want[i], 2e-5f * (1.0f + std::abs(want[i]))) << simd_target_name(t) << " hd " << c.hd << " i " << i;
+      }
+    }
+  }
+}
+
 TEST(AttentionTest, ChunkingAndThreadsDoNotChangeAnyBit) {
   // Positions 100-139: the chunks of 7 and the single tokens cross the span boundary
   // at 128 at different places.

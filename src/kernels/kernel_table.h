@@ -71,6 +71,7 @@ struct AttentionRows {
   int block = 0;                    // keys in a block
   int head_dim = 0;
   float scale = 1.0f;
+  float softcap = 0.0f;             // > 0: scores become softcap * tanh(score / softcap)
   // Per block g of the span: keys transposed (kt[g][d * block + j]), or the same in
   // F16 (the same form for every block of a span); value row j at v[g] + j * v_stride,
   // or F16 value rows (head_dim a multiple of 16).

@@ -103,5 +103,41 @@ TEST(BatchEquivalenceTest, GeneratedGqaModelMixedBatchesAreBitIdentical) {
   std::filesystem::remove(path);
 }
 
+TEST(BatchEquivalenceTest, GeneratedGpt2MixedBatchesAreBitIdentical) {
+  SyntheticSpec spec;
+  spec.arch = "gpt2";
+  spec.n_vocab = 320, spec.n_embd = 128, spec.n_layer = 2, spec.n_head = 4, spec.n_head_kv = 4, spec.n_ff = 512;
+  spec.n_ctx = 64, spec.tied_output = true;
+  const std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_batch_gpt2.gguf";
+  ASSERT_TRUE(write_synthetic_model(spec, path).ok());
+  check_mixed_batches(path, DType::kF32);
+  check_mixed_batches(path, DType::kQ8_0);
+  std::filesystem::remove(path);
+}
+
+TEST(BatchEquivalenceTest, GeneratedPhi3MixedBatchesAreBitIdentical) {
+  SyntheticSpec spec;
+  spec.arch = "phi3";
+  spec.n_vocab = 320, spec.n_embd = 192, spec.n_layer = 2, spec.n_head = 2, spec.n_head_kv = 2, spec.n_ff = 256;
+  spec.n_ctx = 65536;
+  const std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_batch_phi3.gguf";
+  ASSERT_TRUE(write_synthetic_model(spec, path).ok());
+  check_mixed_batches(path, DType::kF32);
+  check_mixed_batches(path, DType::kF16);
+  std::filesystem::remove(path);
+}
+
+TEST(BatchEquivalenceTest, GeneratedGemma2MixedBatchesAreBitIdentical) {
+  SyntheticSpec spec;
+  spec.arch = "gemma2";
+  spec.n_vocab = 320, spec.n_embd = 128, spec.n_layer = 2, spec.n_head = 4, spec.n_head_kv = 2, spec.n_ff = 256;
+  spec.head_dim = 64, spec.n_ctx = 128, spec.tied_output = true;
+  const std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_batch_gemma2.gguf";
+  ASSERT_TRUE(write_synthetic_model(spec, path).ok());
+  check_mixed_batches(path, DType::kF32);
+  check_mixed_batches(path, DType::kQ8_0);
+  std::filesystem::remove(path);
+}
+
 }  // namespace
 }  // namespace llms

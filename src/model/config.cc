@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <limits>
 
 namespace llms {
@@ -29,10 +30,31 @@ Result<ModelConfig> ModelConfig::from_gguf(const GgufFile& f) {
   } else if (c.arch_name == "qwen2") {
     c.arch = Architecture::kQwen2;
     c.rope_style = RopeStyle::kNeox;
+  } else if (c.arch_name == "phi3") {
+    c.arch = Architecture::kPhi3;
+    c.rope_style = RopeStyle::kNeox;
+  } else if (c.arch_name == "gemma2") {
+    c.arch = Architecture::kGemma2;
+    c.rope_style = RopeStyle::kNeox;
+    c.ffn = FfnKind::kGeGlu;
+    c.scale_embedding = true;
+  } else if (c.arch_name == "gpt2") {
+    c.arch = Architecture::kGpt2;
+    c.norm = NormKind::kLayer;
+    c.ffn = FfnKind::kGelu;
+    c.learned_positions = true;
   } else {
-    return unimplemented(fmt::format("architecture '{}' is not supported (supported: llama, mistral, qwen2)", c.arch_name));
+    return unimplemented(
+        fmt::format("architecture '{}' is not supported (supported: llama, mistral, qwen2, phi3, gemma2, gpt2)", c.arch_name));
   }
   const std::string p = c.arch_name + ".";
+  if (f.has(p + "expert_count")) {
+    LLMS_ASSIGN_OR_RETURN(uint64_t experts, f.get_uint(p + "expert_count"));
+    if (experts > 0) {
+      return unimplemented(fmt::format("mixture-of-experts models ('{}expert_count' = {}) are not supported yet", p,
+                                       experts));
+    }
+  }
   LLMS_ASSIGN_OR_RETURN(c.name, f.get_string_or("general.name", f.path()));
   LLMS_ASSIGN_OR_RETURN(c.n_embd, get_dim(f, p + "embedding_length"));
   LLMS_ASSIGN_OR_RETURN(c.n_layer, get_dim(f, p + "block_count"));
@@ -50,16 +72,45 @@ Result<ModelConfig> ModelConfig::from_gguf(const GgufFile& f) {
     return invalid_argument(fmt::format("head count {} is not a multiple of the KV head count {}", c.n_head, c.n_head_kv));
   }
   LLMS_ASSIGN_OR_RETURN(c.rope_dim, get_dim_or(f, p + "rope.dimension_count", c.head_dim));
+  if (c.learned_positions) c.rope_dim = 0;
   if (c.rope_dim > c.head_dim || c.rope_dim % 2 != 0) {
     return invalid_argument(fmt::format("RoPE dimension {} must be even and at most the head size {}", c.rope_dim,
                                         c.head_dim));
   }
   LLMS_ASSIGN_OR_RETURN(double base, f.get_float_or(p + "rope.freq_base", 10000.0));
-  LLMS_ASSIGN_OR_RETURN(double eps, f.get_float_or(p + "attention.layer_norm_rms_epsilon", 1e-5));
+  const std::string eps_key = c.norm == NormKind::kRms ? "attention.layer_norm_rms_epsilon" : "attention.layer_norm_epsilon";
+  LLMS_ASSIGN_OR_RETURN(double eps, f.get_float_or(p + eps_key, 1e-5));
   if (!(base > 1.0) || !(eps > 0.0) || eps > 1.0) {
-    return invalid_argument(fmt::format("RoPE base {} or RMS epsilon {} is out of range", base, eps));
+    return invalid_argument(fmt::format("RoPE base {} or norm epsilon {} ('{}{}') is out of range", base, eps, p, eps_key));
   }
   c.rope_base = static_cast<float>(base);
+  LLMS_ASSIGN_OR_RETURN(c.n_ctx_orig, get_dim_or(f, p + "rope.scaling.original_context_length", c.n_ctx_train));
+  LLMS_ASSIGN_OR_RETURN(double attn_factor, f.get_float_or(p + "rope.scaling.attn_factor", 1.0));
+  if (!(attn_factor > 0.0) || attn_factor > 16.0) {
+    return invalid_argument(fmt::format("'{}rope.scaling.attn_factor' = {} is out of range (0, 16]", p, attn_factor));
+  }
+  c.rope_attn_factor = static_cast<float>(attn_factor);
+  LLMS_ASSIGN_OR_RETURN(std::string scaling, f.get_string_or(p + "rope.scaling.type", "none"));
+  if (scaling == "linear") {
+    LLMS_ASSIGN_OR_RETURN(double factor, f.get_float_or(p + "rope.scaling.factor", 1.0));
+    if (!(factor >= 1.0) || factor > 1024.0) {
+      return invalid_argument(fmt::format("'{}rope.scaling.factor' = {} is out of range [1, 1024]", p, factor));
+    }
+    c.rope_freq_scale = static_cast<float>(1.0 / factor);
+  } else if (scaling != "none" && scaling != "longrope") {
+    return unimplemented(fmt::format("RoPE scaling '{}' ('{}rope.scaling.type') is not supported (supported: none, "
+                                     "linear, longrope)", scaling, p));
+  }
+  LLMS_ASSIGN_OR_RETURN(c.sliding_window, get_dim_or(f, p + "attention.sliding_window", 0));
+  LLMS_ASSIGN_OR_RETURN(double attn_cap, f.get_float_or(p + "attn_logit_softcapping", 0.0));
+  LLMS_ASSIGN_OR_RETURN(double final_cap, f.get_float_or(p + "final_logit_softcapping", 0.0));
+  if (attn_cap < 0.0 || final_cap < 0.0 || !std::isfinite(attn_cap) || !std::isfinite(final_cap)) {
+    return invalid_argument(fmt::format("soft-capping {} / {} ('{}attn_logit_softcapping', "
+                                        "'{}final_logit_softcapping') must be positive", attn_cap, final_cap, p, p));
+  }
+  c.attn_softcap = static_cast<float>(attn_cap);
+  c.attn_scale_dim = c.arch == Architecture::kGemma2 && c.n_layer == 46 ? c.n_embd / c.n_head : c.head_dim;
+  c.final_softcap = static_cast<float>(final_cap);
   c.rms_eps = static_cast<float>(eps);
   LLMS_ASSIGN_OR_RETURN(c.synthetic, f.get_bool_or(kSyntheticKey, false));
 

@@ -14,6 +14,22 @@ namespace llms {
 enum class Architecture {
   kLlama,  // LLaMA-1/2/3, TinyLlama, Mistral (RMSNorm, RoPE, GQA, SwiGLU)
   kQwen2,  // LLaMA layout plus QKV biases and NeoX RoPE
+  kGpt2,   // learned positions, LayerNorm with bias, fused QKV with biases, GELU MLP
+  kPhi3,   // LLaMA layout with fused QKV and gate/up, NeoX RoPE with LongRoPE factors
+  kGemma2, // scaled embedding, GELU-gated FFN, pre and post norms, soft-capped logits
+};
+
+// How the residual stream is normalised before attention, the FFN and the head.
+enum class NormKind {
+  kRms,    // x / rms(x) * w                      (LLaMA family)
+  kLayer,  // (x - mean) / std(x) * w + b         (GPT-2)
+};
+
+// The feed-forward block.
+enum class FfnKind {
+  kSwiGlu,  // down(silu(gate x) * up x)          (LLaMA family)
+  kGelu,    // down(gelu(up x + b) ) + b          (GPT-2)
+  kGeGlu,   // down(gelu(gate x) * up x)          (Gemma-2)
 };
 
 struct ModelConfig {
@@ -30,12 +46,39 @@ struct ModelConfig {
   int n_ctx_train = 0;
   int rope_dim = 0;
   float rope_base = 10000.0f;
-  float rms_eps = 1e-5f;
+  float rms_eps = 1e-5f;   // the norm's epsilon (RMSNorm or LayerNorm)
   RopeStyle rope_style = RopeStyle::kNormal;
+  NormKind norm = NormKind::kRms;
+  FfnKind ffn = FfnKind::kSwiGlu;
+  // Absolute positions from a learned table of n_ctx_train rows instead of RoPE
+  // (rope_dim is 0); no position at or past n_ctx_train can be computed.
+  bool learned_positions = false;
+  // RoPE scaling: the context the rotation was trained on (LongRoPE picks its long
+  // factors past it) and the factor on cos/sin (`rope.scaling.attn_factor`), which
+  // scales every attention score by its square.
+  int n_ctx_orig = 0;
+  float rope_attn_factor = 1.0f;
+  float rope_freq_scale = 1.0f;  // linear scaling: positions times this
+  // Sliding-window attention (`attention.sliding_window`), 0 if none. Not computed
+  // as a window: sequences are held within it instead, where attention is exact.
+  int sliding_window = 0;
+  // Gemma-2: the embedding times sqrt(n_embd); attention scores and final logits
+  // soft-capped as cap * tanh(x / cap) (0: not capped).
+  bool scale_embedding = false;
+  // The size whose square root divides the attention scores: head_dim, except for
+  // Gemma-2 27B (46 layers), which was trained with n_embd / n_head.
+  int attn_scale_dim = 0;
+  float attn_softcap = 0.0f;
+  float final_softcap = 0.0f;
   bool synthetic = false;  // random weights from `make-model`: speed tests only
 
   int q_dim() const { return n_head * head_dim; }
   int kv_dim() const { return n_head_kv * head_dim; }
+  // The most positions a sequence may have (0: no limit from the model itself).
+  int max_positions() const {
+    if (learned_positions) return n_ctx_train;
+    return sliding_window > 0 && sliding_window < n_ctx_train ? sliding_window : 0;
+  }
 
   static Result<ModelConfig> from_gguf(const GgufFile& file);
 };

@@ -27,6 +27,21 @@ void ForwardState::reserve(const ModelConfig& c, int64_t n) {
   capacity_ = n;
 }
 
+namespace {
+
+// inv_freq[i] = scale * base^(-2i / rope_dim) / factors[i] (factors may be empty).
+std::vector<float> inv_freq_table(const ModelConfig& c, const std::vector<float>& factors) {
+  std::vector<float> f;
+  for (int i = 0; i < c.rope_dim / 2; ++i) {
+    double v = std::pow(static_cast<double>(c.rope_base), -2.0 * i / c.rope_dim) * c.rope_freq_scale;
+    if (!factors.empty()) v /= factors[static_cast<size_t>(i)];
+    f.push_back(static_cast<float>(v));
+  }
+  return f;
+}
+
+}  // namespace
+
 Result<std::unique_ptr<Model>> Model::load(const std::string& path) {
   LLMS_ASSIGN_OR_RETURN(GgufFile file, GgufFile::open(path));
   auto model = from_file(std::move(file));
@@ -52,12 +67,12 @@ Result<std::unique_ptr<Model>> Model::from_file(GgufFile file) {
   // The token embedding is read in place: its rows come back as tokens use them.
   m->file_.release_all_pages();
   const ModelConfig& c = m->config_;
-  for (int i = 0; i < c.rope_dim / 2; ++i) {
-    m->inv_freq_.push_back(static_cast<float>(std::pow(static_cast<double>(c.rope_base), -2.0 * i / c.rope_dim)));
-  }
+  const ModelWeights& w = m->weights_;
+  m->inv_freq_ = inv_freq_table(c, w.rope_freqs.empty() ? w.rope_factors_short : w.rope_freqs);
+  if (!w.rope_factors_long.empty()) m->inv_freq_long_ = inv_freq_table(c, w.rope_factors_long);
   const WeightsMemory mem = m->weights_memory();
   log_info("weights: {:.1f} MiB resident (packed panels and vectors), {:.1f} MiB read in place from the file "
-           "(token embedding, resident as rows are used; {:.1f} MiB of the file mapped now)",
+           "(embeddings, resident as rows are used; {:.1f} MiB of the file mapped now)",
            static_cast<double>(mem.owned_bytes) / (1 << 20), static_cast<double>(mem.mapped_bytes) / (1 << 20),
            static_cast<double>(mem.mapped_resident_bytes) / (1 << 20));
   return m;
@@ -91,6 +106,10 @@ Status Model::validate(std::span<const SequenceChunk> chunks, const KvCache& kv)
       }
     }
     const int64_t end = ch.start_pos + static_cast<int64_t>(ch.tokens.size());
+    if (config_.max_positions() > 0 && end > config_.max_positions()) {
+      return invalid_argument(fmt::format("chunk {}: position {} is past the model's {} learned positions", i, end - 1,
+                                          config_.max_positions()));
+    }
     const int64_t blocks_needed = (end + kv.block_size() - 1) / kv.block_size();
     if (ch.start_pos < 0 || static_cast<int64_t>(ch.block_table.size()) < blocks_needed) {
       return invalid_argument(fmt::format("chunk {}: block table of {} blocks cannot hold {} positions", i,
@@ -113,11 +132,21 @@ Status Model::forward(std::span<const SequenceChunk> chunks, KvCache& kv, Forwar
 
   // Embedding rows: x [n_tokens, n_embd].
   float* x = s.x_.as<float>();
+  // With learned positions, plus the position's row: the tmp buffer holds it.
+  const Tensor& pos_embd = weights_.position_embd;
+  float* pos_row = s.tmp_.as<float>();
   int64_t t = 0;
   for (const auto& ch : chunks) {
-    for (int32_t id : ch.tokens) {
-      dequantize_row(weights_.token_embd.dtype, weights_.token_embd.row(id), x + t * c.n_embd, c.n_embd);
-      ++t;
+    for (size_t i = 0; i < ch.tokens.size(); ++i, ++t) {
+      dequantize_row(weights_.token_embd.dtype, weights_.token_embd.row(ch.tokens[i]), x + t * c.n_embd, c.n_embd);
+      if (c.learned_positions) {
+        dequantize_row(pos_embd.dtype, pos_embd.row(ch.start_pos + static_cast<int64_t>(i)), pos_row, c.n_embd);
+        add_inplace(x + t * c.n_embd, pos_row, c.n_embd);
+      }
+      if (c.scale_embedding) {
+        const float scale = std::sqrt(static_cast<float>(c.n_embd));
+        for (int64_t j = 0; j < c.n_embd; ++j) x[t * c.n_embd + j] *= scale;
+      }
     }
   }
   for (int l = 0; l < c.n_layer; ++l) {
@@ -138,7 +167,7 @@ void Model::attention_block(int l, std::span<const SequenceChunk> chunks, int64_
   float* k = s.k_.as<float>();    // [n, kv_dim]
   float* v = s.v_.as<float>();    // [n, kv_dim]
   float* att = s.att_.as<float>();  // [n, q_dim]
-  for (int64_t t = 0; t < n; ++t) rmsnorm(x + t * c.n_embd, L.attn_norm.data(), c.n_embd, c.rms_eps, xn + t * c.n_embd);
+  norm_rows(x, L.attn_norm, L.attn_norm_b, n, xn);
   {
     const MatmulOutput outs[] = {{&L.wq, q}, {&L.wk, k}, {&L.wv, v}};
     const char* const whats[] = {"attn_q", "attn_k", "attn_v"};
@@ -152,14 +181,20 @@ void Model::attention_block(int l, std::span<const SequenceChunk> chunks, int64_
     }
   }
   const KvLayerView layer = kv.layer(l);
-  const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  // RoPE's attn_factor multiplies cos and sin for both q and k: the score, its square.
+  const float scale = c.rope_attn_factor * c.rope_attn_factor / std::sqrt(static_cast<float>(c.attn_scale_dim));
+  // LongRoPE: the long factors when the caller's context passes the trained one.
+  const bool long_rope = !inv_freq_long_.empty() && s.context_length_ > c.n_ctx_orig;
+  const float* inv_freq = long_rope ? inv_freq_long_.data() : inv_freq_.data();
   int64_t t = 0;
   for (const auto& ch : chunks) {
     const int64_t first = t;
     for (size_t i = 0; i < ch.tokens.size(); ++i, ++t) {
       const int64_t pos = ch.start_pos + static_cast<int64_t>(i);
-      rope(q + t * c.q_dim(), c.n_head, c.head_dim, c.rope_dim, pos, inv_freq_.data(), c.rope_style);
-      rope(k + t * c.kv_dim(), c.n_head_kv, c.head_dim, c.rope_dim, pos, inv_freq_.data(), c.rope_style);
+      if (c.rope_dim > 0) {
+        rope(q + t * c.q_dim(), c.n_head, c.head_dim, c.rope_dim, pos, inv_freq, c.rope_style);
+        rope(k + t * c.kv_dim(), c.n_head_kv, c.head_dim, c.rope_dim, pos, inv_freq, c.rope_style);
+      }
       kv_store(layer, ch.block_table.data(), pos, k + t * c.kv_dim(), v + t * c.kv_dim());
     }
     AttentionQuery query;
@@ -168,10 +203,15 @@ void Model::attention_block(int l, std::span<const SequenceChunk> chunks, int64_
     query.first_pos = ch.start_pos;
     query.block_table = ch.block_table.data();
     query.out = att + first * c.q_dim();
+    query.softcap = c.attn_softcap;
     paged_attention(query, layer, c.n_head, scale, pool);
   }
   float* tmp = s.tmp_.as<float>();
   product(L.wo, l, "attn_output", att, n, tmp, s, pool);
+  if (!L.bo.empty()) {
+    for (int64_t t = 0; t < n; ++t) add_inplace(tmp + t * c.n_embd, L.bo.data(), c.n_embd);
+  }
+  if (!L.attn_post_norm.empty()) norm_rows(tmp, L.attn_post_norm, {}, n, tmp);
   add_inplace(x, tmp, n * c.n_embd);
 }
 
@@ -182,16 +222,44 @@ void Model::ffn_block(int l, int64_t n, ForwardState& s, ThreadPool& pool) const
   float* xn = s.xn_.as<float>();
   float* gate = s.gate_.as<float>();  // [n, n_ff]
   float* up = s.up_.as<float>();      // [n, n_ff]
-  for (int64_t t = 0; t < n; ++t) rmsnorm(x + t * c.n_embd, L.ffn_norm.data(), c.n_embd, c.rms_eps, xn + t * c.n_embd);
-  {
+  norm_rows(x, L.ffn_norm, L.ffn_norm_b, n, xn);
+  float* hidden = gate;  // [n, n_ff]: what ffn_down reads
+  if (c.ffn != FfnKind::kGelu) {
     const MatmulOutput outs[] = {{&L.w_gate, gate}, {&L.w_up, up}};
     const char* const whats[] = {"ffn_gate", "ffn_up"};
     products(outs, l, whats, xn, n, s, pool);
+    if (c.ffn == FfnKind::kSwiGlu) {
+      silu_mul(gate, up, n * c.n_ff, gate);
+    } else {
+      gelu(gate, n * c.n_ff, gate);
+      for (int64_t i = 0; i < n * c.n_ff; ++i) gate[i] *= up[i];
+    }
+  } else {
+    product(L.w_up, l, "ffn_up", xn, n, up, s, pool);
+    if (!L.b_up.empty()) {
+      for (int64_t t = 0; t < n; ++t) add_inplace(up + t * c.n_ff, L.b_up.data(), c.n_ff);
+    }
+    gelu(up, n * c.n_ff, gate);
   }
-  silu_mul(gate, up, n * c.n_ff, gate);
   float* tmp = s.tmp_.as<float>();
-  product(L.w_down, l, "ffn_down", gate, n, tmp, s, pool);
+  product(L.w_down, l, "ffn_down", hidden, n, tmp, s, pool);
+  if (!L.b_down.empty()) {
+    for (int64_t t = 0; t < n; ++t) add_inplace(tmp + t * c.n_embd, L.b_down.data(), c.n_embd);
+  }
+  if (!L.ffn_post_norm.empty()) norm_rows(tmp, L.ffn_post_norm, {}, n, tmp);
   add_inplace(x, tmp, n * c.n_embd);
+}
+
+void Model::norm_rows(const float* x, const std::vector<float>& w, const std::vector<float>& b, int64_t n,
+                      float* out) const {
+  const int64_t d = config_.n_embd;
+  for (int64_t t = 0; t < n; ++t) {
+    if (config_.norm == NormKind::kRms) {
+      rmsnorm(x + t * d, w.data(), d, config_.rms_eps, out + t * d);
+    } else {
+      layernorm(x + t * d, w.data(), b.empty() ? nullptr : b.data(), d, config_.rms_eps, out + t * d);
+    }
+  }
 }
 
 void Model::products(std::span<const MatmulOutput> outs, int layer, std::span<const char* const> whats,
@@ -221,13 +289,17 @@ void Model::compute_logits(std::span<const SequenceChunk> chunks, ForwardState& 
     const int64_t from = ch.logits == LogitsWanted::kAll ? 0 : len - 1;
     if (ch.logits != LogitsWanted::kNone) {
       for (int64_t j = from; j < len; ++j, ++rows) {
-        rmsnorm(x + (t + j) * c.n_embd, weights_.output_norm.data(), c.n_embd, c.rms_eps, xn + rows * c.n_embd);
+        norm_rows(x + (t + j) * c.n_embd, weights_.output_norm, weights_.output_norm_b, 1, xn + rows * c.n_embd);
       }
     }
     t += len;
   }
   out.logits.resize(static_cast<size_t>(rows * c.n_vocab));
   if (rows > 0) product(weights_.output, -1, "output", xn, rows, out.logits.data(), s, pool);
+  if (c.final_softcap > 0.0f) {
+    const float cap = c.final_softcap, inv_cap = 1.0f / c.final_softcap;
+    for (float& v : out.logits) v = cap * std::tanh(v * inv_cap);
+  }
 }
 
 }  // namespace llms

@@ -39,10 +39,16 @@ class ForwardState {
   void reserve(const ModelConfig& c, int64_t n_tokens);
   // Calls `observer` (not owned; null to stop) for every product of later passes.
   void set_observer(MatmulObserver* observer) { observer_ = observer; }
+  // The longest sequence the caller runs (its context). LongRoPE models (Phi-3 128k)
+  // rotate with their long factors when it passes their trained context, as llama.cpp
+  // does; by context rather than by sequence, so that a sequence's keys never change
+  // rotation and batches stay invariant. 0 (default): the short factors.
+  void set_context_length(int n) { context_length_ = n; }
 
  private:
   friend class Model;
   MatmulObserver* observer_ = nullptr;
+  int context_length_ = 0;
   int64_t capacity_ = 0;
   AlignedBuffer x_, xn_, q_, k_, v_, att_, tmp_, gate_, up_;
 };
@@ -61,6 +67,10 @@ class Model {
   // Changes whenever the weights or hyperparameters change; keys caches.
   Hash128 identity() const { return identity_; }
 
+  // RoPE's inverse frequencies [rope_dim / 2], divisors and scaling applied: the table
+  // for the short (or only) factor set, or LongRoPE's long one (empty if none).
+  const std::vector<float>& rope_inv_freq(bool long_factors) const { return long_factors ? inv_freq_long_ : inv_freq_; }
+
   // A KV cache config for this model with `num_blocks` blocks.
   KvCacheConfig kv_config(int32_t num_blocks, int block_size, DType k_type, DType v_type) const;
 
@@ -76,6 +86,8 @@ class Model {
   void attention_block(int layer, std::span<const SequenceChunk> chunks, int64_t n_tokens, KvCache& kv,
                        ForwardState& s, ThreadPool& pool) const;
   void ffn_block(int layer, int64_t n_tokens, ForwardState& s, ThreadPool& pool) const;
+  // out[t] = norm(x[t]) for n rows of n_embd: RMSNorm, or LayerNorm with bias `b`.
+  void norm_rows(const float* x, const std::vector<float>& w, const std::vector<float>& b, int64_t n, float* out) const;
   void compute_logits(std::span<const SequenceChunk> chunks, ForwardState& s, ThreadPool& pool, ForwardOutput& out) const;
   // One product of x with each of `outs` (the weights named whats[i]) in one pool job
   // (matmul_shared_input()), also reported to the state's observer.
@@ -90,7 +102,8 @@ class Model {
   GgufFile file_;
   ModelConfig config_;
   ModelWeights weights_;
-  std::vector<float> inv_freq_;  // [rope_dim / 2]
+  std::vector<float> inv_freq_;       // [rope_dim / 2], with rope_freqs or LongRoPE's short factors
+  std::vector<float> inv_freq_long_;  // [rope_dim / 2] with LongRoPE's long factors; else empty
   Hash128 identity_;
 };
 

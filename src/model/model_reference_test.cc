@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "io/gguf_file.h"
+#include "io/gguf_writer.h"
 #include "model/model.h"
 #include "tools/synthetic.h"
 #include "quant/half.h"
@@ -53,20 +54,27 @@ Vec rmsnorm(const Vec& x, const Vec& w, double eps) {
   return y;
 }
 
-void rope(Vec& v, int n_heads, int hd, int64_t pos, double base, bool neox) {
+// factors: frequency divisors (LongRoPE), or empty; mscale multiplies cos and sin.
+void rope(Vec& v, int n_heads, int hd, int64_t pos, double base, bool neox, const Vec& factors = {},
+          double mscale = 1.0) {
   for (int h = 0; h < n_heads; ++h) {
     for (int i = 0; i < hd / 2; ++i) {
-      const double theta = static_cast<double>(pos) * std::pow(base, -2.0 * i / hd);
+      const double theta = static_cast<double>(pos) * std::pow(base, -2.0 * i / hd) / (factors.empty() ? 1.0 : factors[i]);
       const int a = h * hd + (neox ? i : 2 * i), b = h * hd + (neox ? i + hd / 2 : 2 * i + 1);
       const double x0 = v[a], x1 = v[b];
-      v[a] = x0 * std::cos(theta) - x1 * std::sin(theta);
-      v[b] = x0 * std::sin(theta) + x1 * std::cos(theta);
+      v[a] = mscale * (x0 * std::cos(theta) - x1 * std::sin(theta));
+      v[b] = mscale * (x0 * std::sin(theta) + x1 * std::cos(theta));
     }
   }
 }
 
-// Logits at every position of `tokens`.
-std::vector<Vec> reference_logits(const GgufFile& f, const std::vector<int32_t>& tokens) {
+// Rows [first, first + count) of a row-major matrix with `cols` columns.
+Vec rows(const Vec& m, size_t cols, size_t first, size_t count) {
+  return Vec(m.begin() + first * cols, m.begin() + (first + count) * cols);
+}
+
+// Logits at every position of `tokens`; `context` picks LongRoPE's factor set.
+std::vector<Vec> reference_logits(const GgufFile& f, const std::vector<int32_t>& tokens, int context) {
   const std::string arch = f.get_string("general.architecture").value();
   const int d = static_cast<int>(f.get_uint(arch + ".embedding_length").value());
   const int n_layer = static_cast<int>(f.get_uint(arch + ".block_count").value());
@@ -74,8 +82,26 @@ std::vector<Vec> reference_logits(const GgufFile& f, const std::vector<int32_t>&
   const int n_kv = static_cast<int>(f.get_uint(arch + ".attention.head_count_kv").value());
   const double eps = f.get_float(arch + ".attention.layer_norm_rms_epsilon").value();
   const double base = f.get_float_or(arch + ".rope.freq_base", 10000.0).value();
-  const bool neox = arch == "qwen2";
-  const int hd = d / n_head;
+  const bool neox = arch == "qwen2" || arch == "phi3" || arch == "gemma2";
+  const double mscale = f.get_float_or(arch + ".rope.scaling.attn_factor", 1.0).value();
+  const std::string orig_key = arch + ".rope.scaling.original_context_length";
+  const int64_t orig = f.has(orig_key) ? static_cast<int64_t>(f.get_uint(orig_key).value()) : (1 << 30);
+  Vec factors = !f.find_tensor("rope_factors_long.weight") ? Vec()
+                : context > orig                           ? read(f, "rope_factors_long.weight")
+                                                           : read(f, "rope_factors_short.weight");
+  if (f.find_tensor("rope_freqs.weight")) factors = read(f, "rope_freqs.weight");
+  if (f.get_string_or(arch + ".rope.scaling.type", "none").value() == "linear") {
+    // Positions divided by the factor: the same as every frequency divided by it.
+    const double linear = f.get_float(arch + ".rope.scaling.factor").value();
+    factors.assign(static_cast<size_t>(d / n_head / 2), linear);
+  }
+  const std::string key_len = arch + ".attention.key_length";
+  const int hd = f.has(key_len) ? static_cast<int>(f.get_uint(key_len).value()) : d / n_head;
+  // Gemma-2: embedding times sqrt(d), soft caps, norms after each block, GELU gate.
+  const bool gemma2 = arch == "gemma2";
+  const double attn_cap = f.get_float_or(arch + ".attn_logit_softcapping", 0.0).value();
+  const double final_cap = f.get_float_or(arch + ".final_logit_softcapping", 0.0).value();
+  auto cap = [](double v, double c) { return c > 0 ? c * std::tanh(v / c) : v; };
   const Vec emb = read(f, "token_embd.weight");
   const Vec out_w = f.find_tensor("output.weight") ? read(f, "output.weight") : emb;
   const Vec out_norm = read(f, "output_norm.weight");
@@ -83,19 +109,30 @@ std::vector<Vec> reference_logits(const GgufFile& f, const std::vector<int32_t>&
   std::vector<Vec> logits;
   for (size_t pos = 0; pos < tokens.size(); ++pos) {
     Vec x(emb.begin() + tokens[pos] * d, emb.begin() + (tokens[pos] + 1) * d);
+    if (gemma2) {
+      for (double& v : x) v *= std::sqrt(static_cast<double>(d));
+    }
     for (int l = 0; l < n_layer; ++l) {
       const std::string p = "blk." + std::to_string(l) + ".";
       const Vec xn = rmsnorm(x, read(f, p + "attn_norm.weight"), eps);
-      Vec q = matvec(read(f, p + "attn_q.weight"), xn);
-      Vec k = matvec(read(f, p + "attn_k.weight"), xn);
-      Vec v = matvec(read(f, p + "attn_v.weight"), xn);
+      Vec q, k, v;
+      if (f.find_tensor(p + "attn_qkv.weight")) {
+        const Vec w = read(f, p + "attn_qkv.weight");
+        q = matvec(rows(w, d, 0, n_head * hd), xn);
+        k = matvec(rows(w, d, n_head * hd, n_kv * hd), xn);
+        v = matvec(rows(w, d, (n_head + n_kv) * hd, n_kv * hd), xn);
+      } else {
+        q = matvec(read(f, p + "attn_q.weight"), xn);
+        k = matvec(read(f, p + "attn_k.weight"), xn);
+        v = matvec(read(f, p + "attn_v.weight"), xn);
+      }
       if (f.find_tensor(p + "attn_q.bias")) {
         const Vec bq = read(f, p + "attn_q.bias"), bk = read(f, p + "attn_k.bias"), bv = read(f, p + "attn_v.bias");
         for (size_t i = 0; i < q.size(); ++i) q[i] += bq[i];
         for (size_t i = 0; i < k.size(); ++i) k[i] += bk[i], v[i] += bv[i];
       }
-      rope(q, n_head, hd, static_cast<int64_t>(pos), base, neox);
-      rope(k, n_kv, hd, static_cast<int64_t>(pos), base, neox);
+      rope(q, n_head, hd, static_cast<int64_t>(pos), base, neox, factors, mscale);
+      rope(k, n_kv, hd, static_cast<int64_t>(pos), base, neox, factors, mscale);
       keys[l].push_back(k);
       values[l].push_back(v);
       Vec att(static_cast<size_t>(n_head * hd), 0.0);
@@ -106,7 +143,7 @@ std::vector<Vec> reference_logits(const GgufFile& f, const std::vector<int32_t>&
         for (size_t t = 0; t <= pos; ++t) {
           double dot = 0;
           for (int i = 0; i < hd; ++i) dot += q[h * hd + i] * keys[l][t][kh * hd + i];
-          s[t] = dot / std::sqrt(static_cast<double>(hd));
+          s[t] = cap(dot / std::sqrt(static_cast<double>(hd)), attn_cap);
           mx = std::max(mx, s[t]);
         }
         double sum = 0;
@@ -114,17 +151,94 @@ std::vector<Vec> reference_logits(const GgufFile& f, const std::vector<int32_t>&
         for (size_t t = 0; t <= pos; ++t)
           for (int i = 0; i < hd; ++i) att[h * hd + i] += s[t] / sum * values[l][t][kh * hd + i];
       }
-      const Vec o = matvec(read(f, p + "attn_output.weight"), att);
+      Vec o = matvec(read(f, p + "attn_output.weight"), att);
+      if (gemma2) o = rmsnorm(o, read(f, p + "post_attention_norm.weight"), eps);
       for (int i = 0; i < d; ++i) x[i] += o[i];
       const Vec xn2 = rmsnorm(x, read(f, p + "ffn_norm.weight"), eps);
-      const Vec g = matvec(read(f, p + "ffn_gate.weight"), xn2);
-      const Vec u = matvec(read(f, p + "ffn_up.weight"), xn2);
+      Vec g, u;
+      if (f.find_tensor(p + "ffn_gate.weight")) {
+        g = matvec(read(f, p + "ffn_gate.weight"), xn2);
+        u = matvec(read(f, p + "ffn_up.weight"), xn2);
+      } else {  // fused: gate rows, then up rows
+        const Vec w = read(f, p + "ffn_up.weight");
+        const size_t ff = w.size() / d / 2;
+        g = matvec(rows(w, d, 0, ff), xn2);
+        u = matvec(rows(w, d, ff, ff), xn2);
+      }
       Vec hid(g.size());
-      for (size_t i = 0; i < g.size(); ++i) hid[i] = g[i] / (1.0 + std::exp(-g[i])) * u[i];
-      const Vec down = matvec(read(f, p + "ffn_down.weight"), hid);
+      for (size_t i = 0; i < g.size(); ++i) {
+        const double gelu = 0.5 * g[i] * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (g[i] + 0.044715 * g[i] * g[i] * g[i])));
+        hid[i] = (gemma2 ? gelu : g[i] / (1.0 + std::exp(-g[i]))) * u[i];
+      }
+      Vec down = matvec(read(f, p + "ffn_down.weight"), hid);
+      if (gemma2) down = rmsnorm(down, read(f, p + "post_ffw_norm.weight"), eps);
       for (int i = 0; i < d; ++i) x[i] += down[i];
     }
-    logits.push_back(matvec(out_w, rmsnorm(x, out_norm, eps)));
+    Vec lg = matvec(out_w, rmsnorm(x, out_norm, eps));
+    for (double& v : lg) v = cap(v, final_cap);
+    logits.push_back(lg);
+  }
+  return logits;
+}
+
+Vec layernorm(const Vec& x, const Vec& w, const Vec& b, double eps) {
+  double mean = 0, var = 0;
+  for (double v : x) mean += v;
+  mean /= static_cast<double>(x.size());
+  for (double v : x) var += (v - mean) * (v - mean);
+  const double s = 1.0 / std::sqrt(var / static_cast<double>(x.size()) + eps);
+  Vec y(x.size());
+  for (size_t i = 0; i < x.size(); ++i) y[i] = (x[i] - mean) * s * w[i] + b[i];
+  return y;
+}
+
+Vec add(Vec a, const Vec& b) {
+  for (size_t i = 0; i < a.size(); ++i) a[i] += b[i];
+  return a;
+}
+
+// GPT-2 (as in its paper's code): x = wte[token] + wpe[pos]; per layer
+// x += proj(attn(ln_1(x))) with fused c_attn, x += mlp(ln_2(x)) with GELU (tanh form);
+// logits = head(ln_f(x)). Multi-head attention without RoPE.
+std::vector<Vec> gpt2_reference_logits(const GgufFile& f, const std::vector<int32_t>& tokens) {
+  const int d = static_cast<int>(f.get_uint("gpt2.embedding_length").value());
+  const int n_layer = static_cast<int>(f.get_uint("gpt2.block_count").value());
+  const int n_head = static_cast<int>(f.get_uint("gpt2.attention.head_count").value());
+  const double eps = f.get_float("gpt2.attention.layer_norm_epsilon").value();
+  const int hd = d / n_head;
+  const Vec wte = read(f, "token_embd.weight"), wpe = read(f, "position_embd.weight");
+  const Vec head = f.find_tensor("output.weight") ? read(f, "output.weight") : wte;
+  std::vector<std::vector<Vec>> keys(n_layer), values(n_layer);
+  std::vector<Vec> logits;
+  for (size_t pos = 0; pos < tokens.size(); ++pos) {
+    Vec x(static_cast<size_t>(d));
+    for (int i = 0; i < d; ++i) x[i] = wte[tokens[pos] * d + i] + wpe[pos * d + i];
+    for (int l = 0; l < n_layer; ++l) {
+      const std::string p = "blk." + std::to_string(l) + ".";
+      const Vec h = layernorm(x, read(f, p + "attn_norm.weight"), read(f, p + "attn_norm.bias"), eps);
+      const Vec qkv = add(matvec(read(f, p + "attn_qkv.weight"), h), read(f, p + "attn_qkv.bias"));
+      keys[l].emplace_back(qkv.begin() + d, qkv.begin() + 2 * d);
+      values[l].emplace_back(qkv.begin() + 2 * d, qkv.end());
+      Vec att(static_cast<size_t>(d), 0.0);
+      for (int hh = 0; hh < n_head; ++hh) {
+        Vec s(pos + 1);
+        double mx = -1e300, sum = 0;
+        for (size_t t = 0; t <= pos; ++t) {
+          double dot = 0;
+          for (int i = 0; i < hd; ++i) dot += qkv[hh * hd + i] * keys[l][t][hh * hd + i];
+          mx = std::max(mx, s[t] = dot / std::sqrt(static_cast<double>(hd)));
+        }
+        for (double& e : s) sum += (e = std::exp(e - mx));
+        for (size_t t = 0; t <= pos; ++t)
+          for (int i = 0; i < hd; ++i) att[hh * hd + i] += s[t] / sum * values[l][t][hh * hd + i];
+      }
+      x = add(x, add(matvec(read(f, p + "attn_output.weight"), att), read(f, p + "attn_output.bias")));
+      const Vec h2 = layernorm(x, read(f, p + "ffn_norm.weight"), read(f, p + "ffn_norm.bias"), eps);
+      Vec up = add(matvec(read(f, p + "ffn_up.weight"), h2), read(f, p + "ffn_up.bias"));
+      for (double& u : up) u = 0.5 * u * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (u + 0.044715 * u * u * u)));
+      x = add(x, add(matvec(read(f, p + "ffn_down.weight"), up), read(f, p + "ffn_down.bias")));
+    }
+    logits.push_back(matvec(head, layernorm(x, read(f, "output_norm.weight"), read(f, "output_norm.bias"), eps)));
   }
   return logits;
 }
@@ -140,12 +254,13 @@ double row_error(const float* a, const Vec& b) {
   return max_diff / max_ref;
 }
 
-void check_model(const std::string& path, const std::vector<int32_t>& tokens) {
+void check_model(const std::string& path, const std::vector<int32_t>& tokens, int context = 0) {
   auto model = Model::load(path);
   ASSERT_TRUE(model.ok()) << model.status().to_string();
   auto file = GgufFile::open(path);
   ASSERT_TRUE(file.ok());
-  const auto ref = reference_logits(*file, tokens);
+  const bool gpt2 = file->get_string("general.architecture").value() == "gpt2";
+  const auto ref = gpt2 ? gpt2_reference_logits(*file, tokens) : reference_logits(*file, tokens, context);
   const ModelConfig& c = (*model)->config();
 
   const int block_size = kMinKvBlockSize;  // small blocks: many block boundaries
@@ -154,6 +269,7 @@ void check_model(const std::string& path, const std::vector<int32_t>& tokens) {
   std::vector<int32_t> table;
   for (int32_t b = n_blocks - 1; b >= 0; --b) table.push_back(b);  // scattered blocks on purpose
   ForwardState state;
+  state.set_context_length(context);
   ThreadPool pool(2);
   ForwardOutput out;
 
@@ -199,6 +315,130 @@ TEST(ModelReferenceTest, GeneratedF16ModelMatchesDoubleReference) {
   const std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_f16.gguf";
   ASSERT_TRUE(write_synthetic_model(spec, path).ok());
   check_model(path, {1, 2, 3, 250, 9});
+  std::filesystem::remove(path);
+}
+
+TEST(ModelReferenceTest, GeneratedGpt2MatchesDoubleReference) {
+  for (bool tied : {true, false}) {
+    SyntheticSpec spec;
+    spec.arch = "gpt2";
+    spec.n_vocab = 300, spec.n_embd = 64, spec.n_layer = 2, spec.n_head = 4, spec.n_head_kv = 4, spec.n_ff = 256;
+    spec.n_ctx = 32, spec.tied_output = tied, spec.seed = 5;
+    const std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_gpt2.gguf";
+    ASSERT_TRUE(write_synthetic_model(spec, path).ok());
+    check_model(path, {1, 5, 77, 299, 8, 100, 42, 42, 3, 17, 250, 6});
+    std::filesystem::remove(path);
+  }
+}
+
+TEST(ModelReferenceTest, GeneratedPhi3MatchesDoubleReferenceWithShortAndLongFactors) {
+  SyntheticSpec spec;
+  spec.arch = "phi3";
+  spec.n_vocab = 300, spec.n_embd = 96, spec.n_layer = 2, spec.n_head = 4, spec.n_head_kv = 2, spec.n_ff = 160;
+  spec.n_ctx = 32768, spec.seed = 9;
+  const std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_phi3.gguf";
+  ASSERT_TRUE(write_synthetic_model(spec, path).ok());
+  auto model = Model::load(path);
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
+  EXPECT_EQ((*model)->config().n_ctx_orig, 4096);
+  EXPECT_GT((*model)->config().rope_attn_factor, 1.1f);
+  const std::vector<int32_t> tokens = {1, 5, 77, 299, 8, 100, 42, 42, 3, 17, 250, 6, 9, 9, 31};
+  check_model(path, tokens, 0);      // short factors
+  check_model(path, tokens, 8192);   // long factors: the context passes 4096
+  std::filesystem::remove(path);
+}
+
+TEST(ModelReferenceTest, GeneratedLlamaWithRopeScalingMatchesDoubleReference) {
+  for (const char* scaling : {"linear", "llama3"}) {
+    SyntheticSpec spec;
+    spec.n_vocab = 300, spec.n_embd = 128, spec.n_layer = 2, spec.n_head = 4, spec.n_head_kv = 2, spec.n_ff = 96;
+    spec.rope_scaling = scaling, spec.strong_layers = true, spec.seed = 3;
+    const std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_rope_" + scaling + ".gguf";
+    ASSERT_TRUE(write_synthetic_model(spec, path).ok());
+    // Long enough that the divided low frequencies turn by a visible angle.
+    std::vector<int32_t> tokens;
+    for (int i = 0; i < 64; ++i) tokens.push_back((i * 53 + 7) % 300);
+    check_model(path, tokens);
+    // The low frequencies turn too little in 64 positions for the logits to show the
+    // divisors, so the table is checked itself: base^(-2i/d) / divisor.
+    auto model = Model::load(path);
+    ASSERT_TRUE(model.ok());
+    auto file = GgufFile::open(path);
+    ASSERT_TRUE(file.ok());
+    const std::vector<float>& inv = (*model)->rope_inv_freq(false);
+    const int hd = spec.n_embd / spec.n_head;
+    ASSERT_EQ(inv.size(), static_cast<size_t>(hd / 2));
+    const Vec divisors = std::string(scaling) == "linear" ? Vec(hd / 2, 4.0) : read(*file, "rope_freqs.weight");
+    EXPECT_GT(divisors.back(), 3.9);  // 4 (linear), or Llama-3.1's 8 at the lowest frequency
+    for (int i = 0; i < hd / 2; ++i) {
+      const double want = std::pow(static_cast<double>(spec.rope_base), -2.0 * i / hd) / divisors[i];
+      EXPECT_NEAR(inv[i], want, 1e-6 * want) << scaling << " " << i;
+    }
+    std::filesystem::remove(path);
+  }
+}
+
+TEST(ModelReferenceTest, GeneratedGemma2MatchesDoubleReference) {
+  SyntheticSpec spec;
+  spec.arch = "gemma2";
+  spec.n_vocab = 300, spec.n_embd = 128, spec.n_layer = 2, spec.n_head = 4, spec.n_head_kv = 2, spec.n_ff = 192;
+  spec.head_dim = 48, spec.n_ctx = 64, spec.tied_output = true, spec.seed = 21;
+  // Caps low enough for these small scores and logits to reach them.
+  spec.attn_softcap = 0.3f, spec.final_softcap = 1.0f;
+  const std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_gemma2.gguf";
+  ASSERT_TRUE(write_synthetic_model(spec, path).ok());
+  auto model = Model::load(path);
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
+  EXPECT_EQ((*model)->config().attn_softcap, 0.3f);
+  EXPECT_EQ((*model)->config().max_positions(), 0);  // the window (64) is the whole context
+  check_model(path, {1, 5, 77, 299, 8, 100, 42, 42, 3, 17, 250, 6, 9, 9, 31, 44, 45, 46, 47, 48});
+  // With Gemma-2's context (8192) and window (4096), sequences are held in the window.
+  spec.n_ctx = 8192;
+  ASSERT_TRUE(write_synthetic_model(spec, path).ok());
+  auto windowed = Model::load(path);
+  ASSERT_TRUE(windowed.ok()) << windowed.status().to_string();
+  EXPECT_EQ((*windowed)->config().sliding_window, 4096);
+  EXPECT_EQ((*windowed)->config().max_positions(), 4096);
+  std::filesystem::remove(path);
+}
+
+TEST(ModelReferenceTest, MixtureOfExpertsFilesAreRefusedByName) {
+  GgufWriter w;
+  w.set("general.architecture", gguf::Value::string("llama"));
+  w.set("llama.expert_count", gguf::Value::u32(8));
+  const std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_moe.gguf";
+  ASSERT_TRUE(w.write(path).ok());
+  auto file = GgufFile::open(path);
+  ASSERT_TRUE(file.ok()) << file.status().to_string();
+  auto config = ModelConfig::from_gguf(*file);
+  ASSERT_FALSE(config.ok());
+  EXPECT_EQ(config.status().code(), StatusCode::kUnimplemented);
+  EXPECT_NE(config.status().message().find("expert_count"), std::string::npos) << config.status().message();
+  std::filesystem::remove(path);
+}
+
+TEST(ModelReferenceTest, Gpt2PositionsEndAtTheLearnedTable) {
+  SyntheticSpec spec;
+  spec.arch = "gpt2";
+  spec.n_vocab = 260, spec.n_embd = 32, spec.n_layer = 1, spec.n_head = 2, spec.n_head_kv = 2, spec.n_ff = 64;
+  spec.n_ctx = 16;
+  const std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_gpt2_ctx.gguf";
+  ASSERT_TRUE(write_synthetic_model(spec, path).ok());
+  auto model = Model::load(path);
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
+  EXPECT_EQ((*model)->config().max_positions(), 16);
+  KvCache kv((*model)->kv_config(4, kMinKvBlockSize, DType::kF32, DType::kF32));
+  const std::vector<int32_t> table = {0, 1, 2, 3};
+  const std::vector<int32_t> tokens(17, 5);
+  ForwardState state;
+  ThreadPool pool(1);
+  ForwardOutput out;
+  SequenceChunk fits{std::span<const int32_t>(tokens).first(16), 0, table, LogitsWanted::kLast};
+  EXPECT_TRUE((*model)->forward({&fits, 1}, kv, state, pool, out).ok());
+  SequenceChunk past{std::span<const int32_t>(tokens).first(1), 16, table, LogitsWanted::kLast};
+  const Status st = (*model)->forward({&past, 1}, kv, state, pool, out);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("learned positions"), std::string::npos) << st.message();
   std::filesystem::remove(path);
 }
 

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <initializer_list>
 
 #include "quant/row_convert.h"
@@ -35,6 +36,28 @@ class Loader {
     return m;
   }
 
+  // Rows [first, first + count) of the [rows, cols] matrix `name`: one part of a
+  // fused tensor (GPT-2's attn_qkv holds Q, K and V one after the other).
+  Result<WeightMatrix> rows(const std::string& name, int64_t cols, int64_t rows, int64_t first, int64_t count) const {
+    LLMS_ASSIGN_OR_RETURN(const GgufTensorInfo* t, tensor(name, {cols, rows}));
+    Tensor part = t->view();
+    part.ne[1] = count;
+    part.data = part.row(first);
+    return WeightMatrix::from_tensor(part, name);
+  }
+
+  // Elements [first, first + count) of the vector `name` of n elements.
+  Result<std::vector<float>> vector_part(const std::string& name, int64_t n, int64_t first, int64_t count) const {
+    LLMS_ASSIGN_OR_RETURN(std::vector<float> v, vector(name, n));
+    return std::vector<float>(v.begin() + first, v.begin() + first + count);
+  }
+
+  // The vector `name` if the file has it, else an empty one.
+  Result<std::vector<float>> optional_vector(const std::string& name, int64_t n) const {
+    if (!has(name)) return std::vector<float>();
+    return vector(name, n);
+  }
+
   Result<std::vector<float>> vector(const std::string& name, int64_t n) const {
     LLMS_ASSIGN_OR_RETURN(const GgufTensorInfo* t, tensor(name, {n}));
     if (!can_dequantize(t->dtype)) {
@@ -52,41 +75,112 @@ class Loader {
   const GgufFile& f_;
 };
 
+// Q, K and V of layer prefix `p`: three tensors, or one fused attn_qkv (rows Q then
+// K then V) with an optional fused bias.
+Status load_qkv(const Loader& ld, const std::string& p, const ModelConfig& c, LayerWeights& L) {
+  const int64_t q = c.q_dim(), kv = c.kv_dim(), d = c.n_embd;
+  if (ld.has(p + "attn_qkv.weight")) {
+    const std::string name = p + "attn_qkv.weight";
+    LLMS_ASSIGN_OR_RETURN(L.wq, ld.rows(name, d, q + 2 * kv, 0, q));
+    LLMS_ASSIGN_OR_RETURN(L.wk, ld.rows(name, d, q + 2 * kv, q, kv));
+    LLMS_ASSIGN_OR_RETURN(L.wv, ld.rows(name, d, q + 2 * kv, q + kv, kv));
+    if (ld.has(p + "attn_qkv.bias")) {
+      const std::string b = p + "attn_qkv.bias";
+      LLMS_ASSIGN_OR_RETURN(L.bq, ld.vector_part(b, q + 2 * kv, 0, q));
+      LLMS_ASSIGN_OR_RETURN(L.bk, ld.vector_part(b, q + 2 * kv, q, kv));
+      LLMS_ASSIGN_OR_RETURN(L.bv, ld.vector_part(b, q + 2 * kv, q + kv, kv));
+    }
+    return ok_status();
+  }
+  LLMS_ASSIGN_OR_RETURN(L.wq, ld.matrix(p + "attn_q.weight", d, q));
+  LLMS_ASSIGN_OR_RETURN(L.wk, ld.matrix(p + "attn_k.weight", d, kv));
+  LLMS_ASSIGN_OR_RETURN(L.wv, ld.matrix(p + "attn_v.weight", d, kv));
+  if (ld.has(p + "attn_q.bias")) {
+    LLMS_ASSIGN_OR_RETURN(L.bq, ld.vector(p + "attn_q.bias", q));
+    LLMS_ASSIGN_OR_RETURN(L.bk, ld.vector(p + "attn_k.bias", kv));
+    LLMS_ASSIGN_OR_RETURN(L.bv, ld.vector(p + "attn_v.bias", kv));
+  }
+  return ok_status();
+}
+
+// A norm's weight, and its bias when the model uses LayerNorm.
+Status load_norm(const Loader& ld, const std::string& name, const ModelConfig& c, std::vector<float>& w,
+                 std::vector<float>& b) {
+  LLMS_ASSIGN_OR_RETURN(w, ld.vector(name + ".weight", c.n_embd));
+  if (c.norm == NormKind::kLayer) {
+    LLMS_ASSIGN_OR_RETURN(b, ld.vector(name + ".bias", c.n_embd));
+  }
+  return ok_status();
+}
+
+Status load_layer(const Loader& ld, int l, const ModelConfig& c, LayerWeights& L) {
+  const std::string p = fmt::format("blk.{}.", l);
+  const int64_t d = c.n_embd, ff = c.n_ff;
+  LLMS_RETURN_IF_ERROR(load_norm(ld, p + "attn_norm", c, L.attn_norm, L.attn_norm_b));
+  LLMS_RETURN_IF_ERROR(load_qkv(ld, p, c, L));
+  LLMS_ASSIGN_OR_RETURN(L.wo, ld.matrix(p + "attn_output.weight", c.q_dim(), d));
+  LLMS_ASSIGN_OR_RETURN(L.bo, ld.optional_vector(p + "attn_output.bias", d));
+  if (c.arch == Architecture::kGemma2) {
+    LLMS_ASSIGN_OR_RETURN(L.attn_post_norm, ld.vector(p + "post_attention_norm.weight", d));
+    LLMS_ASSIGN_OR_RETURN(L.ffn_post_norm, ld.vector(p + "post_ffw_norm.weight", d));
+  }
+  LLMS_RETURN_IF_ERROR(load_norm(ld, p + "ffn_norm", c, L.ffn_norm, L.ffn_norm_b));
+  const bool gated = c.ffn != FfnKind::kGelu;
+  if (gated && !ld.has(p + "ffn_gate.weight")) {
+    // Fused (Phi-3): ffn_up holds the gate's rows, then the up rows.
+    LLMS_ASSIGN_OR_RETURN(L.w_gate, ld.rows(p + "ffn_up.weight", d, 2 * ff, 0, ff));
+    LLMS_ASSIGN_OR_RETURN(L.w_up, ld.rows(p + "ffn_up.weight", d, 2 * ff, ff, ff));
+  } else {
+    if (gated) {
+      LLMS_ASSIGN_OR_RETURN(L.w_gate, ld.matrix(p + "ffn_gate.weight", d, ff));
+    }
+    LLMS_ASSIGN_OR_RETURN(L.w_up, ld.matrix(p + "ffn_up.weight", d, ff));
+  }
+  LLMS_ASSIGN_OR_RETURN(L.w_down, ld.matrix(p + "ffn_down.weight", ff, d));
+  LLMS_ASSIGN_OR_RETURN(L.b_up, ld.optional_vector(p + "ffn_up.bias", ff));
+  LLMS_ASSIGN_OR_RETURN(L.b_down, ld.optional_vector(p + "ffn_down.bias", d));
+  return ok_status();
+}
+
+// A [rows, cols] table read in place, one row per use (embeddings).
+Result<Tensor> load_table(const Loader& ld, const std::string& name, int64_t cols, int64_t rows) {
+  LLMS_ASSIGN_OR_RETURN(const GgufTensorInfo* t, ld.tensor(name, {cols, rows}));
+  if (!can_dequantize(t->dtype)) {
+    return unimplemented(fmt::format("{} has type {}, which cannot be decoded", name, dtype_name(t->dtype)));
+  }
+  return t->view();
+}
+
+// An optional set of RoPE frequency divisors: positive and finite.
+Result<std::vector<float>> load_rope_factors(const Loader& ld, const std::string& name, const ModelConfig& c) {
+  LLMS_ASSIGN_OR_RETURN(std::vector<float> v, ld.optional_vector(name, c.rope_dim / 2));
+  for (float f : v) {
+    if (!(f > 0.0f) || !std::isfinite(f)) return invalid_argument(fmt::format("tensor '{}' holds {}: factors must be positive", name, f));
+  }
+  return v;
+}
+
 }  // namespace
 
 Result<ModelWeights> ModelWeights::load(const GgufFile& file, const ModelConfig& c) {
   Loader ld(file);
   ModelWeights w;
-  LLMS_ASSIGN_OR_RETURN(const GgufTensorInfo* emb, ld.tensor("token_embd.weight", {c.n_embd, c.n_vocab}));
-  if (!can_dequantize(emb->dtype)) {
-    return unimplemented(fmt::format("token_embd.weight has type {}, which cannot be decoded", dtype_name(emb->dtype)));
+  LLMS_ASSIGN_OR_RETURN(w.token_embd, load_table(ld, "token_embd.weight", c.n_embd, c.n_vocab));
+  if (c.learned_positions) {
+    LLMS_ASSIGN_OR_RETURN(w.position_embd, load_table(ld, "position_embd.weight", c.n_embd, c.n_ctx_train));
   }
-  w.token_embd = emb->view();
-  LLMS_ASSIGN_OR_RETURN(w.output_norm, ld.vector("output_norm.weight", c.n_embd));
+  LLMS_RETURN_IF_ERROR(load_norm(ld, "output_norm", c, w.output_norm, w.output_norm_b));
   w.tied_output = !ld.has("output.weight");
   const std::string out_name = w.tied_output ? "token_embd.weight" : "output.weight";
   LLMS_ASSIGN_OR_RETURN(w.output, ld.matrix(out_name, c.n_embd, c.n_vocab));
-
-  const bool qkv_bias = ld.has("blk.0.attn_q.bias");
-  w.layers.resize(static_cast<size_t>(c.n_layer));
-  for (int l = 0; l < c.n_layer; ++l) {
-    LayerWeights& L = w.layers[static_cast<size_t>(l)];
-    const std::string p = fmt::format("blk.{}.", l);
-    LLMS_ASSIGN_OR_RETURN(L.attn_norm, ld.vector(p + "attn_norm.weight", c.n_embd));
-    LLMS_ASSIGN_OR_RETURN(L.wq, ld.matrix(p + "attn_q.weight", c.n_embd, c.q_dim()));
-    LLMS_ASSIGN_OR_RETURN(L.wk, ld.matrix(p + "attn_k.weight", c.n_embd, c.kv_dim()));
-    LLMS_ASSIGN_OR_RETURN(L.wv, ld.matrix(p + "attn_v.weight", c.n_embd, c.kv_dim()));
-    LLMS_ASSIGN_OR_RETURN(L.wo, ld.matrix(p + "attn_output.weight", c.q_dim(), c.n_embd));
-    if (qkv_bias) {
-      LLMS_ASSIGN_OR_RETURN(L.bq, ld.vector(p + "attn_q.bias", c.q_dim()));
-      LLMS_ASSIGN_OR_RETURN(L.bk, ld.vector(p + "attn_k.bias", c.kv_dim()));
-      LLMS_ASSIGN_OR_RETURN(L.bv, ld.vector(p + "attn_v.bias", c.kv_dim()));
-    }
-    LLMS_ASSIGN_OR_RETURN(L.ffn_norm, ld.vector(p + "ffn_norm.weight", c.n_embd));
-    LLMS_ASSIGN_OR_RETURN(L.w_gate, ld.matrix(p + "ffn_gate.weight", c.n_embd, c.n_ff));
-    LLMS_ASSIGN_OR_RETURN(L.w_up, ld.matrix(p + "ffn_up.weight", c.n_embd, c.n_ff));
-    LLMS_ASSIGN_OR_RETURN(L.w_down, ld.matrix(p + "ffn_down.weight", c.n_ff, c.n_embd));
+  LLMS_ASSIGN_OR_RETURN(w.rope_freqs, load_rope_factors(ld, "rope_freqs.weight", c));
+  LLMS_ASSIGN_OR_RETURN(w.rope_factors_short, load_rope_factors(ld, "rope_factors_short.weight", c));
+  LLMS_ASSIGN_OR_RETURN(w.rope_factors_long, load_rope_factors(ld, "rope_factors_long.weight", c));
+  if (w.rope_factors_short.empty() != w.rope_factors_long.empty()) {
+    return invalid_argument("LongRoPE needs both rope_factors_short.weight and rope_factors_long.weight");
   }
+  w.layers.resize(static_cast<size_t>(c.n_layer));
+  for (int l = 0; l < c.n_layer; ++l) LLMS_RETURN_IF_ERROR(load_layer(ld, l, c, w.layers[static_cast<size_t>(l)]));
   return w;
 }
 
@@ -94,21 +188,29 @@ WeightsMemory ModelWeights::memory() const {
   WeightsMemory m;
   auto add_vector = [&](const std::vector<float>& v) { m.owned_bytes += static_cast<int64_t>(v.size() * sizeof(float)); };
   m.owned_bytes += output.packed_bytes();
-  add_vector(output_norm);
+  for (const auto* v : {&output_norm, &output_norm_b, &rope_freqs, &rope_factors_short, &rope_factors_long}) {
+    add_vector(*v);
+  }
   for (const auto& L : layers) {
     for (const WeightMatrix* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) {
-      m.owned_bytes += w->packed_bytes();
+      if (w->tensor().data != nullptr) m.owned_bytes += w->packed_bytes();  // a GELU MLP has no gate
     }
-    for (const auto* v : {&L.attn_norm, &L.bq, &L.bk, &L.bv, &L.ffn_norm}) add_vector(*v);
+    for (const auto* v : {&L.attn_norm, &L.attn_norm_b, &L.bq, &L.bk, &L.bv, &L.bo, &L.attn_post_norm, &L.ffn_norm,
+                          &L.ffn_norm_b, &L.ffn_post_norm, &L.b_up, &L.b_down}) {
+      add_vector(*v);
+    }
   }
-  m.mapped_bytes = token_embd.num_bytes();
+  m.mapped_bytes = token_embd.num_bytes() + (position_embd.data != nullptr ? position_embd.num_bytes() : 0);
   return m;
 }
 
 int64_t ModelWeights::bytes_per_token() const {
   int64_t bytes = output.num_bytes() + token_embd.row_bytes();
+  if (position_embd.data != nullptr) bytes += position_embd.row_bytes();
   for (const auto& L : layers) {
-    for (const WeightMatrix* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) bytes += m->num_bytes();
+    for (const WeightMatrix* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) {
+      if (m->tensor().data != nullptr) bytes += m->num_bytes();  // a GELU MLP has no gate
+    }
   }
   return bytes;
 }

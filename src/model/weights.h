@@ -1,8 +1,11 @@
-// ModelWeights: every weight of a LLaMA-family model, checked against the config's
-// shapes at load. Matrices are repacked into panels (and their file pages released:
-// the weights are resident once); norm and bias vectors are decoded to float copies
-// (they are tiny and read every token). Only the token embedding is read in place
-// from the mapped file, one row per token, so just the rows in use are resident.
+// ModelWeights: every weight of a model (LLaMA family, Qwen2, Phi-3, GPT-2), checked
+// against the config's shapes at load. Fused GGUF tensors (attn_qkv, Phi-3's gate/up
+// in ffn_up) are split into their row ranges here, so the forward pass sees one
+// layout. Matrices are repacked into panels (and their file pages released: the
+// weights are resident once); norm and bias vectors are decoded to float copies
+// (they are tiny and read every token). Only the token and position embeddings are
+// read in place from the mapped file, one row per token, so just the rows in use are
+// resident.
 //
 // Thread-safety: immutable after load.
 #pragma once
@@ -16,13 +19,18 @@
 
 namespace llms {
 
+// A vector that a model may lack (a bias) is empty.
 struct LayerWeights {
-  std::vector<float> attn_norm;  // [n_embd]
+  std::vector<float> attn_norm, attn_norm_b;  // [n_embd]; the bias with LayerNorm only
   WeightMatrix wq, wk, wv, wo;   // [q_dim, n_embd], [kv_dim, n_embd] x2, [n_embd, q_dim]
-  std::vector<float> bq, bk, bv; // empty unless the model has QKV biases
-  std::vector<float> ffn_norm;   // [n_embd]
-  WeightMatrix w_gate, w_up;     // [n_ff, n_embd]
+  std::vector<float> bq, bk, bv; // [q_dim], [kv_dim] x2: QKV biases (Qwen2, GPT-2)
+  std::vector<float> bo;         // [n_embd]: output projection bias (GPT-2)
+  std::vector<float> attn_post_norm, ffn_post_norm;  // [n_embd]: norms of the blocks' outputs (Gemma-2)
+  std::vector<float> ffn_norm, ffn_norm_b;  // [n_embd]
+  WeightMatrix w_gate;           // [n_ff, n_embd]; none with a GELU MLP
+  WeightMatrix w_up;             // [n_ff, n_embd]
   WeightMatrix w_down;           // [n_embd, n_ff]
+  std::vector<float> b_up, b_down;  // [n_ff], [n_embd]: MLP biases (GPT-2)
 };
 
 // What the weights take in memory.
@@ -34,8 +42,12 @@ struct WeightsMemory {
 
 struct ModelWeights {
   Tensor token_embd;             // [n_vocab, n_embd], any supported type
-  std::vector<float> output_norm;
+  Tensor position_embd;          // [n_ctx_train, n_embd] with learned positions; else empty
+  std::vector<float> output_norm, output_norm_b;
   WeightMatrix output;           // [n_vocab, n_embd]; the embedding when tied
+  // RoPE frequency divisors [rope_dim / 2], empty if none: rope_freqs (Llama-3.1's
+  // scaling, always applied), or LongRoPE's short and long sets (Phi-3 128k).
+  std::vector<float> rope_freqs, rope_factors_short, rope_factors_long;
   bool tied_output = false;
   std::vector<LayerWeights> layers;
 

@@ -83,8 +83,16 @@ json describe_model_file(const GgufFile& f) {
                             {"n_head_kv", c.n_head_kv},     {"head_dim", c.head_dim},
                             {"n_ff", c.n_ff},               {"context_length", c.n_ctx_train},
                             {"rope_dim", c.rope_dim},       {"rope_base", c.rope_base},
-                            {"rope_style", c.rope_style == RopeStyle::kNeox ? "neox" : "normal"},
-                            {"rms_eps", c.rms_eps}};
+                            {"rope_style", c.rope_dim == 0 ? "none" : c.rope_style == RopeStyle::kNeox ? "neox" : "normal"},
+                            {"positions", c.learned_positions ? "learned" : "rope"},
+                            {"norm", c.norm == NormKind::kRms ? "rmsnorm" : "layernorm"},
+                            {"norm_eps", c.rms_eps},
+                            {"ffn", c.ffn == FfnKind::kSwiGlu ? "swiglu" : "gelu"},
+                            {"rope_context_orig", c.n_ctx_orig},
+                            {"rope_attn_factor", c.rope_attn_factor},
+                            {"rope_freq_scale", c.rope_freq_scale},
+                            {"sliding_window", c.sliding_window},
+                            {"max_positions", c.max_positions()}};
     d["synthetic"] = c.synthetic;
   } else {
     d["config_error"] = cfg.status().message();

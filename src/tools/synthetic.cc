@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+#include <cstring>
 #include <set>
 
 #include "base/hash.h"
@@ -16,14 +18,23 @@ namespace llms {
 using gguf::Value;
 
 Status SyntheticSpec::validate() const {
-  if (arch != "llama" && arch != "qwen2") return invalid_argument("architecture must be llama or qwen2, got '" + arch + "'");
+  if (arch != "llama" && arch != "qwen2" && arch != "gpt2" && arch != "phi3" && arch != "gemma2") {
+    return invalid_argument("architecture must be llama, qwen2, phi3, gemma2 or gpt2, got '" + arch + "'");
+  }
+  if (head_dim != 0 && (head_dim < 0 || arch != "gemma2")) {
+    return invalid_argument("a head size of its own is for gemma2 only");
+  }
   if (n_vocab < 259) return invalid_argument(fmt::format("vocab size {} is below 259 (3 specials + 256 bytes)", n_vocab));
   if (n_embd <= 0 || n_layer <= 0 || n_head <= 0 || n_head_kv <= 0 || n_ff <= 0 || n_ctx <= 0) {
     return invalid_argument("every dimension must be positive");
   }
-  if (n_embd % n_head != 0) return invalid_argument(fmt::format("dim {} is not a multiple of heads {}", n_embd, n_head));
+  if (head_dim == 0 && n_embd % n_head != 0) return invalid_argument(fmt::format("dim {} is not a multiple of heads {}", n_embd, n_head));
   if (n_head % n_head_kv != 0) return invalid_argument(fmt::format("heads {} not a multiple of KV heads {}", n_head, n_head_kv));
-  if ((n_embd / n_head) % 2 != 0) return invalid_argument("head size must be even (RoPE rotates pairs)");
+  if (rope_scaling != "none" && rope_scaling != "linear" && rope_scaling != "llama3") {
+    return invalid_argument("rope scaling must be none, linear or llama3, got '" + rope_scaling + "'");
+  }
+  if (arch != "gpt2" && head_size() % 2 != 0) return invalid_argument("head size must be even (RoPE rotates pairs)");
+  if (arch == "gpt2" && n_head_kv != n_head) return invalid_argument("gpt2 has as many KV heads as heads");
   for (int64_t cols : {static_cast<int64_t>(n_embd), static_cast<int64_t>(n_ff)}) {
     if (!row_fits_blocks(weight_type, cols)) {
       return invalid_argument(fmt::format("type {} needs rows in multiples of {}; dim {} / ffn {} do not fit",
@@ -36,7 +47,9 @@ Status SyntheticSpec::validate() const {
   return ok_status();
 }
 
-std::vector<std::string> synthetic_preset_names() { return {"tiny", "llama-110m", "tinyllama-1.1b", "llama-7b"}; }
+std::vector<std::string> synthetic_preset_names() {
+  return {"tiny", "llama-110m", "tinyllama-1.1b", "llama-7b", "gpt2-small", "gpt2-large", "phi3-mini", "gemma2-2b"};
+}
 
 Result<SyntheticSpec> synthetic_preset(std::string_view name) {
   SyntheticSpec s;
@@ -49,6 +62,20 @@ Result<SyntheticSpec> synthetic_preset(std::string_view name) {
     s.n_vocab = 32000, s.n_embd = 2048, s.n_layer = 22, s.n_head = 32, s.n_head_kv = 4, s.n_ff = 5632, s.n_ctx = 2048;
   } else if (name == "llama-7b") {
     s.n_vocab = 32000, s.n_embd = 4096, s.n_layer = 32, s.n_head = 32, s.n_head_kv = 32, s.n_ff = 11008, s.n_ctx = 4096;
+  } else if (name == "phi3-mini") {  // Phi-3-mini-128k: LongRoPE from 4k to 128k
+    s.arch = "phi3";
+    s.n_vocab = 32064, s.n_embd = 3072, s.n_layer = 32, s.n_head = 32, s.n_head_kv = 32, s.n_ff = 8192;
+    s.n_ctx = 131072;
+  } else if (name == "gemma2-2b") {  // heads of 256, window 4096 on a context of 8192
+    s.arch = "gemma2", s.tied_output = true;
+    s.n_vocab = 256000, s.n_embd = 2304, s.n_layer = 26, s.n_head = 8, s.n_head_kv = 4, s.n_ff = 9216;
+    s.head_dim = 256, s.n_ctx = 8192;
+  } else if (name == "gpt2-small") {  // 124M; tied output head, as the released weights
+    s.arch = "gpt2", s.tied_output = true;
+    s.n_vocab = 50257, s.n_embd = 768, s.n_layer = 12, s.n_head = 12, s.n_head_kv = 12, s.n_ff = 3072, s.n_ctx = 1024;
+  } else if (name == "gpt2-large") {  // 774M
+    s.arch = "gpt2", s.tied_output = true;
+    s.n_vocab = 50257, s.n_embd = 1280, s.n_layer = 36, s.n_head = 20, s.n_head_kv = 20, s.n_ff = 5120, s.n_ctx = 1024;
   } else {
     std::string names;
     for (const auto& n : synthetic_preset_names()) names += (names.empty() ? "" : ", ") + n;
@@ -100,13 +127,11 @@ SpmVocabulary make_synthetic_vocab(int n_vocab) {
 
 namespace {
 
-// Fills a tensor with N(0, std) values, seeded by the model seed and the tensor name,
-// encoded row by row in `type`.
-// Fills a tensor with N(0, std) values encoded row by row in `type`. Each row has
+// Fills a tensor with N(mean, std) values encoded row by row in `type`. Each row has
 // its own generator (seeded by the model seed, the tensor name and the row), so rows
 // are filled on all cores and the file is the same whatever the core count.
 GgufWriter::Filler random_filler(DType type, int64_t cols, uint64_t seed, const std::string& name, float std_dev,
-                                 ThreadPool* pool) {
+                                 ThreadPool* pool, float mean = 0.0f) {
   return [=](std::span<uint8_t> out) {
     const uint64_t base = seed ^ hash64(name.data(), name.size());
     const int64_t rb = dtype_row_bytes(type, cols);
@@ -115,7 +140,7 @@ GgufWriter::Filler random_filler(DType type, int64_t cols, uint64_t seed, const 
       std::vector<float> row(static_cast<size_t>(cols));
       for (int64_t r = r0; r < r1; ++r) {
         Rng rng(base + static_cast<uint64_t>(r) * 0x9E3779B97F4A7C15ULL);
-        for (auto& x : row) x = static_cast<float>(rng.normal()) * std_dev;
+        for (auto& x : row) x = mean + static_cast<float>(rng.normal()) * std_dev;
         quantize_row(type, row.data(), out.data() + r * rb, cols);
       }
     });
@@ -130,11 +155,192 @@ GgufWriter::Filler const_filler(float value) {
 
 }  // namespace
 
+namespace {
+
+// The tensors a writer adds: matrices of the spec's weight type, F32 vectors.
+struct TensorSink {
+  const SyntheticSpec& s;
+  GgufWriter& w;
+  ThreadPool& pool;
+
+  float layer_std = 0.02f;  // the default of matrix()
+
+  void matrix(const std::string& name, int64_t cols, int64_t rows, float std_dev = -1.0f) {
+    if (std_dev < 0.0f) std_dev = layer_std;
+    w.add_tensor(name, s.weight_type, {cols, rows}, random_filler(s.weight_type, cols, s.seed, name, std_dev, &pool));
+  }
+  void random_vec(const std::string& name, int64_t n, float std_dev = 0.02f, float mean = 0.0f) {
+    w.add_tensor(name, DType::kF32, {n}, random_filler(DType::kF32, n, s.seed, name, std_dev, &pool, mean));
+  }
+  void ones(const std::string& name, int64_t n) { w.add_tensor(name, DType::kF32, {n}, const_filler(1.0f)); }
+};
+
+// GPT-2 and Phi-3: the embedding is small (std 0.14 in GPT-2's released weights) and
+// the layers' matrices larger than the LLaMA presets' 0.02, so that what the layers
+// add (attention, positions) outweighs the embedding and shows in the logits, and a
+// tied head does not just predict the input token again.
+constexpr float kGpt2EmbdStd = 0.14f;
+constexpr float kGpt2WeightStd = 0.04f;
+
+// Llama-3.1's frequency divisors (factor 8, low/high frequency factors 1 and 4, an
+// original context of 8192), as its converter computes them.
+void add_llama3_rope_freqs(TensorSink& t) {
+  const SyntheticSpec& s = t.s;
+  const int64_t hd = s.head_size(), half = hd / 2;
+  const double factor = 8.0, low = 1.0, high = 4.0, orig = 8192.0, pi = 3.14159265358979323846;
+  t.w.add_tensor("rope_freqs.weight", DType::kF32, {half}, [=](std::span<uint8_t> out) {
+    for (int64_t i = 0; i < half; ++i) {
+      const double freq = std::pow(static_cast<double>(s.rope_base), -2.0 * static_cast<double>(i) / hd);
+      const double wavelen = 2 * pi / freq;
+      double f = 1.0;
+      if (wavelen > orig / low) {
+        f = factor;
+      } else if (wavelen >= orig / high) {
+        const double smooth = (orig / wavelen - low) / (high - low);
+        f = 1.0 / ((1.0 - smooth) / factor + smooth);
+      }
+      const float v = static_cast<float>(f);
+      std::memcpy(out.data() + 4 * i, &v, 4);
+    }
+  });
+}
+
+// LLaMA and Qwen2: separate Q, K, V (Qwen2 with biases), RMSNorm, SwiGLU.
+void add_llama_layers(TensorSink& t) {
+  const SyntheticSpec& s = t.s;
+  const int64_t d = s.n_embd, ff = s.n_ff, hd = s.head_size();
+  const int64_t q_dim = hd * s.n_head, kv_dim = hd * s.n_head_kv;
+  t.ones("output_norm.weight", d);
+  if (!s.tied_output) t.matrix("output.weight", d, s.n_vocab);
+  if (s.rope_scaling == "llama3") add_llama3_rope_freqs(t);
+  for (int l = 0; l < s.n_layer; ++l) {
+    const std::string p = fmt::format("blk.{}.", l);
+    t.ones(p + "attn_norm.weight", d);
+    t.matrix(p + "attn_q.weight", d, q_dim);
+    t.matrix(p + "attn_k.weight", d, kv_dim);
+    t.matrix(p + "attn_v.weight", d, kv_dim);
+    if (s.arch == "qwen2") {
+      t.random_vec(p + "attn_q.bias", q_dim);
+      t.random_vec(p + "attn_k.bias", kv_dim);
+      t.random_vec(p + "attn_v.bias", kv_dim);
+    }
+    t.matrix(p + "attn_output.weight", q_dim, d);
+    t.ones(p + "ffn_norm.weight", d);
+    t.matrix(p + "ffn_gate.weight", d, ff);
+    t.matrix(p + "ffn_up.weight", d, ff);
+    t.matrix(p + "ffn_down.weight", ff, d);
+  }
+}
+
+
+// GPT-2: learned positions, LayerNorm with bias, fused QKV with bias, GELU MLP with
+// biases. Norm weights and every bias are random (not 1 and 0), so that a weight or
+// bias left out changes the output.
+void add_gpt2_layers(TensorSink& t) {
+  const SyntheticSpec& s = t.s;
+  const int64_t d = s.n_embd, ff = s.n_ff;
+  auto norm = [&](const std::string& name) {
+    t.random_vec(name + ".weight", d, 0.2f, 1.0f);
+    t.random_vec(name + ".bias", d, 0.2f);
+  };
+  t.matrix("position_embd.weight", d, s.n_ctx, 0.05f);
+  norm("output_norm");
+  // GPT-2 files carry output.weight even when the head is tied (the converter copies
+  // the embedding; llama.cpp requires it): a tied head is written as that copy.
+  if (s.tied_output) {
+    t.w.add_tensor("output.weight", s.weight_type, {d, s.n_vocab},
+                   random_filler(s.weight_type, d, s.seed, "token_embd.weight", kGpt2EmbdStd, &t.pool));
+  } else {
+    t.matrix("output.weight", d, s.n_vocab);
+  }
+  for (int l = 0; l < s.n_layer; ++l) {
+    const std::string p = fmt::format("blk.{}.", l);
+    norm(p + "attn_norm");
+    t.matrix(p + "attn_qkv.weight", d, 3 * d, kGpt2WeightStd);
+    t.random_vec(p + "attn_qkv.bias", 3 * d);
+    t.matrix(p + "attn_output.weight", d, d, kGpt2WeightStd);
+    t.random_vec(p + "attn_output.bias", d);
+    norm(p + "ffn_norm");
+    t.matrix(p + "ffn_up.weight", d, ff, kGpt2WeightStd);
+    t.random_vec(p + "ffn_up.bias", ff);
+    t.matrix(p + "ffn_down.weight", ff, d, kGpt2WeightStd);
+    t.random_vec(p + "ffn_down.bias", d);
+  }
+}
+
+// Phi-3 (128k): fused QKV and gate/up, NeoX RoPE over the whole head with LongRoPE
+// factors (short and long sets rising across the frequencies, as the released ones
+// do) and the attention factor sqrt(1 + ln(ctx / orig) / ln(orig)). Norm weights are
+// random around 1, so that one left out changes the output.
+void add_phi3_layers(TensorSink& t) {
+  const SyntheticSpec& s = t.s;
+  const int64_t d = s.n_embd, ff = s.n_ff, hd = s.head_size();
+  const int64_t q_dim = hd * s.n_head, kv_dim = hd * s.n_head_kv, half = hd / 2;
+  auto factors = [&](const std::string& name, float top) {
+    t.w.add_tensor(name, DType::kF32, {half}, [=](std::span<uint8_t> out) {
+      for (int64_t i = 0; i < half; ++i) {
+        const float x = static_cast<float>(i) / static_cast<float>(half);
+        const float v = 1.0f + (top - 1.0f) * x * x;
+        std::memcpy(out.data() + 4 * i, &v, 4);
+      }
+    });
+  };
+  t.random_vec("output_norm.weight", d, 0.2f, 1.0f);
+  t.matrix("output.weight", d, s.n_vocab, kGpt2EmbdStd);
+  factors("rope_factors_long.weight", 40.0f);
+  factors("rope_factors_short.weight", 1.5f);
+  for (int l = 0; l < s.n_layer; ++l) {
+    const std::string p = fmt::format("blk.{}.", l);
+    t.random_vec(p + "attn_norm.weight", d, 0.2f, 1.0f);
+    t.matrix(p + "attn_qkv.weight", d, q_dim + 2 * kv_dim, kGpt2WeightStd);
+    t.matrix(p + "attn_output.weight", q_dim, d, kGpt2WeightStd);
+    t.random_vec(p + "ffn_norm.weight", d, 0.2f, 1.0f);
+    t.matrix(p + "ffn_up.weight", d, 2 * ff, kGpt2WeightStd);
+    t.matrix(p + "ffn_down.weight", ff, d, kGpt2WeightStd);
+  }
+}
+
+// Gemma-2: RMSNorm before and after each block (weights around 1: the files store
+// 1 + w), GELU-gated FFN, a tied head, heads of their own size. Larger matrices (0.06)
+// than the others, so that attention scores reach the soft cap.
+void add_gemma2_layers(TensorSink& t) {
+  const SyntheticSpec& s = t.s;
+  const int64_t d = s.n_embd, ff = s.n_ff, hd = s.head_size();
+  const int64_t q_dim = hd * s.n_head, kv_dim = hd * s.n_head_kv;
+  constexpr float kStd = 0.06f;
+  t.random_vec("output_norm.weight", d, 0.2f, 1.0f);
+  if (!s.tied_output) t.matrix("output.weight", d, s.n_vocab, kGpt2EmbdStd);
+  for (int l = 0; l < s.n_layer; ++l) {
+    const std::string p = fmt::format("blk.{}.", l);
+    t.random_vec(p + "attn_norm.weight", d, 0.2f, 1.0f);
+    t.matrix(p + "attn_q.weight", d, q_dim, kStd);
+    t.matrix(p + "attn_k.weight", d, kv_dim, kStd);
+    t.matrix(p + "attn_v.weight", d, kv_dim, kStd);
+    t.matrix(p + "attn_output.weight", q_dim, d, kStd);
+    t.random_vec(p + "post_attention_norm.weight", d, 0.2f, 1.0f);
+    t.random_vec(p + "ffn_norm.weight", d, 0.2f, 1.0f);
+    t.matrix(p + "ffn_gate.weight", d, ff, kStd);
+    t.matrix(p + "ffn_up.weight", d, ff, kStd);
+    t.matrix(p + "ffn_down.weight", ff, d, kStd);
+    t.random_vec(p + "post_ffw_norm.weight", d, 0.2f, 1.0f);
+  }
+}
+
+// The original context LongRoPE extends (Phi-3's 4k) and its attention factor.
+constexpr int kPhi3OrigCtx = 4096;
+float phi3_attn_factor(int n_ctx) {
+  const double scale = static_cast<double>(n_ctx) / kPhi3OrigCtx;
+  return scale <= 1.0 ? 1.0f : static_cast<float>(std::sqrt(1.0 + std::log(scale) / std::log(double{kPhi3OrigCtx})));
+}
+
+}  // namespace
+
 Status write_synthetic_model(const SyntheticSpec& s, const std::string& path) {
   LLMS_RETURN_IF_ERROR(s.validate());
   ThreadPool pool(0);
   GgufWriter w;
   const std::string a = s.arch + ".";
+  const bool gpt2 = s.arch == "gpt2";
   w.set("general.architecture", Value::string(s.arch));
   w.set("general.name", Value::string(fmt::format("synthetic {} (random weights)", s.preset)));
   w.set(kSyntheticKey, Value::boolean(true));
@@ -143,46 +349,53 @@ Status write_synthetic_model(const SyntheticSpec& s, const std::string& path) {
   w.set(a + "block_count", Value::u32(static_cast<uint32_t>(s.n_layer)));
   w.set(a + "feed_forward_length", Value::u32(static_cast<uint32_t>(s.n_ff)));
   w.set(a + "attention.head_count", Value::u32(static_cast<uint32_t>(s.n_head)));
-  w.set(a + "attention.head_count_kv", Value::u32(static_cast<uint32_t>(s.n_head_kv)));
-  w.set(a + "rope.dimension_count", Value::u32(static_cast<uint32_t>(s.n_embd / s.n_head)));
-  w.set(a + "rope.freq_base", Value::f32(s.rope_base));
-  w.set(a + "attention.layer_norm_rms_epsilon", Value::f32(1e-5f));
+  if (gpt2) {
+    w.set(a + "attention.layer_norm_epsilon", Value::f32(1e-5f));
+  } else {
+    w.set(a + "attention.head_count_kv", Value::u32(static_cast<uint32_t>(s.n_head_kv)));
+    w.set(a + "rope.dimension_count", Value::u32(static_cast<uint32_t>(s.head_size())));
+    w.set(a + "rope.freq_base", Value::f32(s.rope_base));
+    w.set(a + "attention.layer_norm_rms_epsilon", Value::f32(1e-5f));
+  }
+  if (s.rope_scaling == "linear") {
+    w.set(a + "rope.scaling.type", Value::string("linear"));
+    w.set(a + "rope.scaling.factor", Value::f32(4.0f));
+  }
+  if (s.arch == "gemma2") {
+    w.set(a + "attention.key_length", Value::u32(static_cast<uint32_t>(s.head_size())));
+    w.set(a + "attention.value_length", Value::u32(static_cast<uint32_t>(s.head_size())));
+    w.set(a + "attention.sliding_window", Value::u32(static_cast<uint32_t>(std::min(s.n_ctx, 4096))));
+    w.set(a + "attn_logit_softcapping", Value::f32(s.attn_softcap));
+    w.set(a + "final_logit_softcapping", Value::f32(s.final_softcap));
+  }
+  if (s.arch == "phi3") {
+    w.set(a + "rope.scaling.original_context_length", Value::u32(kPhi3OrigCtx));
+    w.set(a + "rope.scaling.attn_factor", Value::f32(phi3_attn_factor(s.n_ctx)));
+    // As the 128k files: a window as long as the context, so attention is full.
+    w.set(a + "attention.sliding_window", Value::u32(static_cast<uint32_t>(s.n_ctx)));
+  }
   w.set("general.file_type", Value::u32(gguf_file_type(s.weight_type)));
-  set_spm_vocabulary(w, make_synthetic_vocab(s.n_vocab));
+  SpmVocabulary vocab = make_synthetic_vocab(s.n_vocab);
+  if (s.arch == "phi3") {
+    // Phi-3's chat control tokens (llama.cpp looks them up), in place of the last fillers.
+    const char* const specials[] = {"<|endoftext|>", "<|assistant|>", "<|system|>", "<|end|>", "<|user|>"};
+    size_t at = vocab.tokens.size() - std::size(specials);
+    for (const char* sp : specials) vocab.tokens[at] = sp, vocab.scores[at] = 0.0f, vocab.types[at++] = 3;
+  }
+  set_spm_vocabulary(w, vocab);
 
-  const int64_t d = s.n_embd, ff = s.n_ff, hd = s.n_embd / s.n_head;
-  const int64_t q_dim = hd * s.n_head, kv_dim = hd * s.n_head_kv;
-  const float std_dev = 0.02f;
-  auto matrix = [&](const std::string& name, int64_t cols, int64_t rows) {
-    w.add_tensor(name, s.weight_type, {cols, rows}, random_filler(s.weight_type, cols, s.seed, name, std_dev, &pool));
-  };
-  auto vec = [&](const std::string& name, int64_t n, bool random) {
-    if (random) {
-      w.add_tensor(name, DType::kF32, {n}, random_filler(DType::kF32, n, s.seed, name, std_dev, &pool));
-    } else {
-      w.add_tensor(name, DType::kF32, {n}, const_filler(1.0f));
-    }
-  };
-  w.add_tensor("token_embd.weight", s.weight_type, {d, s.n_vocab},
-               random_filler(s.weight_type, d, s.seed, "token_embd.weight", 1.0f, &pool));
-  vec("output_norm.weight", d, false);
-  if (!s.tied_output) matrix("output.weight", d, s.n_vocab);
-  for (int l = 0; l < s.n_layer; ++l) {
-    const std::string p = fmt::format("blk.{}.", l);
-    vec(p + "attn_norm.weight", d, false);
-    matrix(p + "attn_q.weight", d, q_dim);
-    matrix(p + "attn_k.weight", d, kv_dim);
-    matrix(p + "attn_v.weight", d, kv_dim);
-    if (s.arch == "qwen2") {
-      vec(p + "attn_q.bias", q_dim, true);
-      vec(p + "attn_k.bias", kv_dim, true);
-      vec(p + "attn_v.bias", kv_dim, true);
-    }
-    matrix(p + "attn_output.weight", q_dim, d);
-    vec(p + "ffn_norm.weight", d, false);
-    matrix(p + "ffn_gate.weight", d, ff);
-    matrix(p + "ffn_up.weight", d, ff);
-    matrix(p + "ffn_down.weight", ff, d);
+  TensorSink t{s, w, pool};
+  // GPT-2's embedding is small (std 0.14 in the released weights): its head is tied,
+  // and the logits should spread as a trained model's, neither flat nor one-hot.
+  t.matrix("token_embd.weight", s.n_embd, s.n_vocab, gpt2 || s.arch == "phi3" ? kGpt2EmbdStd : 1.0f);
+  if (gpt2) {
+    add_gpt2_layers(t);
+  } else if (s.arch == "phi3") {
+    add_phi3_layers(t);
+  } else if (s.arch == "gemma2") {
+    add_gemma2_layers(t);
+  } else {
+    add_llama_layers(t);
   }
   return w.write(path);
 }

@@ -17,25 +17,36 @@ namespace llms {
 
 struct SyntheticSpec {
   std::string preset = "custom";
-  std::string arch = "llama";  // llama or qwen2 (QKV biases, NeoX RoPE)
+  std::string arch = "llama";  // llama, qwen2 (QKV biases, NeoX RoPE), phi3, gemma2 or gpt2 (n_head_kv = n_head)
   int n_vocab = 512;
   int n_embd = 64;
   int n_layer = 2;
   int n_head = 4;
   int n_head_kv = 2;
   int n_ff = 128;
+  int head_dim = 0;  // 0: n_embd / n_head (gemma2 presets set their own)
+  float attn_softcap = 50.0f, final_softcap = 30.0f;  // gemma2's soft caps
   int n_ctx = 2048;
   float rope_base = 10000.0f;
   bool tied_output = false;
+  // RoPE scaling (llama and qwen2): "none", "linear" (rope.scaling.factor 4) or "llama3"
+  // (Llama-3.1's frequency divisors as a rope_freqs.weight tensor)
+  std::string rope_scaling = "none";
+  // llama and qwen2: the small embedding and larger layer matrices of the gpt2 and phi3
+  // models (std 0.14 and 0.04, not 1 and 0.02), so that what attention adds (RoPE)
+  // shows in the logits rather than the embedding alone.
+  bool strong_layers = false;
   DType weight_type = DType::kF32;  // matrices; norms and biases stay F32
   uint64_t seed = 1;
 
+  int head_size() const { return head_dim > 0 ? head_dim : n_embd / n_head; }
   Status validate() const;
 };
 
 // Names accepted by synthetic_preset().
 std::vector<std::string> synthetic_preset_names();
-// tiny, llama-110m, tinyllama-1.1b, llama-7b; NOT_FOUND lists the valid names.
+// tiny, llama-110m, tinyllama-1.1b, llama-7b, gpt2-small, gpt2-large, phi3-mini,
+// gemma2-2b; NOT_FOUND lists the valid names.
 Result<SyntheticSpec> synthetic_preset(std::string_view name);
 
 Status write_synthetic_model(const SyntheticSpec& spec, const std::string& path);

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Writes the llama.cpp reference files of the architecture tests (tests/data/arch_ref_*.txt):
+# for each architecture, a generated model (make-model, seeded, F32 and Q8_0) is served by
+# llama.cpp's llama-server, and three token prompts get 32 greedy tokens each with the
+# top-10 log-probabilities of every step (from the raw logits, not after sampling).
+#
+#   scripts/arch-reference.sh [ARCH...]        # default: every architecture below
+#
+# LLAMA_BIN points at llama.cpp's bin/ (default ../shared/peers/llama.cpp/bin); LLMSERVE at
+# the llmserve binary (default build/release/src/cli/llmserve). Nothing in the tests needs
+# llama.cpp: they read the committed files and regenerate the model from the make-model
+# arguments on each file's `model` line (tests/arch_reference_test.cc).
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+llmserve=${LLMSERVE:-$here/build/release/src/cli/llmserve}
+bin=${LLAMA_BIN:-$here/../shared/peers/llama.cpp/bin}
+port=${PORT:-18741}
+work=$(mktemp -d)
+server_pid=
+cleanup() {
+  if [[ -n $server_pid ]]; then kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+# name -> make-model arguments (2-4 layers, real-shaped layers, a small vocabulary).
+declare -A models=(
+  [gpt2]="--preset gpt2-small --layers 2 --vocab 4096 --seed 7"
+  [phi3]="--preset phi3-mini --layers 2 --dim 768 --heads 8 --kv-heads 4 --ffn 2048 --vocab 4096 --seed 7"
+  # Gemma-2 keeps the 2B's 26 layers: this llama.cpp picks its score scale by the layer
+  # count (26, 42 or 46) and refuses any other; heads of 256 and GQA 2:1 as the 2B's.
+  [gemma2]="--preset gemma2-2b --dim 256 --heads 2 --kv-heads 1 --ffn 512 --vocab 4096 --seed 7"
+)
+# name -> the server's context: Phi-3 past its 4096 trained positions, so that llama.cpp
+# (and the test, through ForwardState::set_context_length) rotates with the long factors.
+declare -A contexts=([gpt2]=512 [phi3]=8192 [gemma2]=512)
+archs=("$@")
+[[ ${#archs[@]} -gt 0 ]] || archs=("${!models[@]}")
+
+for arch in "${archs[@]}"; do
+  args=${models[$arch]:?unknown architecture $arch}
+  for type in f32 q8_0; do
+    file=$work/$arch-$type.gguf
+    # shellcheck disable=SC2086
+    "$llmserve" make-model $args --type "$type" "$file" >/dev/null
+    LD_LIBRARY_PATH=$bin "$bin/llama-server" -m "$file" -c "${contexts[$arch]}" -np 1 -t 2 -ctk f32 -ctv f32 --port "$port" \
+      >"$work/server.log" 2>&1 &
+    server_pid=$!
+    for _ in $(seq 120); do curl -sf "localhost:$port/health" >/dev/null && break; sleep 1; done
+    curl -sf "localhost:$port/health" >/dev/null || { tail -20 "$work/server.log"; exit 1; }
+    out=$here/tests/data/arch_ref_${arch}_${type}.txt
+    python3 - "$port" "$args --type $type" "$out" "${contexts[$arch]}" <<'PY'
+import json, random, sys, urllib.request
+port, args, out, context = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+rng = random.Random(20261201)
+# Three prompts: one token, a short one, and one of 40 tokens (ids from the vocabulary's
+# byte and word-piece range, which every generated model has).
+prompts = [[1], [1] + [rng.randrange(3, 259) for _ in range(6)], [1] + [rng.randrange(3, 1000) for _ in range(39)]]
+lines = ["# llama.cpp reference for tests/arch_reference_test.cc, written by scripts/arch-reference.sh",
+         "# step: the greedy token (end-of-generation and byte tokens excluded), then the top-10 as id:logprob",
+         f"model {args}", f"context {context}"]
+# Byte tokens (ids 3..258 in every generated vocabulary) are banned from the greedy
+# choice: the server leaves out the probabilities of a step whose token ends in an
+# unfinished UTF-8 character, which would put the steps out of line. The top-10 are
+# the raw logits' (post_sampling_probs off), the bias does not touch them.
+ban = [[i, False] for i in range(3, 259)]
+for p in prompts:
+    body = {"prompt": p, "n_predict": 32, "n_probs": 10, "temperature": 0, "top_k": 1, "ignore_eos": True,
+            "cache_prompt": False, "repeat_penalty": 1.0, "post_sampling_probs": False, "logit_bias": ban,
+            "return_tokens": True}
+    req = urllib.request.Request(f"http://localhost:{port}/completion", json.dumps(body).encode(),
+                                 {"Content-Type": "application/json"})
+    r = json.load(urllib.request.urlopen(req))
+    assert r["tokens_evaluated"] == len(p), (len(p), {k: v for k, v in r.items() if k != "completion_probabilities"})
+    steps = r["completion_probabilities"]
+    assert [s["id"] for s in steps] == r["tokens"] and len(steps) == 32, (r["tokens"], [s["id"] for s in steps])
+    lines.append("prompt " + " ".join(map(str, p)))
+    for s in steps:
+        top = " ".join(f"{t['id']}:{t['logprob']:.7f}" for t in s["top_logprobs"])
+        lines.append(f"step {s['id']} {top}")
+open(out, "w").write("\n".join(lines) + "\n")
+print("wrote", out)
+PY
+    kill "$server_pid"; wait "$server_pid" 2>/dev/null || true; server_pid=
+  done
+done

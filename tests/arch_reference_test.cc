@@ -1,0 +1,182 @@
+// Each architecture against llama.cpp: the committed files tests/data/arch_ref_<arch>_<type>.txt
+// (written by scripts/arch-reference.sh, see docs/architectures.md) hold llama.cpp's greedy
+// tokens and top-10 log-probabilities for three prompts on a generated model. The test
+// regenerates that model with the same make-model arguments (seeded, so the same file),
+// runs it through Model::forward with a paged F32 KV cache, prefill then one token per
+// step, and checks every greedy token and every top-10 log-probability.
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
+#include "command_util.h"
+
+namespace llms {
+namespace {
+
+struct RefStep {
+  int32_t greedy = -1;
+  std::vector<std::pair<int32_t, double>> top;  // llama.cpp's top-10 (id, log-probability)
+};
+
+struct RefPrompt {
+  std::vector<int32_t> tokens;
+  std::vector<RefStep> steps;
+};
+
+struct Reference {
+  std::string make_model_args;
+  int context = 0;  // llama-server's -c (LongRoPE picks its factors by it)
+  std::vector<RefPrompt> prompts;
+};
+
+Reference read_reference(const std::string& path) {
+  Reference ref;
+  std::ifstream in(path);
+  EXPECT_TRUE(in.good()) << "cannot read " << path;
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream words(line);
+    std::string kind;
+    words >> kind;
+    if (kind == "model") {
+      std::getline(words, ref.make_model_args);
+    } else if (kind == "context") {
+      words >> ref.context;
+    } else if (kind == "prompt") {
+      ref.prompts.emplace_back();
+      for (int32_t t; words >> t;) ref.prompts.back().tokens.push_back(t);
+    } else if (kind == "step") {
+      RefStep s;
+      words >> s.greedy;
+      for (std::string pair; words >> pair;) {
+        const size_t colon = pair.find(':');
+        s.top.emplace_back(std::stoi(pair.substr(0, colon)), std::stod(pair.substr(colon + 1)));
+      }
+      ref.prompts.back().steps.push_back(std::move(s));
+    }
+  }
+  return ref;
+}
+
+// log-softmax in double over one row of logits.
+std::vector<double> log_probs(const float* logits, int64_t n) {
+  const double mx = *std::max_element(logits, logits + n);
+  double sum = 0;
+  for (int64_t i = 0; i < n; ++i) sum += std::exp(logits[i] - mx);
+  std::vector<double> lp(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) lp[i] = logits[i] - mx - std::log(sum);
+  return lp;
+}
+
+struct Agreement {
+  int greedy_mismatches = 0;  // steps whose greedy token differs, near ties excepted
+  int near_ties = 0;          // differing steps where llama.cpp's own top two are within tie_margin
+  double worst_logprob_diff = 0;
+};
+
+// Runs one prompt and its 32 steps, feeding llama.cpp's greedy tokens (so that one
+// mismatch does not hide the rest).
+Agreement compare_prompt(const Model& m, const RefPrompt& p, int context, const Tokenizer& tok, double tie_margin) {
+  const ModelConfig& c = m.config();
+  const int block = 16;
+  const int64_t total = static_cast<int64_t>(p.tokens.size() + p.steps.size());
+  const int32_t n_blocks = static_cast<int32_t>((total + block - 1) / block);
+  KvCache kv(m.kv_config(n_blocks, block, DType::kF32, DType::kF32));
+  std::vector<int32_t> table;
+  for (int32_t b = n_blocks - 1; b >= 0; --b) table.push_back(b);  // scattered on purpose
+  ForwardState state;
+  state.set_context_length(context);
+  ThreadPool pool(2);
+  ForwardOutput out;
+  std::vector<int32_t> tokens = p.tokens;
+  int64_t done = 0;
+  Agreement a;
+  for (const RefStep& step : p.steps) {
+    SequenceChunk chunk{std::span<const int32_t>(tokens).subspan(static_cast<size_t>(done)), done, table,
+                        LogitsWanted::kLast};
+    EXPECT_TRUE(m.forward({&chunk, 1}, kv, state, pool, out).ok());
+    done = static_cast<int64_t>(tokens.size());
+    const std::vector<double> lp = log_probs(out.row(0), c.n_vocab);
+    // llama.cpp's greedy choice had end-of-generation tokens (ignore_eos) and byte
+    // tokens (a logit bias, see the script) banned.
+    int32_t best = -1;
+    for (int32_t i = 0; i < c.n_vocab; ++i) {
+      if (tok.is_end_of_generation(i) || tok.token_type(i) == TokenType::kByte) continue;
+      if (best < 0 || lp[i] > lp[best]) best = i;
+    }
+    if (best != step.greedy) {
+      // Our choice must be llama.cpp's runner-up, within the margin of its winner.
+      const bool tie = step.top.size() > 1 && step.top[1].first == best &&
+                       step.top[0].second - step.top[1].second <= tie_margin;
+      ++(tie ? a.near_ties : a.greedy_mismatches);
+    }
+    for (const auto& [id, want] : step.top) a.worst_logprob_diff = std::max(a.worst_logprob_diff, std::abs(lp[id] - want));
+    tokens.push_back(step.greedy);
+  }
+  return a;
+}
+
+// tolerance: on every top-10 log-probability; tie_margin: see Agreement.
+void check_architecture(const std::string& arch, const std::string& type, double tolerance, double tie_margin) {
+  const std::string ref_path = std::string(LLMSERVE_SOURCE_DIR) + "/tests/data/arch_ref_" + arch + "_" + type + ".txt";
+  const Reference ref = read_reference(ref_path);
+  ASSERT_EQ(ref.prompts.size(), 3u) << ref_path;
+  const std::string model_path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_arch_" + arch + "_" + type + ".gguf";
+  const auto made = test::run_command(std::string(LLMSERVE_BIN) + " make-model" + ref.make_model_args + " " + model_path +
+                                      " 2>&1");
+  ASSERT_EQ(made.exit_code, 0) << made.out;
+  auto model = Model::load(model_path);
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
+  ASSERT_EQ((*model)->config().arch_name, arch);
+  auto tokenizer = Tokenizer::from_gguf((*model)->file());
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status().to_string();
+  for (size_t i = 0; i < ref.prompts.size(); ++i) {
+    const RefPrompt& p = ref.prompts[i];
+    ASSERT_EQ(p.steps.size(), 32u);
+    const Agreement a = compare_prompt(**model, p, ref.context, **tokenizer, tie_margin);
+    EXPECT_EQ(a.greedy_mismatches, 0) << arch << " " << type << " prompt " << i;
+    EXPECT_LE(a.near_ties, 2) << arch << " " << type << " prompt " << i;
+    EXPECT_LE(a.worst_logprob_diff, tolerance) << arch << " " << type << " prompt " << i;
+    std::printf("%s %s prompt %zu: greedy %d/32 equal (%d near ties), worst top-10 |logprob difference| %.2e "
+                "(bound %.0e)\n",
+                arch.c_str(), type.c_str(), i, 32 - a.greedy_mismatches - a.near_ties, a.near_ties,
+                a.worst_logprob_diff, tolerance);
+  }
+  std::filesystem::remove(model_path);
+}
+
+// The bounds and why they are what they are: docs/architectures.md.
+// F32 weights, F32 KV: both engines compute in float; what is left is the order of sums.
+constexpr double kF32Tolerance = 2e-3;
+// GPT-2 in F32: llama.cpp reads GELU from a table of F16 inputs and outputs (relative
+// error up to 2^-11 twice); rounding our GELU the same way brings GPT-2 to 1.4e-3, so
+// the rest of the 5.7e-3 measured is that table. (Gemma-2's GELU gate, whose outputs
+// are post-normed, stays within 2e-3.)
+constexpr double kF32GeluTolerance = 8e-3;
+// Q8_0 weights: each engine rounds the activations of every product to 8 bits, which
+// moves its log-probabilities up to 0.47 (llama.cpp) and 0.38 (llmserve) from the exact
+// product of the same weights with float activations; the roundings are not the same
+// (llama.cpp keeps each block's scale in F16), so the engines land up to 0.36 apart.
+constexpr double kQ8Tolerance = 0.5;
+
+TEST(ArchReferenceTest, Gpt2F32MatchesLlamaCpp) { check_architecture("gpt2", "f32", kF32GeluTolerance, 0.0); }
+TEST(ArchReferenceTest, Phi3F32MatchesLlamaCpp) { check_architecture("phi3", "f32", kF32Tolerance, 0.0); }
+TEST(ArchReferenceTest, Phi3Q8_0MatchesLlamaCpp) { check_architecture("phi3", "q8_0", kQ8Tolerance, kQ8Tolerance); }
+TEST(ArchReferenceTest, Gemma2F32MatchesLlamaCpp) { check_architecture("gemma2", "f32", kF32Tolerance, 0.0); }
+TEST(ArchReferenceTest, Gemma2Q8_0MatchesLlamaCpp) {
+  check_architecture("gemma2", "q8_0", kQ8Tolerance, kQ8Tolerance);
+}
+TEST(ArchReferenceTest, Gpt2Q8_0MatchesLlamaCpp) { check_architecture("gpt2", "q8_0", kQ8Tolerance, kQ8Tolerance); }
+
+}  // namespace
+}  // namespace llms
