@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 #include <map>
 
 #include "base/random.h"
@@ -36,6 +38,7 @@ Fixture& fixture() {
     EXPECT_TRUE(write_synthetic_model(spec, path).ok());
     f.model = Model::load(path).value();
     f.tokenizer = Tokenizer::from_gguf(f.model->file()).value();
+    std::remove(path.c_str());  // the mapping keeps the data
   }
   return f;
 }

@@ -2,6 +2,8 @@
 // of (last token, position), and a tokenizer over the synthetic vocabulary.
 #pragma once
 
+#include <cstdio>
+
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -84,6 +86,7 @@ inline const Tokenizer& synthetic_tokenizer() {
     EXPECT_TRUE(write_synthetic_model(spec, path).ok());
     file = std::make_unique<GgufFile>(GgufFile::open(path).value());
     tok = Tokenizer::from_gguf(*file).value();
+    std::remove(path.c_str());  // the mapping keeps the data; nothing is left in the temp folder
   }
   return *tok;
 }
