@@ -191,14 +191,8 @@ class GbnfParser {
       const char c = peek();
       int min = 0;
       int max = GrammarExpr::kUnbounded;
-      if (c == '*') {
+      if (simple_quantifier(c, &min, &max)) {
         ++pos_;
-      } else if (c == '+') {
-        ++pos_;
-        min = 1;
-      } else if (c == '?') {
-        ++pos_;
-        max = 1;
       } else if (c == '{') {
         LLMS_RETURN_IF_ERROR(parse_braces(&min, &max));
       } else {

@@ -52,6 +52,15 @@ struct GrammarExpr {
   static GrammarExpr plus(GrammarExpr item) { return repeat(std::move(item), 1, kUnbounded); }
 };
 
+// The bounds of a one-character quantifier: * (0, unbounded), + (1, unbounded), ? (0, 1);
+// false for any other character. GBNF and the regex front end share them.
+inline bool simple_quantifier(char c, int* min, int* max) {
+  if (c != '*' && c != '+' && c != '?') return false;
+  *min = c == '+' ? 1 : 0;
+  *max = c == '?' ? 1 : GrammarExpr::kUnbounded;
+  return true;
+}
+
 // Limits that keep a hostile grammar from taking unbounded memory or time.
 struct GrammarLimits {
   int max_repeat = 4096;          // bounds of {m,n}

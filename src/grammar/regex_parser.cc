@@ -199,14 +199,8 @@ class RegexParser {
       int min = 0;
       int max = GrammarExpr::kUnbounded;
       const char c = peek();
-      if (c == '*') {
+      if (simple_quantifier(c, &min, &max)) {
         ++pos_;
-      } else if (c == '+') {
-        ++pos_;
-        min = 1;
-      } else if (c == '?') {
-        ++pos_;
-        max = 1;
       } else if (c == '{' && looks_like_braces()) {
         LLMS_RETURN_IF_ERROR(parse_braces(&min, &max));
       } else {
