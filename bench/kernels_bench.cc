@@ -24,12 +24,14 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "base/aligned_buffer.h"
+#include "base/clock.h"
 #include "base/random.h"
 #include "base/thread_pool.h"
 #include "kernels/attention.h"
@@ -104,6 +106,27 @@ void BM_MemoryReadBandwidth(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * kReadBytes);
   state.counters["machine_GB/s"] = read_gb_s();
   state.SetLabel(simd_target_name());
+}
+
+// The latency of a job on the pool: a trivial parallel_for, right after another one
+// (the workers spinning: range 0) or after park() (asleep: range 1).
+void BM_PoolWakeUp(benchmark::State& state) {
+  const bool parked = state.range(0) != 0;
+  std::atomic<int64_t> sink{0};
+  for (auto _ : state) {
+    if (parked) {
+      state.PauseTiming();
+      pool().park();
+      // Give the workers time to fall asleep (they check the flag while spinning).
+      const int64_t t0 = now_ns();
+      while (now_ns() - t0 < 200'000) {
+      }
+      state.ResumeTiming();
+    }
+    pool().parallel_for(pool().num_threads(), 1, 0, [&](int64_t b, int64_t e) { sink.fetch_add(e - b); });
+  }
+  benchmark::DoNotOptimize(sink.load());
+  state.SetLabel(parked ? "parked" : "spinning");
 }
 
 void BM_PeakFma(benchmark::State& state) {
@@ -437,6 +460,7 @@ void batch_args(benchmark::internal::Benchmark* b) {
 }
 
 BENCHMARK(BM_MemoryReadBandwidth)->Arg(1)->Arg(4)->Arg(8)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(10);
+BENCHMARK(BM_PoolWakeUp)->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PeakFma)->Iterations(1);
 BENCHMARK(BM_PeakInt8Dot)->Iterations(1);
 BENCHMARK(BM_Gemv)->Apply(matrix_args)->UseRealTime()->Unit(benchmark::kMicrosecond);

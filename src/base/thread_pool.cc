@@ -1,5 +1,7 @@
 #include "base/thread_pool.h"
 
+#include "base/clock.h"
+
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
@@ -8,8 +10,12 @@ namespace llms {
 namespace {
 
 // Spinning briefly before sleeping keeps the wake-up latency of back-to-back kernel
-// calls (one per layer op during decode) in the sub-microsecond range.
-constexpr int kSpinIterations = 20000;
+// calls (one per layer op during decode) in the sub-microsecond range. The spin is
+// bounded in time, not in iterations (a pause takes 10-140 cycles depending on the
+// CPU), and a parked pool does not spin at all.
+constexpr int64_t kSpinNs = 100'000;
+// The clock is read once per this many pauses.
+constexpr int kSpinCheckEvery = 64;
 
 inline void cpu_relax() {
 #if defined(__x86_64__)
@@ -64,6 +70,7 @@ void ThreadPool::run_erased(int64_t num_chunks, bool one_each, TaskFn fn, void* 
   // would otherwise claim a chunk past the old job's end, run a chunk of the new
   // job twice and count it in done_. The release store of num_chunks_ makes the
   // closed state visible to whoever reads the new count, so its claim fails.
+  parked_.store(false, std::memory_order_relaxed);
   state_.store(kClosed, std::memory_order_relaxed);
   fn_ = fn;
   ctx_ = ctx;
@@ -81,22 +88,42 @@ void ThreadPool::run_erased(int64_t num_chunks, bool one_each, TaskFn fn, void* 
   } else {
     work_on(gen);
   }
+  const int64_t wait_start = wait_ns_ != nullptr ? now_ns() : 0;
+  // The workers are at work on this job: waiting for them is short, so the caller spins
+  // (then sleeps, if a worker was descheduled).
+  int64_t spin_until = 0;
   for (int i = 0;; ++i) {
     const int64_t d = done_.load(std::memory_order_acquire);
-    if (d == num_chunks) return;
-    if (i < kSpinIterations) {
-      cpu_relax();
-    } else {
-      done_.wait(d, std::memory_order_acquire);
+    if (d == num_chunks) break;
+    if (i % kSpinCheckEvery == 0) {
+      const int64_t t = now_ns();
+      if (spin_until == 0) spin_until = t + kSpinNs;
+      if (t >= spin_until) {
+        done_.wait(d, std::memory_order_acquire);
+        continue;
+      }
     }
+    cpu_relax();
   }
+  if (wait_ns_ != nullptr) *wait_ns_ += now_ns() - wait_start;
+}
+
+void ThreadPool::park() {
+  parked_.store(true, std::memory_order_relaxed);
 }
 
 void ThreadPool::worker_loop() {
   uint64_t seen = 0;
   for (;;) {
     uint64_t s = state_.load(std::memory_order_acquire);
-    for (int i = 0; (s >> 32) == seen && i < kSpinIterations; ++i) {
+    // Spin for the next job of a busy caller; sleep at once when parked.
+    int64_t spin_until = 0;
+    for (int i = 0; (s >> 32) == seen && !parked_.load(std::memory_order_relaxed); ++i) {
+      if (i % kSpinCheckEvery == 0) {
+        const int64_t t = now_ns();
+        if (spin_until == 0) spin_until = t + kSpinNs;
+        if (t >= spin_until) break;
+      }
       cpu_relax();
       s = state_.load(std::memory_order_acquire);
     }

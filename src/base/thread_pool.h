@@ -26,6 +26,16 @@ class ThreadPool {
 
   int num_threads() const { return num_threads_; }
 
+  // Adds to *counter (null: nothing) the nanoseconds the calling thread waits, after
+  // its own share of each job, for the workers to finish theirs (the step profile).
+  void set_wait_counter(int64_t* counter) { wait_ns_ = counter; }
+
+  // Between jobs, workers spin for up to 100 us for the next one, then sleep. park()
+  // (by the caller, at the end of a burst of jobs: an engine step) sends them to sleep
+  // now, so that they take no core from other threads while the caller does other
+  // work; the next job wakes them (a futex wake-up, bench: BM_PoolWakeUp).
+  void park();
+
   // Calls fn(task) for task in [0, num_tasks) with num_tasks <= num_threads(), each on
   // its own thread and task 0 on the caller; returns when all are done.
   template <typename F>
@@ -80,7 +90,9 @@ class ThreadPool {
   std::atomic<uint64_t> state_{0};
   std::atomic<int64_t> done_{0};
   uint32_t generation_ = 0;
+  int64_t* wait_ns_ = nullptr;
   std::atomic<bool> stop_{false};
+  std::atomic<bool> parked_{false};
 };
 
 }  // namespace llms

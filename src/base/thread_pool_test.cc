@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "base/clock.h"
+
 #include <atomic>
 #include <mutex>
 #include <set>
@@ -18,6 +20,55 @@ TEST(ThreadPoolTest, RunCallsEveryTaskExactlyOnce) {
     pool.run(4, [&](int t) { hits[t].fetch_add(1); });
     for (auto& h : hits) EXPECT_EQ(h.load(), 1);
   }
+}
+
+// A parked pool's workers sleep; the next job wakes them, and every task still runs
+// once on its own thread (run() gives each task a thread: the workers must be awake).
+TEST(ThreadPoolTest, ParkedPoolWakesForTheNextJob) {
+  ThreadPool pool(3);
+  for (int round = 0; round < 100; ++round) {
+    pool.park();
+    std::mutex mu;
+    std::set<std::thread::id> threads;
+    std::atomic<int> arrived{0};
+    pool.run(3, [&](int) {
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        threads.insert(std::this_thread::get_id());
+      }
+      // All three tasks must be running at once to pass this barrier: a task left
+      // to a sleeping worker would hang the test (and ctest's timeout fails it).
+      arrived.fetch_add(1);
+      while (arrived.load() < 3) {
+      }
+    });
+    EXPECT_EQ(threads.size(), 3u);
+  }
+}
+
+TEST(ThreadPoolTest, WaitCounterAddsTheCallersWait) {
+  ThreadPool pool(2);
+  int64_t waited = 0;
+  pool.set_wait_counter(&waited);
+  std::atomic<bool> caller_done{false};
+  pool.run(2, [&](int t) {
+    if (t == 0) {
+      caller_done = true;
+    } else {
+      // The worker finishes 1 ms after the caller's task has: the caller must have
+      // waited most of it (its clock starts a moment after its task ends).
+      while (!caller_done.load()) {
+      }
+      const int64_t t0 = now_ns();
+      while (now_ns() - t0 < 1'000'000) {
+      }
+    }
+  });
+  EXPECT_GE(waited, 500'000);
+  const int64_t before = waited;
+  pool.set_wait_counter(nullptr);
+  pool.run(2, [](int) {});
+  EXPECT_EQ(waited, before);
 }
 
 TEST(ThreadPoolTest, ParallelForCoversRangeOnceWithAlignedStarts) {

@@ -23,6 +23,7 @@ struct Options {
   std::string kv_type = "f16";  // as serve (EngineConfig)
   std::string output_dist = "uniform";
   bool json = false;
+  bool profile = false;
 };
 
 void run(const Options& o) {
@@ -46,16 +47,19 @@ void run(const Options& o) {
     c.max_delay_ms = o.max_delay_ms;
     c.threads = o.threads;
     c.k_type = c.v_type = kv;
+    c.profile = o.profile;
     const LoadResult r = value_or_fail(run_load(*model, *tokenizer, c, load));
     if (o.json) {
       all.push_back({{"policy", r.policy}, {"completed", r.completed}, {"generated_tokens", r.generated_tokens},
                      {"seconds", r.seconds}, {"tokens_per_s", r.tokens_per_s}, {"ttft_p50_s", r.ttft_p50_s},
                      {"ttft_p99_s", r.ttft_p99_s}, {"e2e_p50_s", r.e2e_p50_s}, {"e2e_p99_s", r.e2e_p99_s},
                      {"itl_mean_s", r.itl_mean_s}, {"preemptions", r.preemptions}});
+      if (o.profile) all.back()["profile"] = r.profile;
     } else {
       std::printf("%-11s %9d %10.1f %9.3fs %9.3fs %9.3fs %9.4fs %8lld\n", r.policy.c_str(), r.completed,
                   r.tokens_per_s, r.ttft_p50_s, r.ttft_p99_s, r.e2e_p99_s, r.itl_mean_s,
                   static_cast<long long>(r.preemptions));
+      if (o.profile) std::printf("step profile (%s): share of step time by part\n%s\n", r.policy.c_str(), r.profile.c_str());
       std::fflush(stdout);
     }
   }
@@ -86,6 +90,9 @@ void add_bench_engine_command(CLI::App& app) {
   cmd->add_option("--kv-type", o->kv_type, "KV cache type")->capture_default_str();
   cmd->add_option("-t,--threads", o->threads, "Kernel threads (0 = one per core)");
   cmd->add_flag("--json", o->json, "Print a JSON array");
+  cmd->add_flag("--profile", o->profile,
+                "Break each step's time into parts (products, attention, element-wise ops, logits, sampling, "
+                "detokenization, scheduling, the pool's wait), by step size");
   cmd->callback([o] { run(*o); });
 }
 

@@ -78,6 +78,10 @@ Engine::Engine(std::unique_ptr<ModelRunner> runner, const Tokenizer& tokenizer, 
       clock_(now_ns) {
   if (config.speculative == SpeculativeMode::kNgram) proposer_ = std::make_unique<NgramProposer>(config.spec_ngram_max);
   kv_.set_listener(config_.kv_events.get());
+  if (config_.profile) {
+    profile_.set_enabled(true);
+    runner_->set_profile(&profile_);
+  }
   const WeightsMemory weights = runner_->weights_memory();
   metrics_.memory_bytes.with({"weights"}).set(static_cast<double>(weights.owned_bytes));
   metrics_.memory_bytes.with({"weights_mapped"}).set(static_cast<double>(weights.mapped_bytes));
@@ -211,24 +215,32 @@ void Engine::reap(int64_t now) {
 }
 
 bool Engine::step() {
+  const Stopwatch total;
+  std::optional<ScopedStepPart> part(std::in_place, &profile_, StepPart::kSchedule);
   const int64_t now = clock_();
   intake();
   reap(now);
   if (waiting_.empty() && running_.empty()) {
     publish(now, false);
+    profile_.discard_step();
     return false;
   }
+  part.reset();
   propose_drafts();
+  part.emplace(&profile_, StepPart::kSchedule);
   SchedulerContext ctx{waiting_, running_, kv_, config_, now};
   const SchedulePlan plan = scheduler_->schedule(ctx);
   admit(plan, now);
   if (plan.chunks.empty()) {
     publish(now, false);
+    profile_.discard_step();
     return false;
   }
+  part.reset();
   const Stopwatch watch;
   const Status st = run_plan(plan);
   const double step_s = watch.elapsed_s();
+  part.emplace(&profile_, StepPart::kSchedule);
   status_.account_kv_slots(running_, kv_);
   if (!st.ok()) {
     log_error("engine step failed: {}", st.to_string());
@@ -238,6 +250,15 @@ bool Engine::step() {
   }
   observe_step(plan, step_s);
   publish(clock_(), false);
+  part.reset();
+  if (profile_.enabled()) {
+    for (int i = 0; i < kNumStepParts; ++i) {
+      const auto part_ns = profile_.current()[static_cast<size_t>(i)];
+      metrics_.step_part_time.with({step_part_name(static_cast<StepPart>(i))}).inc(static_cast<double>(part_ns) * 1e-9);
+    }
+    metrics_.step_part_time.with({"pool_wait"}).inc(static_cast<double>(profile_.current_wait()) * 1e-9);
+    profile_.end_step(plan.num_tokens, total.elapsed_ns());
+  }
   return true;
 }
 
@@ -293,10 +314,17 @@ Status Engine::run_plan(const SchedulePlan& plan) {
       verify(s, i, plan.chunks[i].n_draft, done);
       continue;
     }
-    kv_.commit(s.blocks, std::span<const int32_t>(s.tokens).first(static_cast<size_t>(s.computed)));
+    {
+      const ScopedStepPart part(&profile_, StepPart::kSchedule);
+      kv_.commit(s.blocks, std::span<const int32_t>(s.tokens).first(static_cast<size_t>(s.computed)));
+    }
     if (chunks_[i].logits == LogitsWanted::kNone) continue;
     const float* logits = fwd_.last_of(i, chunks_[i]);
-    const int32_t token = sample_next(s, logits);
+    int32_t token;
+    {
+      const ScopedStepPart part(&profile_, StepPart::kSampling);
+      token = sample_next(s, logits);
+    }
     if (token >= 0) on_token(s, token, logits, done);
   }
   return ok_status();
@@ -340,14 +368,19 @@ void Engine::on_token(Sequence& s, int32_t token, const float* logits, int64_t n
   }
   TokenEvent ev;
   ev.token = token;
+  std::optional<ScopedStepPart> part(std::in_place, &profile_, StepPart::kDetokenize);
   ev.text = s.stop->push(s.decoder->push(token));
+  part.reset();
   if (s.params.top_logprobs >= 0) {
+    const ScopedStepPart logprobs(&profile_, StepPart::kSampling);
     ev.logprob = Sampler::logprob_of(logits, runner_->vocab_size(), token).logprob;
     if (s.params.top_logprobs > 0) ev.top = Sampler::top_logprobs(logits, runner_->vocab_size(), s.params.top_logprobs);
   }
+  part.emplace(&profile_, StepPart::kDetokenize);
   if (auto it = replay_.find(s.id); it != replay_.end()) it->second.push_back(ev);
   s.text += ev.text;
   s.handle->push(std::move(ev));
+  part.reset();
   if (s.stop->stopped() || (s.matcher && s.matcher->finished())) {
     finish(s, FinishReason::kStop);
   } else if (s.generated() >= s.params.max_tokens || static_cast<int64_t>(s.tokens.size()) >= context_length_) {

@@ -88,6 +88,9 @@ class Engine {
   void run_until_idle();
 
   EngineSnapshot snapshot() const;
+  // Where the steps' time went (EngineConfig::profile); read it after stop(), or from
+  // the engine thread in manual mode.
+  const StepProfile& step_profile() const { return profile_; }
   const EngineConfig& config() const { return config_; }
   int context_length() const { return context_length_; }
   int vocab_size() const { return runner_->vocab_size(); }
@@ -152,6 +155,7 @@ class Engine {
   std::unordered_map<uint64_t, std::vector<TokenEvent>> replay_;  // cacheable requests' events
   std::vector<SequenceChunk> chunks_;                              // the step's batch, reused
   ForwardOutput fwd_;
+  StepProfile profile_;
   std::vector<float> constrained_logits_;  // a constrained sequence's masked row
   std::vector<uint32_t> token_mask_;
 

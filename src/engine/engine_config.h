@@ -62,6 +62,7 @@ struct EngineConfig {
   int interactive_boost = 10;     // priority advantage of the interactive lane
 
   int threads = 0;                // kernel threads; 0 = one per core
+  bool profile = false;           // time each step's parts (Engine::step_profile())
 
   SpeculativeMode speculative = SpeculativeMode::kOff;
   int spec_tokens = 4;            // most tokens proposed per sequence and step (K)

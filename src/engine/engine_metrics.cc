@@ -67,6 +67,10 @@ EngineMetrics::EngineMetrics(Registry& r)
       batch_efficiency(r.histogram("llmserve_batch_efficiency_ratio", "Tokens per step over the step's token budget.",
                                    ratio_buckets())),
       prefill_share(r.histogram("llmserve_step_prefill_share_ratio", "Prefill tokens over all tokens, per step.",
-                                ratio_buckets())) {}
+                                ratio_buckets())),
+      step_part_time(r.counter_family("llmserve_step_part_seconds_total",
+                                      "Step time by part (matmul, attention, ...; pool_wait lies within them); "
+                                      "only when the server profiles its steps.",
+                                      {"part"})) {}
 
 }  // namespace llms

@@ -46,6 +46,7 @@ struct EngineMetrics {
   Histogram& batch_tokens;          // tokens per step
   Histogram& batch_efficiency;      // tokens / budget
   Histogram& prefill_share;         // prefill tokens / tokens, per step
+  Family<Counter>& step_part_time;  // by part (StepProfile); only with EngineConfig::profile
 };
 
 }  // namespace llms

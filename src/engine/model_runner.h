@@ -9,6 +9,7 @@
 #include <span>
 
 #include "base/status.h"
+#include "base/step_profile.h"
 #include "base/thread_pool.h"
 #include "kv/kv_cache.h"
 #include "model/batch.h"
@@ -25,6 +26,8 @@ class ModelRunner {
   virtual WeightsMemory weights_memory() const { return {}; }
   // Bytes of KV cache memory reserved (address space) and committed (touched) so far.
   virtual int64_t kv_reserved_bytes() const { return 0; }
+  // Times the parts of later passes into `profile` (null: stop); a fake model times nothing.
+  virtual void set_profile(StepProfile* /*profile*/) {}
 };
 
 class LocalModelRunner : public ModelRunner {
@@ -33,11 +36,19 @@ class LocalModelRunner : public ModelRunner {
   LocalModelRunner(const Model& model, const KvCacheConfig& kv_config, int threads, int context_length = 0);
 
   int vocab_size() const override { return model_.config().n_vocab; }
+  // The pool parks after the pass: its workers sleep while the engine samples,
+  // schedules and streams, rather than spinning on the cores the HTTP threads need.
   Status forward(std::span<const SequenceChunk> chunks, ForwardOutput& out) override {
-    return model_.forward(chunks, kv_, state_, pool_, out);
+    Status st = model_.forward(chunks, kv_, state_, pool_, out);
+    pool_.park();
+    return st;
   }
   WeightsMemory weights_memory() const override { return model_.weights_memory(); }
   int64_t kv_reserved_bytes() const override { return kv_.total_bytes(); }
+  void set_profile(StepProfile* profile) override {
+    state_.set_profile(profile);
+    pool_.set_wait_counter(profile ? profile->wait_counter() : nullptr);
+  }
   const KvCache& kv_cache() const { return kv_; }
   int num_threads() const { return pool_.num_threads(); }
 

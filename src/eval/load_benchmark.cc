@@ -97,11 +97,13 @@ Result<LoadResult> run_load(const Model& model, const Tokenizer& tokenizer, cons
   const double seconds = wall.elapsed_s();
   const EngineSnapshot snap = engine->snapshot();
   engine->stop();
+  const std::string profile = c.profile ? engine->step_profile().table() : std::string();
   LLMS_RETURN_IF_ERROR(failure);
 
   LoadResult r;
   r.policy = batching_policy_name(config.batching);
   r.completed = completed;
+  r.profile = profile;
   r.generated_tokens = generated;
   r.seconds = seconds;
   r.tokens_per_s = static_cast<double>(generated) / seconds;

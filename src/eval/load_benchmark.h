@@ -39,6 +39,8 @@ struct LoadResult {
   double e2e_p50_s = 0, e2e_p99_s = 0;
   double itl_mean_s = 0;
   int64_t preemptions = 0;
+  // The engine's step profile (EngineConfig::profile), as StepProfile::table() prints it.
+  std::string profile;
 };
 
 // The requests of a load: prompts (BOS, then random tokens of a `vocab`-token

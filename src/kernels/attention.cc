@@ -199,29 +199,58 @@ void attend_tile(const AttentionQuery& q, const KvLayerView& kv, int n_heads, fl
 
 }  // namespace
 
-void paged_attention(const AttentionQuery& query, const KvLayerView& kv, int n_heads, float scale, ThreadPool& pool) {
+void paged_attention_batch(std::span<const AttentionQuery> queries, const KvLayerView& kv, int n_heads, float scale,
+                           ThreadPool& pool) {
   const KernelTable& kt_ops = active_kernels();
-  // Query tiles of up to 32 tokens keep the tile's accumulators small; with few KV
-  // heads, more tiles give every thread work.
-  const int tile = std::max(1, std::min(32, (query.n_q + pool.num_threads() - 1) / pool.num_threads()));
-  const int tiles = (query.n_q + tile - 1) / tile;
-  const int64_t tasks = static_cast<int64_t>(kv.n_kv_heads) * tiles;
-  const int64_t work = static_cast<int64_t>(query.n_q) * (query.first_pos + query.n_q) * n_heads;
-  // Causal: a later query tile sees more keys. Threads claim tasks one at a time, the
-  // costliest (last tiles) first, so that they finish together.
-  auto task = [&](int64_t t) {
-    const int kvh = static_cast<int>(t % kv.n_kv_heads);
-    const int i0 = static_cast<int>(tiles - 1 - t / kv.n_kv_heads) * tile;
-    attend_tile(query, kv, n_heads, scale, kvh, i0, std::min(query.n_q, i0 + tile), kt_ops);
+  // One task: a KV head of a query tile of one sequence. Query tiles of up to 32
+  // tokens keep the tile's accumulators small; with few KV heads, more tiles give
+  // every thread work.
+  struct Task {
+    int32_t query, kvh, i0, i1;
+    int64_t cost;   // about the scores it computes
+    int64_t order;  // ties keep the order of enumeration
   };
-  if (work < 4096 || tasks == 1 || pool.num_threads() == 1) {
-    for (int64_t t = 0; t < tasks; ++t) task(t);
+  // The calling thread's list, reused (no allocation per step). The workers reach it
+  // through this reference: inside the lambdas the thread_local's name would be theirs.
+  thread_local std::vector<Task> own_tasks;
+  std::vector<Task>& tasks = own_tasks;
+  tasks.clear();
+  int64_t work = 0;
+  for (size_t qi = 0; qi < queries.size(); ++qi) {
+    const AttentionQuery& q = queries[qi];
+    const int tile = std::max(1, std::min(32, (q.n_q + pool.num_threads() - 1) / pool.num_threads()));
+    const int tiles = (q.n_q + tile - 1) / tile;
+    for (int ti = 0; ti < tiles; ++ti) {
+      const int i0 = ti * tile, i1 = std::min(q.n_q, i0 + tile);
+      for (int kvh = 0; kvh < kv.n_kv_heads; ++kvh) {
+        const int64_t cost = int64_t{i1 - i0} * (q.first_pos + i1);
+        tasks.push_back({static_cast<int32_t>(qi), kvh, i0, i1, cost, static_cast<int64_t>(tasks.size())});
+      }
+    }
+    work += static_cast<int64_t>(q.n_q) * (q.first_pos + q.n_q) * n_heads;
+  }
+  auto run_task = [&](const Task& t) {
+    attend_tile(queries[static_cast<size_t>(t.query)], kv, n_heads, scale, t.kvh, t.i0, t.i1, kt_ops);
+  };
+  const int64_t n_tasks = static_cast<int64_t>(tasks.size());
+  if (work < 4096 || n_tasks == 1 || pool.num_threads() == 1) {
+    for (const Task& t : tasks) run_task(t);
     return;
   }
+  // Causal: a later query tile sees more keys, and sequences differ in length. Threads
+  // claim tasks one at a time, the costliest first, so that they finish together. The
+  // split changes no result: each (token, head) is computed by one task, the same way.
+  std::sort(tasks.begin(), tasks.end(),
+            [](const Task& a, const Task& b) { return a.cost != b.cost ? a.cost > b.cost : a.order < b.order; });
   std::atomic<int64_t> next{0};
-  pool.run(static_cast<int>(std::min<int64_t>(pool.num_threads(), tasks)), [&](int) {
-    for (int64_t t = next.fetch_add(1, std::memory_order_relaxed); t < tasks; t = next.fetch_add(1, std::memory_order_relaxed)) task(t);
+  pool.run(static_cast<int>(std::min<int64_t>(pool.num_threads(), n_tasks)), [&](int) {
+    for (int64_t t = next.fetch_add(1, std::memory_order_relaxed); t < n_tasks; t = next.fetch_add(1, std::memory_order_relaxed))
+      run_task(tasks[static_cast<size_t>(t)]);
   });
+}
+
+void paged_attention(const AttentionQuery& query, const KvLayerView& kv, int n_heads, float scale, ThreadPool& pool) {
+  paged_attention_batch(std::span<const AttentionQuery>(&query, 1), kv, n_heads, scale, pool);
 }
 
 }  // namespace llms

@@ -10,12 +10,14 @@
 // same order whatever the chunking and the thread split, so its result is the same
 // bit for bit; SIMD targets differ from the scalar reference only by rounding.
 //
-// Threading: paged_attention() splits (KV head, query tile) pairs across the pool;
+// Threading: paged_attention() splits (KV head, query tile) pairs across the pool
+// (paged_attention_batch(): those of every sequence of a step in one job);
 // each thread works in scratch memory of its own, reused from call to call. The
 // scalar reference is in attention_reference.cc.
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "base/thread_pool.h"
 #include "kv/kv_layout.h"
@@ -37,6 +39,11 @@ struct AttentionQuery {
 };
 
 void paged_attention(const AttentionQuery& query, const KvLayerView& kv, int n_heads, float scale, ThreadPool& pool);
+// The queries of a step's sequences (one layer) in one job for the pool: work units
+// are (sequence, query tile, KV head), so that many short decode sequences share the
+// threads without a dispatch each. Results are those of paged_attention() per query.
+void paged_attention_batch(std::span<const AttentionQuery> queries, const KvLayerView& kv, int n_heads, float scale,
+                           ThreadPool& pool);
 
 namespace ref {
 // Plain two-pass softmax attention, one (token, head) at a time.

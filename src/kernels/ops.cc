@@ -16,13 +16,12 @@ void layernorm(const float* x, const float* w, const float* b, int64_t n, float 
   active_kernels().layernorm(x, w, b, n, eps, out);
 }
 
-void rope(float* x, int n_heads, int head_dim, int rot_dim, int64_t pos, const float* inv_freq, RopeStyle style) {
-  // cos and sin once per call (shared by all heads), computed exactly as ref::rope
-  // does, so the rotation is bit-identical to it. Normal style expands them per
-  // element: out = x * cos + swap_pairs(x) * (-sin, +sin).
+int rope_table_size(int rot_dim, RopeStyle style) { return style == RopeStyle::kNeox ? rot_dim : 2 * rot_dim; }
+
+void rope_table(int64_t pos, const float* inv_freq, int rot_dim, RopeStyle style, float* cs) {
+  // Computed exactly as ref::rope does, so the rotation is bit-identical to it. Normal
+  // style expands them per element: out = x * cos + swap_pairs(x) * (-sin, +sin).
   const int half = rot_dim / 2;
-  thread_local std::vector<float> cs;
-  cs.resize(static_cast<size_t>(style == RopeStyle::kNeox ? 2 * half : 4 * half));
   for (int i = 0; i < half; ++i) {
     const float theta = static_cast<float>(pos) * inv_freq[i];
     const float c = std::cos(theta), s = std::sin(theta);
@@ -35,7 +34,18 @@ void rope(float* x, int n_heads, int head_dim, int rot_dim, int64_t pos, const f
       cs[rot_dim + 2 * i + 1] = s;
     }
   }
-  active_kernels().rope(x, n_heads, head_dim, half, cs.data(), style);
+}
+
+void rope_with(float* x, int n_heads, int head_dim, int rot_dim, const float* cs, RopeStyle style) {
+  active_kernels().rope(x, n_heads, head_dim, rot_dim / 2, cs, style);
+}
+
+void rope(float* x, int n_heads, int head_dim, int rot_dim, int64_t pos, const float* inv_freq, RopeStyle style) {
+  // cos and sin once per call, shared by all heads.
+  thread_local std::vector<float> cs;
+  cs.resize(static_cast<size_t>(rope_table_size(rot_dim, style)));
+  rope_table(pos, inv_freq, rot_dim, style, cs.data());
+  rope_with(x, n_heads, head_dim, rot_dim, cs.data(), style);
 }
 
 void softmax(float* x, int64_t n) { active_kernels().softmax(x, n); }

@@ -21,6 +21,13 @@ void layernorm(const float* x, const float* w, const float* b, int64_t n, float 
 // Rotates the first rot_dim dims of each of n_heads heads of size head_dim in place.
 // inv_freq[i] = base^(-2i / rot_dim) for i < rot_dim / 2 (precomputed by the model).
 void rope(float* x, int n_heads, int head_dim, int rot_dim, int64_t pos, const float* inv_freq, RopeStyle style);
+// rope() in two halves, for a pass that rotates the same positions in every layer: the
+// cos and sin of position `pos` (rope_table_size() floats at cs), then the rotation
+// with them. rope_with(x, ..., cs) after rope_table(pos, ..., cs) is rope(x, ..., pos, ...)
+// bit for bit.
+int rope_table_size(int rot_dim, RopeStyle style);
+void rope_table(int64_t pos, const float* inv_freq, int rot_dim, RopeStyle style, float* cs);
+void rope_with(float* x, int n_heads, int head_dim, int rot_dim, const float* cs, RopeStyle style);
 // In-place softmax over n elements.
 void softmax(float* x, int64_t n);
 // One step of an online softmax over n >= 1 scores: *m_new = max(m_old, x[0, n)),

@@ -22,6 +22,17 @@ uint8_t* tiled_value(const KvLayerView& kv, bool is_k, int32_t block, int row, i
   return kv.head(is_k, block, kvh) + (is_k ? d * kv.block_size + row : static_cast<int64_t>(row) * kv.head_dim + d) * es;
 }
 
+// Value d of `src` to `dst` + d * stride values: a key row into its column of a tiled
+// block (a fixed-size copy per value, not a memcpy call each).
+template <typename T>
+void scatter_column(const uint8_t* src, uint8_t* dst, int64_t n, int64_t stride) {
+  for (int64_t d = 0; d < n; ++d) {
+    T v;
+    std::memcpy(&v, src + d * sizeof(T), sizeof(T));
+    std::memcpy(dst + d * stride * static_cast<int64_t>(sizeof(T)), &v, sizeof(T));
+  }
+}
+
 void store_row(const KvLayerView& kv, bool is_k, int32_t block, int row, const float* x) {
   const DType type = kv.type(is_k);
   if (!kv.tiled(is_k)) {
@@ -36,7 +47,13 @@ void store_row(const KvLayerView& kv, bool is_k, int32_t block, int row, const f
     const uint8_t* src = bytes.data() + h * hd * es;
     uint8_t* dst = tiled_value(kv, is_k, block, row, h * hd);
     if (is_k) {  // dimension d of the head's keys is block_size values further on
-      for (int64_t d = 0; d < hd; ++d) std::memcpy(dst + d * kv.block_size * es, src + d * es, static_cast<size_t>(es));
+      if (es == 2) {
+        scatter_column<uint16_t>(src, dst, hd, kv.block_size);
+      } else if (es == 4) {
+        scatter_column<uint32_t>(src, dst, hd, kv.block_size);
+      } else {
+        for (int64_t d = 0; d < hd; ++d) std::memcpy(dst + d * kv.block_size * es, src + d * es, static_cast<size_t>(es));
+      }
     } else {
       std::memcpy(dst, src, static_cast<size_t>(hd * es));
     }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <optional>
 
 #include "base/log.h"
 #include "kernels/attention.h"
@@ -38,6 +39,24 @@ std::vector<float> inv_freq_table(const ModelConfig& c, const std::vector<float>
     f.push_back(static_cast<float>(v));
   }
   return f;
+}
+
+// Element-wise work on token rows runs on the pool from this many rows: below, waking
+// the workers costs more than the rows (single-stream decode stays on the caller).
+constexpr int64_t kMinParallelRows = 4;
+
+// fn(t0, t1) over rows [0, n), split across the pool. Every op so run works row by
+// row, so the split changes no result.
+template <typename F>
+void for_rows(ThreadPool& pool, int64_t n, F&& fn) {
+  pool.parallel_for(n, 1, kMinParallelRows, fn);
+}
+
+// A thread's row of `n` floats for a position embedding, reused.
+std::vector<float>& position_row_scratch(int64_t n) {
+  thread_local std::vector<float> row;
+  if (static_cast<int64_t>(row.size()) < n) row.resize(static_cast<size_t>(n));
+  return row;
 }
 
 }  // namespace
@@ -132,28 +151,53 @@ Status Model::forward(std::span<const SequenceChunk> chunks, KvCache& kv, Forwar
 
   // Embedding rows: x [n_tokens, n_embd].
   float* x = s.x_.as<float>();
-  // With learned positions, plus the position's row: the tmp buffer holds it.
-  const Tensor& pos_embd = weights_.position_embd;
-  float* pos_row = s.tmp_.as<float>();
-  int64_t t = 0;
+  std::optional<ScopedStepPart> embed_part(std::in_place, s.profile_, StepPart::kElementwise);
+  s.slots_.clear();
   for (const auto& ch : chunks) {
-    for (size_t i = 0; i < ch.tokens.size(); ++i, ++t) {
-      dequantize_row(weights_.token_embd.dtype, weights_.token_embd.row(ch.tokens[i]), x + t * c.n_embd, c.n_embd);
+    for (size_t i = 0; i < ch.tokens.size(); ++i) {
+      s.slots_.push_back({ch.start_pos + static_cast<int64_t>(i), ch.block_table.data()});
+    }
+  }
+  // RoPE's cos and sin, once per token for all layers.
+  const int cs_size = c.rope_dim > 0 ? rope_table_size(c.rope_dim, c.rope_style) : 0;
+  const bool long_rope = !inv_freq_long_.empty() && s.context_length_ > c.n_ctx_orig;
+  const float* inv_freq = long_rope ? inv_freq_long_.data() : inv_freq_.data();
+  if (static_cast<int64_t>(s.rope_cs_.size()) < n_tokens * cs_size * 4) {
+    s.rope_cs_.resize(static_cast<size_t>(n_tokens * cs_size) * sizeof(float), false);
+  }
+  float* rope_cs = s.rope_cs_.as<float>();
+  std::vector<int32_t>& token_ids = s.token_ids_;
+  token_ids.clear();
+  for (const auto& ch : chunks) token_ids.insert(token_ids.end(), ch.tokens.begin(), ch.tokens.end());
+  const Tensor& pos_embd = weights_.position_embd;
+  for_rows(pool, n_tokens, [&](int64_t t0, int64_t t1) {
+    std::vector<float>& pos_row = position_row_scratch(c.n_embd);
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t pos = s.slots_[static_cast<size_t>(t)].pos;
+      float* xt = x + t * c.n_embd;
+      dequantize_row(weights_.token_embd.dtype, weights_.token_embd.row(token_ids[static_cast<size_t>(t)]), xt,
+                     c.n_embd);
       if (c.learned_positions) {
-        dequantize_row(pos_embd.dtype, pos_embd.row(ch.start_pos + static_cast<int64_t>(i)), pos_row, c.n_embd);
-        add_inplace(x + t * c.n_embd, pos_row, c.n_embd);
+        // With learned positions, plus the position's row.
+        dequantize_row(pos_embd.dtype, pos_embd.row(pos), pos_row.data(), c.n_embd);
+        add_inplace(xt, pos_row.data(), c.n_embd);
       }
       if (c.scale_embedding) {
         const float scale = std::sqrt(static_cast<float>(c.n_embd));
-        for (int64_t j = 0; j < c.n_embd; ++j) x[t * c.n_embd + j] *= scale;
+        for (int64_t j = 0; j < c.n_embd; ++j) xt[j] *= scale;
       }
+      if (cs_size > 0) rope_table(pos, inv_freq, c.rope_dim, c.rope_style, rope_cs + t * cs_size);
     }
-  }
+  });
+  embed_part.reset();
   for (int l = 0; l < c.n_layer; ++l) {
     attention_block(l, chunks, n_tokens, kv, s, pool);
     ffn_block(l, n_tokens, s, pool);
   }
-  compute_logits(chunks, s, pool, out);
+  {
+    const ScopedStepPart part(s.profile_, StepPart::kLogits);
+    compute_logits(chunks, s, pool, out);
+  }
   return ok_status();
 }
 
@@ -167,36 +211,44 @@ void Model::attention_block(int l, std::span<const SequenceChunk> chunks, int64_
   float* k = s.k_.as<float>();    // [n, kv_dim]
   float* v = s.v_.as<float>();    // [n, kv_dim]
   float* att = s.att_.as<float>();  // [n, q_dim]
-  norm_rows(x, L.attn_norm, L.attn_norm_b, n, xn);
+  StepProfile* prof = s.profile_;
+  std::optional<ScopedStepPart> part(std::in_place, prof, StepPart::kElementwise);
+  norm_rows(x, L.attn_norm, L.attn_norm_b, n, xn, pool);
+  part.reset();
   {
     const MatmulOutput outs[] = {{&L.wq, q}, {&L.wk, k}, {&L.wv, v}};
     const char* const whats[] = {"attn_q", "attn_k", "attn_v"};
     products(outs, l, whats, xn, n, s, pool);
   }
-  if (!L.bq.empty()) {
-    for (int64_t t = 0; t < n; ++t) {
-      add_inplace(q + t * c.q_dim(), L.bq.data(), c.q_dim());
-      add_inplace(k + t * c.kv_dim(), L.bk.data(), c.kv_dim());
-      add_inplace(v + t * c.kv_dim(), L.bv.data(), c.kv_dim());
-    }
-  }
+  part.emplace(prof, StepPart::kElementwise);
   const KvLayerView layer = kv.layer(l);
+  const int cs_size = c.rope_dim > 0 ? rope_table_size(c.rope_dim, c.rope_style) : 0;
+  const float* rope_cs = s.rope_cs_.as<float>();
+  // Per token: biases, RoPE with the pass's table, and the store of its key and value
+  // (each token's own cache row).
+  for_rows(pool, n, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      float* qt = q + t * c.q_dim();
+      float* kt = k + t * c.kv_dim();
+      float* vt = v + t * c.kv_dim();
+      if (!L.bq.empty()) {
+        add_inplace(qt, L.bq.data(), c.q_dim());
+        add_inplace(kt, L.bk.data(), c.kv_dim());
+        add_inplace(vt, L.bv.data(), c.kv_dim());
+      }
+      if (cs_size > 0) {
+        rope_with(qt, c.n_head, c.head_dim, c.rope_dim, rope_cs + t * cs_size, c.rope_style);
+        rope_with(kt, c.n_head_kv, c.head_dim, c.rope_dim, rope_cs + t * cs_size, c.rope_style);
+      }
+      const ForwardState::TokenSlot& slot = s.slots_[static_cast<size_t>(t)];
+      kv_store(layer, slot.block_table, slot.pos, kt, vt);
+    }
+  });
   // RoPE's attn_factor multiplies cos and sin for both q and k: the score, its square.
   const float scale = c.rope_attn_factor * c.rope_attn_factor / std::sqrt(static_cast<float>(c.attn_scale_dim));
-  // LongRoPE: the long factors when the caller's context passes the trained one.
-  const bool long_rope = !inv_freq_long_.empty() && s.context_length_ > c.n_ctx_orig;
-  const float* inv_freq = long_rope ? inv_freq_long_.data() : inv_freq_.data();
-  int64_t t = 0;
+  s.queries_.clear();
+  int64_t first = 0;
   for (const auto& ch : chunks) {
-    const int64_t first = t;
-    for (size_t i = 0; i < ch.tokens.size(); ++i, ++t) {
-      const int64_t pos = ch.start_pos + static_cast<int64_t>(i);
-      if (c.rope_dim > 0) {
-        rope(q + t * c.q_dim(), c.n_head, c.head_dim, c.rope_dim, pos, inv_freq, c.rope_style);
-        rope(k + t * c.kv_dim(), c.n_head_kv, c.head_dim, c.rope_dim, pos, inv_freq, c.rope_style);
-      }
-      kv_store(layer, ch.block_table.data(), pos, k + t * c.kv_dim(), v + t * c.kv_dim());
-    }
     AttentionQuery query;
     query.q = q + first * c.q_dim();
     query.n_q = static_cast<int>(ch.tokens.size());
@@ -204,15 +256,18 @@ void Model::attention_block(int l, std::span<const SequenceChunk> chunks, int64_
     query.block_table = ch.block_table.data();
     query.out = att + first * c.q_dim();
     query.softcap = c.attn_softcap;
-    paged_attention(query, layer, c.n_head, scale, pool);
+    s.queries_.push_back(query);
+    first += query.n_q;
   }
+  part.emplace(prof, StepPart::kAttention);
+  // Every sequence's attention in one job (all keys of the pass are stored by now, and
+  // each query reads only its own sequence's blocks).
+  paged_attention_batch(s.queries_, layer, c.n_head, scale, pool);
+  part.reset();
   float* tmp = s.tmp_.as<float>();
   product(L.wo, l, "attn_output", att, n, tmp, s, pool);
-  if (!L.bo.empty()) {
-    for (int64_t t = 0; t < n; ++t) add_inplace(tmp + t * c.n_embd, L.bo.data(), c.n_embd);
-  }
-  if (!L.attn_post_norm.empty()) norm_rows(tmp, L.attn_post_norm, {}, n, tmp);
-  add_inplace(x, tmp, n * c.n_embd);
+  part.emplace(prof, StepPart::kElementwise);
+  add_residual(x, tmp, L.bo, L.attn_post_norm, n, pool);
 }
 
 void Model::ffn_block(int l, int64_t n, ForwardState& s, ThreadPool& pool) const {
@@ -222,32 +277,43 @@ void Model::ffn_block(int l, int64_t n, ForwardState& s, ThreadPool& pool) const
   float* xn = s.xn_.as<float>();
   float* gate = s.gate_.as<float>();  // [n, n_ff]
   float* up = s.up_.as<float>();      // [n, n_ff]
-  norm_rows(x, L.ffn_norm, L.ffn_norm_b, n, xn);
+  StepProfile* prof = s.profile_;
+  std::optional<ScopedStepPart> part(std::in_place, prof, StepPart::kElementwise);
+  norm_rows(x, L.ffn_norm, L.ffn_norm_b, n, xn, pool);
+  part.reset();
   float* hidden = gate;  // [n, n_ff]: what ffn_down reads
+  const int64_t ff = c.n_ff;
   if (c.ffn != FfnKind::kGelu) {
     const MatmulOutput outs[] = {{&L.w_gate, gate}, {&L.w_up, up}};
     const char* const whats[] = {"ffn_gate", "ffn_up"};
     products(outs, l, whats, xn, n, s, pool);
-    if (c.ffn == FfnKind::kSwiGlu) {
-      silu_mul(gate, up, n * c.n_ff, gate);
-    } else {
-      gelu(gate, n * c.n_ff, gate);
-      for (int64_t i = 0; i < n * c.n_ff; ++i) gate[i] *= up[i];
-    }
+    part.emplace(prof, StepPart::kElementwise);
+    for_rows(pool, n, [&](int64_t t0, int64_t t1) {
+      float* g = gate + t0 * ff;
+      const float* u = up + t0 * ff;
+      const int64_t count = (t1 - t0) * ff;
+      if (c.ffn == FfnKind::kSwiGlu) {
+        silu_mul(g, u, count, g);
+      } else {
+        gelu(g, count, g);
+        for (int64_t i = 0; i < count; ++i) g[i] *= u[i];
+      }
+    });
   } else {
     product(L.w_up, l, "ffn_up", xn, n, up, s, pool);
-    if (!L.b_up.empty()) {
-      for (int64_t t = 0; t < n; ++t) add_inplace(up + t * c.n_ff, L.b_up.data(), c.n_ff);
-    }
-    gelu(up, n * c.n_ff, gate);
+    part.emplace(prof, StepPart::kElementwise);
+    for_rows(pool, n, [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t) {
+        if (!L.b_up.empty()) add_inplace(up + t * ff, L.b_up.data(), ff);
+      }
+      gelu(up + t0 * ff, (t1 - t0) * ff, gate + t0 * ff);
+    });
   }
+  part.reset();
   float* tmp = s.tmp_.as<float>();
   product(L.w_down, l, "ffn_down", hidden, n, tmp, s, pool);
-  if (!L.b_down.empty()) {
-    for (int64_t t = 0; t < n; ++t) add_inplace(tmp + t * c.n_embd, L.b_down.data(), c.n_embd);
-  }
-  if (!L.ffn_post_norm.empty()) norm_rows(tmp, L.ffn_post_norm, {}, n, tmp);
-  add_inplace(x, tmp, n * c.n_embd);
+  part.emplace(prof, StepPart::kElementwise);
+  add_residual(x, tmp, L.b_down, L.ffn_post_norm, n, pool);
 }
 
 void Model::norm_rows(const float* x, const std::vector<float>& w, const std::vector<float>& b, int64_t n,
@@ -262,6 +328,25 @@ void Model::norm_rows(const float* x, const std::vector<float>& w, const std::ve
   }
 }
 
+void Model::norm_rows(const float* x, const std::vector<float>& w, const std::vector<float>& b, int64_t n, float* out,
+                      ThreadPool& pool) const {
+  const int64_t d = config_.n_embd;
+  for_rows(pool, n, [&](int64_t t0, int64_t t1) { norm_rows(x + t0 * d, w, b, t1 - t0, out + t0 * d); });
+}
+
+void Model::add_residual(float* x, float* y, const std::vector<float>& bias, const std::vector<float>& post_norm,
+                         int64_t n, ThreadPool& pool) const {
+  const int64_t d = config_.n_embd;
+  for_rows(pool, n, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      float* yt = y + t * d;
+      if (!bias.empty()) add_inplace(yt, bias.data(), d);
+      if (!post_norm.empty()) norm_rows(yt, post_norm, {}, 1, yt);
+      add_inplace(x + t * d, yt, d);
+    }
+  });
+}
+
 void Model::products(std::span<const MatmulOutput> outs, int layer, std::span<const char* const> whats,
                      const float* x, int64_t n, ForwardState& s, ThreadPool& pool) const {
   if (s.observer_ != nullptr) {
@@ -271,6 +356,9 @@ void Model::products(std::span<const MatmulOutput> outs, int layer, std::span<co
       s.observer_->on_matmul(name, *outs[i].w, x, n);
     }
   }
+  // The output head counts as logits (compute_logits times it whole).
+  std::optional<ScopedStepPart> part;
+  if (layer >= 0) part.emplace(s.profile_, StepPart::kMatmul);
   matmul_shared_input(outs, x, n, pool);
 }
 
@@ -281,19 +369,25 @@ void Model::compute_logits(std::span<const SequenceChunk> chunks, ForwardState& 
   float* xn = s.xn_.as<float>();  // gathered, normed rows [rows, n_embd]
   out.first_row.assign(chunks.size(), -1);
   out.n_vocab = c.n_vocab;
-  int64_t rows = 0, t = 0;
+  std::vector<int64_t>& src = s.logit_rows_;
+  src.clear();
+  int64_t t = 0;
   for (size_t i = 0; i < chunks.size(); ++i) {
     const auto& ch = chunks[i];
     const int64_t len = static_cast<int64_t>(ch.tokens.size());
-    if (ch.logits != LogitsWanted::kNone) out.first_row[i] = rows;
-    const int64_t from = ch.logits == LogitsWanted::kAll ? 0 : len - 1;
     if (ch.logits != LogitsWanted::kNone) {
-      for (int64_t j = from; j < len; ++j, ++rows) {
-        norm_rows(x + (t + j) * c.n_embd, weights_.output_norm, weights_.output_norm_b, 1, xn + rows * c.n_embd);
-      }
+      out.first_row[i] = static_cast<int64_t>(src.size());
+      for (int64_t j = ch.logits == LogitsWanted::kAll ? 0 : len - 1; j < len; ++j) src.push_back(t + j);
     }
     t += len;
   }
+  const int64_t rows = static_cast<int64_t>(src.size());
+  for_rows(pool, rows, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      norm_rows(x + src[static_cast<size_t>(r)] * c.n_embd, weights_.output_norm, weights_.output_norm_b, 1,
+                xn + r * c.n_embd);
+    }
+  });
   out.logits.resize(static_cast<size_t>(rows * c.n_vocab));
   if (rows > 0) product(weights_.output, -1, "output", xn, rows, out.logits.data(), s, pool);
   if (c.final_softcap > 0.0f) {

@@ -14,8 +14,10 @@
 
 #include "base/aligned_buffer.h"
 #include "base/hash.h"
+#include "base/step_profile.h"
 #include "base/thread_pool.h"
 #include "io/gguf_file.h"
+#include "kernels/attention.h"
 #include "kernels/matmul.h"
 #include "kv/kv_cache.h"
 #include "model/batch.h"
@@ -44,10 +46,23 @@ class ForwardState {
   // does; by context rather than by sequence, so that a sequence's keys never change
   // rotation and batches stay invariant. 0 (default): the short factors.
   void set_context_length(int n) { context_length_ = n; }
+  // Times the parts of later passes into `profile` (not owned; null to stop).
+  void set_profile(StepProfile* profile) { profile_ = profile; }
 
  private:
   friend class Model;
   MatmulObserver* observer_ = nullptr;
+  StepProfile* profile_ = nullptr;
+  // Per token of the pass: its position and its sequence's block table.
+  struct TokenSlot {
+    int64_t pos;
+    const int32_t* block_table;
+  };
+  std::vector<TokenSlot> slots_;
+  std::vector<int32_t> token_ids_;
+  std::vector<int64_t> logit_rows_;      // the token row of each row of logits
+  std::vector<AttentionQuery> queries_;  // one layer's, reused
+  AlignedBuffer rope_cs_;                // [n_tokens, rope_table_size()]: RoPE's cos and sin per token
   int context_length_ = 0;
   int64_t capacity_ = 0;
   AlignedBuffer x_, xn_, q_, k_, v_, att_, tmp_, gate_, up_;
@@ -88,6 +103,12 @@ class Model {
   void ffn_block(int layer, int64_t n_tokens, ForwardState& s, ThreadPool& pool) const;
   // out[t] = norm(x[t]) for n rows of n_embd: RMSNorm, or LayerNorm with bias `b`.
   void norm_rows(const float* x, const std::vector<float>& w, const std::vector<float>& b, int64_t n, float* out) const;
+  // The same, rows split across the pool.
+  void norm_rows(const float* x, const std::vector<float>& w, const std::vector<float>& b, int64_t n, float* out,
+                 ThreadPool& pool) const;
+  // x[t] += bias (may be empty), post-norm (may be empty) and residual: x += y, for n rows.
+  void add_residual(float* x, float* y, const std::vector<float>& bias, const std::vector<float>& post_norm, int64_t n,
+                    ThreadPool& pool) const;
   void compute_logits(std::span<const SequenceChunk> chunks, ForwardState& s, ThreadPool& pool, ForwardOutput& out) const;
   // One product of x with each of `outs` (the weights named whats[i]) in one pool job
   // (matmul_shared_input()), also reported to the state's observer.

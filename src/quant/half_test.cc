@@ -4,8 +4,10 @@
 #include <immintrin.h>
 
 #include <cmath>
+#include <vector>
 
 #include "base/random.h"
+#include "quant/row_convert.h"
 
 namespace llms {
 namespace {
@@ -41,6 +43,26 @@ TEST(HalfTest, F32ToF16RoundsLikeHardware) {
   }
   for (float f : {65504.0f, 65519.99f, 65520.0f, 5.9604645e-08f, 2.9802322e-08f, 2.9802326e-08f, 6.1035156e-05f}) {
     EXPECT_EQ(f32_to_f16(f), hw_f32_to_f16(f)) << std::hexfloat << f;
+  }
+}
+
+// Rows of floats to F16 (the KV cache's stores; F16C where the CPU has it) give
+// f32_to_f16 of each value, NaNs and the odd tail past a multiple of 8 included.
+TEST(HalfTest, F16RowsConvertEachValueAsTheScalarDefinition) {
+  Rng rng(7);
+  for (int64_t n : {1, 7, 8, 9, 64, 1003}) {
+    std::vector<float> x(static_cast<size_t>(n));
+    for (auto& v : x) v = bits_to_float(static_cast<uint32_t>(rng.next_u64()));
+    x[0] = std::nanf("");
+    std::vector<uint16_t> got(static_cast<size_t>(n));
+    quantize_row(DType::kF16, x.data(), got.data(), n);
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(got[static_cast<size_t>(i)], f32_to_f16(x[static_cast<size_t>(i)])) << n << " " << i;
+    // And back: every value as f16_to_f32 gives it.
+    std::vector<float> back(static_cast<size_t>(n));
+    dequantize_row(DType::kF16, got.data(), back.data(), n);
+    for (int64_t i = 0; i < n; ++i) {
+      ASSERT_EQ(float_to_bits(back[static_cast<size_t>(i)]), float_to_bits(f16_to_f32(got[static_cast<size_t>(i)])));
+    }
   }
 }
 

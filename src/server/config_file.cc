@@ -310,6 +310,8 @@ std::vector<ConfigKey> make_keys() {
       num_key("aging", "Seconds of waiting that raise a request's priority by one", ENG(aging_s)),
       int_key("interactive_boost", "Priority advantage of the interactive lane", ENG(interactive_boost), -kBig, kBig),
       int_key("threads", "Kernel threads (0: one per core)", ENG(threads), 0, 4096),
+      bool_key("profile_steps", "Time each step's parts into llmserve_step_part_seconds_total (debugging)",
+               ENG(profile)),
       speculative_key(),
       int_key("spec_tokens", "Speculative decoding: most tokens proposed per sequence and step", ENG(spec_tokens), 1, 16),
       str_key("draft_model", "Speculative decoding: the draft model (GGUF, same vocabulary)", ENG(draft_model)),
