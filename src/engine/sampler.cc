@@ -8,6 +8,29 @@
 
 namespace llms {
 
+int32_t first_max_index(const float* x, int n) {
+  if (n <= 0) return 0;
+  // std::max_element keeps its first element when that is NaN (nothing compares
+  // greater), and otherwise never takes a NaN: the first maximum of the rest.
+  if (std::isnan(x[0])) return 0;
+  // The maximum in 16 independent lanes (no chain of compares), then its first index.
+  constexpr int kLanes = 16;
+  float lane[kLanes];
+  for (int j = 0; j < kLanes; ++j) lane[j] = x[0];
+  int i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int j = 0; j < kLanes; ++j) lane[j] = x[i + j] > lane[j] ? x[i + j] : lane[j];
+  }
+  float m = lane[0];
+  for (int j = 1; j < kLanes; ++j) m = lane[j] > m ? lane[j] : m;
+  for (; i < n; ++i) m = x[i] > m ? x[i] : m;
+  // The first element equal to it (-0 equals +0, and max_element keeps the first of those too).
+  for (int k = 0; k < n; ++k) {
+    if (x[k] == m) return k;
+  }
+  return 0;
+}
+
 Status SamplingParams::validate() const {
   if (!(temperature >= 0.0f && temperature <= 100.0f)) {
     return invalid_argument(fmt::format("temperature must be between 0 and 100, got {}", temperature));
@@ -60,6 +83,10 @@ void Sampler::apply_penalties(std::vector<float>& l) const {
 }
 
 int32_t Sampler::sample(const float* logits, int n_vocab) {
+  const bool penalized = params_.repetition_penalty != 1.0f || params_.presence_penalty != 0.0f ||
+                         params_.frequency_penalty != 0.0f || !params_.logit_bias.empty();
+  // Greedy without penalties reads the logits in place.
+  if (params_.greedy() && !penalized) return first_max_index(logits, n_vocab);
   scratch_.assign(logits, logits + n_vocab);
   apply_penalties(scratch_);
   if (params_.greedy()) {

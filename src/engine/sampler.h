@@ -17,6 +17,10 @@
 
 namespace llms {
 
+// The index std::max_element(x, x + n) gives (the first maximum; a NaN only when x[0]
+// is one), computed without a chain of dependent compares: greedy decoding's argmax.
+int32_t first_max_index(const float* x, int n);
+
 struct SamplingParams {
   float temperature = 1.0f;         // 0 = greedy
   int top_k = 0;                    // 0 = off

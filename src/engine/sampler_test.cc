@@ -2,8 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <vector>
+
+#include "base/random.h"
 
 namespace llms {
 namespace {
@@ -11,6 +15,24 @@ namespace {
 std::vector<float> log_probs(std::vector<float> p) {
   for (auto& x : p) x = std::log(x);
   return p;
+}
+
+// The greedy argmax against std::max_element itself, on rows with ties, NaNs, signed
+// zeros and infinities at random places, and lengths around the lane count.
+TEST(SamplerTest, FirstMaxIndexIsMaxElement) {
+  Rng rng(3);
+  const float specials[] = {std::nanf(""), -0.0f, 0.0f, INFINITY, -INFINITY, 1.0f};
+  for (int round = 0; round < 2000; ++round) {
+    const int n = 1 + static_cast<int>(rng.next_u64() % 70);
+    std::vector<float> x(static_cast<size_t>(n));
+    for (auto& v : x) {
+      const uint64_t r = rng.next_u64();
+      // Few distinct values make ties common.
+      v = r % 4 == 0 ? specials[(r >> 8) % std::size(specials)] : static_cast<float>((r >> 16) % 5) - 2.0f;
+    }
+    const auto want = static_cast<int32_t>(std::max_element(x.begin(), x.end()) - x.begin());
+    ASSERT_EQ(first_max_index(x.data(), n), want) << "round " << round;
+  }
 }
 
 TEST(SamplerTest, GreedyTakesFirstMaximum) {

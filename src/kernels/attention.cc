@@ -242,10 +242,24 @@ void paged_attention_batch(std::span<const AttentionQuery> queries, const KvLaye
   // split changes no result: each (token, head) is computed by one task, the same way.
   std::sort(tasks.begin(), tasks.end(),
             [](const Task& a, const Task& b) { return a.cost != b.cost ? a.cost > b.cost : a.order < b.order; });
+  // Each thread claims its next task before running the current one and asks for that
+  // task's first span of keys and values meanwhile: a short decode sequence has just
+  // one span, which attend_tile()'s own prefetch (of the span after) never covers.
+  auto prefetch_first_span = [&](const Task& t) {
+    const AttentionQuery& q = queries[static_cast<size_t>(t.query)];
+    const int span = std::clamp(64 / kv.block_size, 1, kMaxSpanBlocks);
+    const int64_t last_block = (q.first_pos + t.i1 - 1) / kv.block_size;
+    for (int64_t b = 0; b <= std::min<int64_t>(last_block, span - 1); ++b) prefetch_block(kv, q.block_table[b], t.kvh);
+  };
   std::atomic<int64_t> next{0};
   pool.run(static_cast<int>(std::min<int64_t>(pool.num_threads(), n_tasks)), [&](int) {
-    for (int64_t t = next.fetch_add(1, std::memory_order_relaxed); t < n_tasks; t = next.fetch_add(1, std::memory_order_relaxed))
+    int64_t t = next.fetch_add(1, std::memory_order_relaxed);
+    while (t < n_tasks) {
+      const int64_t after = next.fetch_add(1, std::memory_order_relaxed);
+      if (after < n_tasks) prefetch_first_span(tasks[static_cast<size_t>(after)]);
       run_task(tasks[static_cast<size_t>(t)]);
+      t = after;
+    }
   });
 }
 
