@@ -1,4 +1,5 @@
 // llmserve bench-engine -m MODEL [--batching continuous,dynamic,none] [--requests N] ...
+#include <algorithm>
 #include <cstdio>
 
 #include <nlohmann/json.hpp>
@@ -6,6 +7,7 @@
 #include "base/log.h"
 #include "cli/commands.h"
 #include "eval/load_benchmark.h"
+#include "kernels/machine_limits.h"
 #include "tokenizer/tokenizer.h"
 
 namespace llms::cli {
@@ -25,6 +27,27 @@ struct Options {
   bool json = false;
   bool profile = false;
 };
+
+// The step's compute limit: the matrix products' multiply-adds per token against the
+// peak rate of the kernels' instruction (int8 dot for quantized weights, float FMA
+// otherwise), measured now on a pool of the engine's size.
+struct ComputeLimit {
+  double macs_per_token = 0;
+  double peak_macs_per_s = 0;
+  double tokens_per_s() const { return peak_macs_per_s / macs_per_token; }
+};
+
+ComputeLimit measure_compute_limit(const Model& model, int threads) {
+  ThreadPool pool(threads);
+  const DType t = model.weights().layers.empty() ? DType::kF32 : model.weights().layers[0].w_up.kernel_dtype();
+  const bool is_float = t == DType::kF32 || t == DType::kF16 || t == DType::kBF16;
+  ComputeLimit c;
+  c.macs_per_token = static_cast<double>(model.weights().macs_per_token());
+  // A float FMA lane is one multiply-add (the probe counts two operations).
+  c.peak_macs_per_s = is_float ? peak_ops_per_s(pool, PeakKind::kFma, 20'000'000) / 2
+                               : peak_ops_per_s(pool, PeakKind::kInt8Dot, 20'000'000);
+  return c;
+}
 
 void run(const Options& o) {
   auto model = value_or_fail(Model::load(o.model));
@@ -48,18 +71,35 @@ void run(const Options& o) {
     c.threads = o.threads;
     c.k_type = c.v_type = kv;
     c.profile = o.profile;
+    // With --profile, the compute limit is measured right before and after the run
+    // (the larger counts: the machine is shared).
+    ComputeLimit limit;
+    if (o.profile) limit = measure_compute_limit(*model, o.threads);
     const LoadResult r = value_or_fail(run_load(*model, *tokenizer, c, load));
+    if (o.profile) {
+      const ComputeLimit after = measure_compute_limit(*model, o.threads);
+      limit.peak_macs_per_s = std::max(limit.peak_macs_per_s, after.peak_macs_per_s);
+    }
     if (o.json) {
       all.push_back({{"policy", r.policy}, {"completed", r.completed}, {"generated_tokens", r.generated_tokens},
                      {"seconds", r.seconds}, {"tokens_per_s", r.tokens_per_s}, {"ttft_p50_s", r.ttft_p50_s},
                      {"ttft_p99_s", r.ttft_p99_s}, {"e2e_p50_s", r.e2e_p50_s}, {"e2e_p99_s", r.e2e_p99_s},
                      {"itl_mean_s", r.itl_mean_s}, {"preemptions", r.preemptions}});
-      if (o.profile) all.back()["profile"] = r.profile;
+      if (o.profile) {
+        all.back()["profile"] = r.profile;
+        all.back()["compute_limit_tokens_per_s"] = limit.tokens_per_s();
+        all.back()["share_of_compute_limit"] = r.tokens_per_s / limit.tokens_per_s();
+      }
     } else {
       std::printf("%-11s %9d %10.1f %9.3fs %9.3fs %9.3fs %9.4fs %8lld\n", r.policy.c_str(), r.completed,
                   r.tokens_per_s, r.ttft_p50_s, r.ttft_p99_s, r.e2e_p99_s, r.itl_mean_s,
                   static_cast<long long>(r.preemptions));
-      if (o.profile) std::printf("step profile (%s): share of step time by part\n%s\n", r.policy.c_str(), r.profile.c_str());
+      if (o.profile) {
+        std::printf("compute limit: %.0f tok/s (%.1f M multiply-adds per token, peak %.1f G/s); this run: %.1f%% of it\n",
+                    limit.tokens_per_s(), limit.macs_per_token * 1e-6, limit.peak_macs_per_s * 1e-9,
+                    100.0 * r.tokens_per_s / limit.tokens_per_s());
+        std::printf("step profile (%s): share of step time by part\n%s\n", r.policy.c_str(), r.profile.c_str());
+      }
       std::fflush(stdout);
     }
   }

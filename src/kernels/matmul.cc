@@ -16,8 +16,12 @@ namespace {
 // Below this many multiply-adds a product runs on the calling thread: waking the
 // workers costs more than it saves.
 constexpr int64_t kMinParallelMacs = 1 << 16;
-// Threads take whole groups of interleaved panels (GEMV tiles are up to 8 panels wide).
+// Decode threads take whole groups of interleaved panels (GEMV tiles are up to 8
+// panels wide); GEMM tiles are at most 2 panels wide, and finer ranges let the
+// threads finish together (a split changes no result: each panel's outputs are
+// computed whole by one thread).
 constexpr int64_t kPanelAlign = kGroupPanels;
+constexpr int64_t kGemmPanelAlign = 2;
 // Quantizing activations is split across the pool from this many tokens.
 constexpr int64_t kMinParallelTokens = 64;
 
@@ -122,8 +126,7 @@ void matmul_shared_input(std::span<const MatmulOutput> outs, const float* x, int
   }
   const int64_t total = first_panel[outs.size()];
   const int64_t min_parallel = macs < kMinParallelMacs ? std::numeric_limits<int64_t>::max() : 0;
-  // Ranges of whole groups of kPanelAlign panels keep the GEMV tiles wide.
-  pool.parallel_for(total, kPanelAlign, min_parallel, [&](int64_t p0, int64_t p1) {
+  pool.parallel_for(total, n == 1 ? kPanelAlign : kGemmPanelAlign, min_parallel, [&](int64_t p0, int64_t p1) {
     for (size_t i = 0; i < outs.size(); ++i) {
       const int64_t b = std::max(p0, first_panel[i]), e = std::min(p1, first_panel[i + 1]);
       if (b >= e) continue;

@@ -215,4 +215,14 @@ int64_t ModelWeights::bytes_per_token() const {
   return bytes;
 }
 
+int64_t ModelWeights::macs_per_token() const {
+  int64_t macs = output.rows() * output.cols();
+  for (const auto& L : layers) {
+    for (const WeightMatrix* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) {
+      if (m->tensor().data != nullptr) macs += m->rows() * m->cols();
+    }
+  }
+  return macs;
+}
+
 }  // namespace llms

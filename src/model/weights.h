@@ -54,6 +54,9 @@ struct ModelWeights {
   // Bytes of weights read to produce one token (every matrix once, plus one
   // embedding row): the numerator of memory-bandwidth utilisation.
   int64_t bytes_per_token() const;
+  // Multiply-adds of the matrix products for one token (every matrix, the output head
+  // included; attention's own arithmetic, which grows with the context, is not).
+  int64_t macs_per_token() const;
   WeightsMemory memory() const;
 
   static Result<ModelWeights> load(const GgufFile& file, const ModelConfig& config);
