@@ -8,7 +8,7 @@
 #   scripts/bench-batched.sh MODEL.gguf [ROUNDS]
 # Environment: THREADS (2), CONC (32 concurrent requests), REQUESTS (64), OUT (64
 # tokens each), WORDS (16 prompt words over HTTP), BATCH (llama-server -b, 512),
-# UBATCH (-ub, 512), PORT (18471).
+# UBATCH (-ub, 512), PORT (18471; llama-server takes PORT + round).
 # Needs build/release/src/cli/llmserve and ../shared/peers/llama.cpp/bin/llama-server.
 set -euo pipefail
 model=${1:?usage: bench-batched.sh MODEL.gguf [ROUNDS]}
@@ -40,8 +40,17 @@ stop() {  # PID
   wait "$1" 2>/dev/null || true
 }
 
-client() {  # NAME SEED: one bench-serve run against the server on $port
-  local name=$1 seed=$2 json
+wait_port_free() {  # PORT: a server from an earlier run may still hold it
+  for _ in $(seq 1 100); do
+    ss -ltn | grep -q ":$1 " || return 0
+    sleep 0.2
+  done
+  echo "port $1 is still in use" >&2
+  return 1
+}
+
+client() {  # NAME SEED PORT: one bench-serve run against the server on PORT
+  local name=$1 seed=$2 port=$3 json
   json=$(mktemp /tmp/bench-batched.XXXXXX.json)
   "$llmserve" bench serve --base-url "http://127.0.0.1:$port" --num-prompts "$requests" --max-concurrency "$conc" \
     --input-len "$words" --output-len "$out" --ignore-eos --warmup 4 --seed "$seed" --save-result "$json" >/dev/null
@@ -60,17 +69,22 @@ for round in $(seq 1 "$rounds"); do
   "$llmserve" bench-engine -m "$model" --batching continuous --requests "$requests" --concurrency "$conc" \
     --prompt-min 24 --prompt-max 40 --output-min "$out" --output-max "$out" -t "$threads" --profile 2>/dev/null
 
+  wait_port_free "$port"
   "$llmserve" serve -m "$model" --port "$port" --threads "$threads" --result-cache-bytes 0 \
     >/tmp/bench-batched-llmserve.log 2>&1 &
   pid=$!
   wait_ready "http://127.0.0.1:$port/health" "$pid" || { cat /tmp/bench-batched-llmserve.log; exit 1; }
-  client "llmserve (HTTP)" "$round"
+  client "llmserve (HTTP)" "$round" "$port"
   stop "$pid"
 
+  # A port of its own per round: llama-server's closed connections linger in TIME_WAIT
+  # without SO_REUSEADDR, which blocks a new listener on their port for a minute.
+  peer_port=$((port + round))
+  wait_port_free "$peer_port"
   LD_LIBRARY_PATH=$peer_dir "$peer_dir/llama-server" -m "$model" -c "$ctx" -t "$threads" --parallel "$conc" \
-    --cont-batching -b "$batch" -ub "$ubatch" --port "$port" >/tmp/bench-batched-llama.log 2>&1 &
+    --cont-batching -b "$batch" -ub "$ubatch" --port "$peer_port" >/tmp/bench-batched-llama.log 2>&1 &
   pid=$!
-  wait_ready "http://127.0.0.1:$port/health" "$pid" || { cat /tmp/bench-batched-llama.log; exit 1; }
-  client "llama-server -b $batch -ub $ubatch" "$round"
+  wait_ready "http://127.0.0.1:$peer_port/health" "$pid" || { cat /tmp/bench-batched-llama.log; exit 1; }
+  client "llama-server -b $batch -ub $ubatch" "$round" "$peer_port"
   stop "$pid"
 done
