@@ -286,6 +286,16 @@ TEST_F(StoriesServer, ModelsTokenizeHealthReadyMetrics) {
   }
   // Engine metrics carry the version that produced them; the server's own do not.
   EXPECT_NE(r.body.find("llmserve_kv_blocks{version=\"stories260K\",state=\"used\"}"), std::string::npos);
+  // HTTP answers carry the version that answered, "-" where none did.
+  EXPECT_NE(r.body.find("llmserve_http_requests_total{endpoint=\"/v1/models\",method=\"GET\",status=\"200\",version=\"-\"}"),
+            std::string::npos);
+  ASSERT_EQ(http_post(port(), "/v1/completions", Json{{"prompt", "Once"}, {"max_tokens", 2}}).status, 200);
+  r = http_get(port(), "/metrics");
+  EXPECT_NE(r.body.find("llmserve_http_requests_total{endpoint=\"/v1/completions\",method=\"POST\",status=\"200\","
+                        "version=\"stories260K\"}"),
+            std::string::npos);
+  EXPECT_NE(r.body.find("llmserve_http_request_duration_seconds_count{endpoint=\"/v1/completions\",version=\"stories260K\"}"),
+            std::string::npos);
   EXPECT_NE(r.body.find("llmserve_http_open_connections "), std::string::npos);
 }
 

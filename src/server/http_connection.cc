@@ -227,8 +227,17 @@ std::string HttpConnection::head(int status, const std::string& content_type, co
 
 // A response to HEAD has no body (RFC 9110 9.3.2): writing one would be read as the
 // start of the next response by a client that pipelines.
+void HttpConnection::note_headers(ConnectionExchange* ex, const HttpHeaders& headers) {
+  const std::string& name = state_->options.recorded_header;
+  if (name.empty()) return;
+  for (const auto& [k, v] : headers) {
+    if (lower(k) == name) ex->record.header_value = v;
+  }
+}
+
 void HttpConnection::respond(ConnectionExchange* ex, HttpResponse r) {
   if (ex != current_.get() || ex->ended || ex->streaming || closed_) return;
+  note_headers(ex, r.headers);
   std::string bytes = head(r.status, r.content_type, r.headers, static_cast<int64_t>(r.body.size()));
   if (ex->record.method != "HEAD") bytes += r.body;
   queue(std::move(bytes));
@@ -239,6 +248,7 @@ void HttpConnection::begin_stream(ConnectionExchange* ex, const std::string& con
   if (ex != current_.get() || ex->ended || ex->streaming || closed_) return;
   ex->streaming = true;
   ex->record.status = 200;
+  note_headers(ex, headers);
   queue(head(200, content_type, headers, -1));
 }
 

@@ -71,6 +71,8 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
 
   // HttpExchange operations (on the strand; `ex` must be the current exchange).
   void respond(ConnectionExchange* ex, HttpResponse response);
+  // Keeps the value of the recorded header (HttpServerOptions) of a response's headers.
+  void note_headers(ConnectionExchange* ex, const HttpHeaders& headers);
   void begin_stream(ConnectionExchange* ex, const std::string& content_type, const HttpHeaders& headers);
   void write_chunk(ConnectionExchange* ex, const std::string& data);
   void end_stream(ConnectionExchange* ex);

@@ -61,6 +61,9 @@ struct HttpServerOptions {
   std::function<HttpResponse(int status, const std::string& message)> error_response;
   // Called when each exchange ends (any I/O thread).
   std::function<void(const HttpExchangeRecord&)> on_exchange;
+  // A response header (lower case) whose value the exchange's record keeps
+  // (HttpExchangeRecord::header_value); empty: none.
+  std::string recorded_header;
   // Called with +1 / -1 as connections open and close (any I/O thread).
   std::function<void(int delta)> on_connection;
   // Called for each refused connection, read timeout and write stall (any I/O thread).

@@ -67,6 +67,7 @@ struct HttpExchangeRecord {
   int status = 0;
   double seconds = 0;
   bool client_gone = false;  // the connection closed before the exchange ended
+  std::string header_value;  // the response's HttpServerOptions::recorded_header, if it had one
 };
 
 }  // namespace llms

@@ -12,6 +12,7 @@
 #include "base/log.h"
 #include "deploy/admin_client.h"
 #include "server/api_error.h"
+#include "server/endpoints.h"
 #include "server/prompt_builder.h"
 
 namespace llms {
@@ -125,10 +126,14 @@ Status LlmServer::init() {
   o.error_response = transport_error_response;
   ServerMetrics* m = metrics_.get();
   const Router* routes = router_.get();
+  // The version that answered (its response header), "-" for answers no version gave
+  // (health, admin, errors before routing).
+  o.recorded_header = kVersionHeader;
   o.on_exchange = [m, routes](const HttpExchangeRecord& r) {
     const std::string endpoint(routes->endpoint_label(r.path));
-    m->http_requests.with({endpoint, r.method.empty() ? "-" : r.method, std::to_string(r.status)}).inc();
-    m->http_duration.with({endpoint}).observe(r.seconds);
+    const std::string version = r.header_value.empty() ? "-" : r.header_value;
+    m->http_requests.with({endpoint, r.method.empty() ? "-" : r.method, std::to_string(r.status), version}).inc();
+    m->http_duration.with({endpoint, version}).observe(r.seconds);
   };
   o.on_connection = [m](int delta) { m->open_connections.add(delta); };
   o.on_event = [m](HttpEvent e) { count_transport_event(*m, e); };

@@ -3,11 +3,12 @@
 namespace llms {
 
 ServerMetrics::ServerMetrics(Registry& r)
-    : http_requests(r.counter_family("llmserve_http_requests_total", "HTTP requests answered, by endpoint and status.",
-                                     {"endpoint", "method", "status"})),
+    : http_requests(r.counter_family("llmserve_http_requests_total",
+                                     "HTTP requests answered, by endpoint, status and the model version that answered.",
+                                     {"endpoint", "method", "status", "version"})),
       http_duration(r.histogram_family("llmserve_http_request_duration_seconds",
                                        "Time from a request's arrival to the last byte of its response queued.",
-                                       {"endpoint"}, latency_buckets())),
+                                       {"endpoint", "version"}, latency_buckets())),
       open_connections(r.gauge("llmserve_http_open_connections", "Open HTTP connections.")),
       active_requests(r.gauge("llmserve_http_active_requests", "Completion requests being answered (queued or running).")),
       client_disconnects(r.counter("llmserve_http_client_disconnects_total",
