@@ -26,19 +26,7 @@ ubatch=${UBATCH:-512}
 port=${PORT:-18471}
 ctx=$((conc * 256))
 
-wait_ready() {  # URL PID
-  for _ in $(seq 1 600); do
-    if curl -sf "$1" >/dev/null 2>&1; then return 0; fi
-    kill -0 "$2" 2>/dev/null || return 1
-    sleep 0.5
-  done
-  return 1
-}
-
-stop() {  # PID
-  kill "$1" 2>/dev/null || true
-  wait "$1" 2>/dev/null || true
-}
+source "$here/scripts/server-lib.sh"
 
 wait_port_free() {  # PORT: a server from an earlier run may still hold it
   for _ in $(seq 1 100); do

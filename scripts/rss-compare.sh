@@ -20,25 +20,13 @@ status_mib() {  # PID FIELD
   awk -v f="$2:" '$1 == f { printf "%.0f", $2 / 1024 }' "/proc/$1/status"
 }
 
-wait_ready() {  # URL PID
-  for _ in $(seq 1 600); do
-    if curl -sf "$1" >/dev/null 2>&1; then return 0; fi
-    kill -0 "$2" 2>/dev/null || return 1
-    sleep 0.5
-  done
-  return 1
-}
+source "$here/scripts/server-lib.sh"
 
 measure() {  # NAME PID COMPLETION_URL BODY
   local name=$1 pid=$2 url=$3 body=$4
   curl -sf -X POST -H 'Content-Type: application/json' -d "$body" "$url" >/dev/null
   printf '%-10s rss %6s MiB  (anon %6s, file %6s)  peak %6s MiB\n' "$name" "$(status_mib "$pid" VmRSS)" \
     "$(status_mib "$pid" RssAnon)" "$(status_mib "$pid" RssFile)" "$(status_mib "$pid" VmHWM)"
-}
-
-stop() {  # PID
-  kill "$1" 2>/dev/null || true
-  wait "$1" 2>/dev/null || true
 }
 
 for round in $(seq 1 "$rounds"); do

@@ -1,0 +1,113 @@
+// What a step's outputs become: the next token sampled for a sequence (under its
+// grammar), the token event handed to its client (text through the detokenizer and the
+// stop matcher, logprobs), and the end of a sequence (its finish event, metrics, KV
+// blocks released, result cache filled). Engine-thread only, like the rest of the step.
+#include <algorithm>
+
+#include "engine/engine.h"
+#include "engine/output_check.h"
+
+namespace llms {
+
+int32_t Engine::sample_next(Sequence& s, const float*& logits) {
+  const int n_vocab = runner_->vocab_size();
+  if (!s.matcher) return s.sampler->sample(logits, n_vocab);
+  if (!constrain_logits(*s.matcher, std::span<const float>(logits, static_cast<size_t>(n_vocab)), s.params.ignore_eos,
+                        &token_mask_, &constrained_logits_)) {
+    finish(s, FinishReason::kError, "the grammar allows no token of this vocabulary here");
+    return -1;
+  }
+  logits = constrained_logits_.data();  // logprobs are those of the constrained distribution
+  return s.sampler->sample(logits, n_vocab);
+}
+
+void Engine::on_token(Sequence& s, int32_t token, const float* logits, int64_t now) {
+  s.sampler->accept(token);
+  s.tokens.push_back(token);
+  if (s.first_token_ns == 0) {
+    s.first_token_ns = now;
+    metrics_.ttft.observe(static_cast<double>(now - s.arrival_ns) * 1e-9);
+  } else {
+    metrics_.itl.observe(static_cast<double>(now - s.last_token_ns) * 1e-9);
+  }
+  s.last_token_ns = now;
+  metrics_.generation_tokens.inc();
+  // The mask allowed the token, so the matcher takes it.
+  if (s.matcher && !s.matcher->accept_token(token)) {
+    finish(s, FinishReason::kError, "internal error: the grammar refused a token its mask allowed");
+    return;
+  }
+  if (s.matcher && s.matcher->terminated()) {  // an end-of-generation token where the grammar may end
+    finish(s, FinishReason::kStop);
+    return;
+  }
+  if (!s.params.ignore_eos && tokenizer_.is_end_of_generation(token)) {
+    finish(s, FinishReason::kStop);
+    return;
+  }
+  TokenEvent ev;
+  ev.token = token;
+  std::optional<ScopedStepPart> part(std::in_place, &profile_, StepPart::kDetokenize);
+  ev.text = s.stop->push(s.decoder->push(token));
+  part.reset();
+  if (s.params.top_logprobs >= 0) {
+    const ScopedStepPart logprobs(&profile_, StepPart::kSampling);
+    ev.logprob = Sampler::logprob_of(logits, runner_->vocab_size(), token).logprob;
+    if (s.params.top_logprobs > 0) ev.top = Sampler::top_logprobs(logits, runner_->vocab_size(), s.params.top_logprobs);
+  }
+  part.emplace(&profile_, StepPart::kDetokenize);
+  if (auto it = replay_.find(s.id); it != replay_.end()) it->second.push_back(ev);
+  s.text += ev.text;
+  s.handle->push(std::move(ev));
+  part.reset();
+  if (s.stop->stopped() || (s.matcher && s.matcher->finished())) {
+    finish(s, FinishReason::kStop);
+  } else if (s.generated() >= s.params.max_tokens || static_cast<int64_t>(s.tokens.size()) >= context_length_) {
+    finish(s, FinishReason::kLength);
+  }
+}
+
+void Engine::finish(Sequence& s, FinishReason reason, const std::string& message) {
+  const int64_t now = clock_();
+  FinishEvent fe;
+  fe.reason = reason;
+  fe.message = message;
+  if (!s.stop->stopped()) fe.text = s.stop->push(s.decoder->flush()) + s.stop->finish();
+  fe.prompt_tokens = s.prompt_len;
+  fe.completion_tokens = s.generated();
+  fe.cached_prompt_tokens = s.cached_prompt_tokens;
+  fe.preemptions = s.preemptions;
+  fe.timings.queue_s = s.first_scheduled_ns ? static_cast<double>(s.first_scheduled_ns - s.arrival_ns) * 1e-9 : 0;
+  fe.timings.ttft_s = s.first_token_ns ? static_cast<double>(s.first_token_ns - s.arrival_ns) * 1e-9 : 0;
+  fe.timings.e2e_s = static_cast<double>(now - s.arrival_ns) * 1e-9;
+  fe.timings.compute_s = s.compute_s;
+
+  if (s.first_scheduled_ns == 0) admission_.release_waiting(s.prompt_len);  // ended while still queued
+  s.text += fe.text;
+  const OutputFacts facts{std::span<const int32_t>(s.tokens).subspan(static_cast<size_t>(s.prompt_len)), s.text, reason,
+                          s.params.ignore_eos};
+  const std::vector<const char*> abnormal = abnormal_output_kinds(facts);
+  for (const char* kind : abnormal) metrics_.abnormal_outputs.with({kind}).inc();
+  kv_.release(s.blocks);
+  std::erase(waiting_, &s);
+  std::erase(running_, &s);
+  metrics_.finished.with({finish_reason_name(reason)}).inc();
+  if (reason == FinishReason::kTimeout) metrics_.timeouts.inc();
+  metrics_.prompt_tokens.inc(static_cast<double>(s.prompt_len));
+  metrics_.e2e.observe(fe.timings.e2e_s);
+  metrics_.compute_time.observe(fe.timings.compute_s);
+  if (auto it = replay_.find(s.id); it != replay_.end()) {
+    if ((reason == FinishReason::kStop || reason == FinishReason::kLength) && result_cache_.max_bytes() > 0) {
+      if (const auto key = ResultCache::key_for(model_identity_, s.params)) {
+        result_cache_.insert(*key, CachedCompletion{std::move(it->second), fe});
+      }
+    }
+    replay_.erase(it);
+  }
+  status_.note_finish(now, reason, !abnormal.empty());
+  if (proposer_) proposer_->forget(s.id);
+  s.handle->push(std::move(fe));
+  sequences_.erase(s.id);
+}
+
+}  // namespace llms
