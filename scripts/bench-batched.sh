@@ -45,7 +45,7 @@ client() {  # NAME SEED PORT: one bench-serve run against the server on PORT
   python3 - "$name" "$json" <<'EOF'
 import json, sys
 r = json.load(open(sys.argv[2]))
-print(f"{sys.argv[1]:<22} completed {r['completed']:>4}  out tok/s {r['output_throughput']:8.1f}  "
+print(f"{sys.argv[1]:<22} completed {r['completed']:>4}  failed {r['failed']:>3}  out tok/s {r['output_throughput']:8.1f}  "
       f"TTFT p50 {r['median_ttft_ms']:8.1f} ms  p90 {r.get('p90_ttft_ms', float('nan')):8.1f} ms  "
       f"TPOT p50 {r['median_tpot_ms']:7.2f} ms  prompt tokens {r['total_input_tokens']}")
 EOF
