@@ -27,6 +27,7 @@
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -79,9 +80,28 @@ void read_status(pid_t pid, Sample* s) {
   }
 }
 
-double metric(const std::string& text, const std::string& name) {
-  const size_t at = text.find("\n" + name + " ");
-  return at == std::string::npos ? std::nan("") : std::stod(text.substr(at + name.size() + 2));
+// The sum of the samples of `name` whose labels include `label` (e.g. `state="used"`;
+// empty: every sample), over whatever other labels they carry (an engine's metrics
+// carry its `version`); NaN when there is none.
+double metric(const std::string& text, const std::string& name, const std::string& label = "") {
+  double sum = 0;
+  bool found = false;
+  size_t line = 0;
+  while (line < text.size()) {
+    size_t end = text.find('\n', line);
+    if (end == std::string::npos) end = text.size();
+    const std::string_view l(text.data() + line, end - line);
+    line = end + 1;
+    if (l.substr(0, name.size()) != name || l.size() <= name.size()) continue;
+    const char next = l[name.size()];
+    if (next != ' ' && next != '{') continue;  // another metric whose name starts the same
+    const size_t space = l.rfind(' ');
+    const std::string_view labels = l.substr(name.size(), space - name.size());
+    if (!label.empty() && labels.find(label) == std::string_view::npos) continue;
+    sum += std::stod(std::string(l.substr(space + 1)));
+    found = true;
+  }
+  return found ? sum : std::nan("");
 }
 
 Sample sample(const TrafficOptions& t, pid_t pid, double since_start, int64_t requests) {
@@ -91,7 +111,7 @@ Sample sample(const TrafficOptions& t, pid_t pid, double since_start, int64_t re
   s.fds = count_fds(pid);
   read_status(pid, &s);
   const std::string m = http_call(t, "GET", "/metrics", "", 30).body;
-  s.kv_used = metric(m, "llmserve_kv_blocks{state=\"used\"}");
+  s.kv_used = metric(m, "llmserve_kv_blocks", "state=\"used\"");
   s.connections = metric(m, "llmserve_http_open_connections");
   s.running = metric(m, "llmserve_requests_running");
   return s;
