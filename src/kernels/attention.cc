@@ -212,23 +212,50 @@ void paged_attention_batch(std::span<const AttentionQuery> queries, const KvLaye
   };
   // The calling thread's list, reused (no allocation per step). The workers reach it
   // through this reference: inside the lambdas the thread_local's name would be theirs.
-  thread_local std::vector<Task> own_tasks;
-  std::vector<Task>& tasks = own_tasks;
-  tasks.clear();
-  int64_t work = 0;
-  for (size_t qi = 0; qi < queries.size(); ++qi) {
-    const AttentionQuery& q = queries[qi];
-    const int tile = std::max(1, std::min(32, (q.n_q + pool.num_threads() - 1) / pool.num_threads()));
-    const int tiles = (q.n_q + tile - 1) / tile;
-    for (int ti = 0; ti < tiles; ++ti) {
-      const int i0 = ti * tile, i1 = std::min(q.n_q, i0 + tile);
-      for (int kvh = 0; kvh < kv.n_kv_heads; ++kvh) {
-        const int64_t cost = int64_t{i1 - i0} * (q.first_pos + i1);
-        tasks.push_back({static_cast<int32_t>(qi), kvh, i0, i1, cost, static_cast<int64_t>(tasks.size())});
-      }
-    }
-    work += static_cast<int64_t>(q.n_q) * (q.first_pos + q.n_q) * n_heads;
+  // Every layer of a pass has the same queries' shapes, so the list (built and sorted
+  // below) is kept while (n_q, first_pos) of every query and the head counts repeat.
+  struct TaskList {
+    std::vector<Task> tasks;
+    std::vector<std::pair<int, int64_t>> shapes;
+    int kv_heads = 0, threads = 0;
+    int64_t work = 0;
+  };
+  thread_local TaskList own;
+  TaskList& list = own;
+  bool same = list.kv_heads == kv.n_kv_heads && list.threads == pool.num_threads() &&
+              list.shapes.size() == queries.size();
+  for (size_t qi = 0; same && qi < queries.size(); ++qi) {
+    same = list.shapes[qi] == std::pair<int, int64_t>(queries[qi].n_q, queries[qi].first_pos);
   }
+  std::vector<Task>& tasks = list.tasks;
+  if (!same) {
+    tasks.clear();
+    list.shapes.clear();
+    list.kv_heads = kv.n_kv_heads;
+    list.threads = pool.num_threads();
+    list.work = 0;
+    for (size_t qi = 0; qi < queries.size(); ++qi) {
+      const AttentionQuery& q = queries[qi];
+      list.shapes.emplace_back(q.n_q, q.first_pos);
+      const int tile = std::max(1, std::min(32, (q.n_q + pool.num_threads() - 1) / pool.num_threads()));
+      const int tiles = (q.n_q + tile - 1) / tile;
+      for (int ti = 0; ti < tiles; ++ti) {
+        const int i0 = ti * tile, i1 = std::min(q.n_q, i0 + tile);
+        for (int kvh = 0; kvh < kv.n_kv_heads; ++kvh) {
+          const int64_t cost = int64_t{i1 - i0} * (q.first_pos + i1);
+          tasks.push_back({static_cast<int32_t>(qi), kvh, i0, i1, cost, static_cast<int64_t>(tasks.size())});
+        }
+      }
+      list.work += static_cast<int64_t>(q.n_q) * (q.first_pos + q.n_q);
+    }
+    // Causal: a later query tile sees more keys, and sequences differ in length.
+    // Threads claim tasks one at a time, the costliest first, so that they finish
+    // together. The split changes no result: each (token, head) is computed by one
+    // task, the same way.
+    std::sort(tasks.begin(), tasks.end(),
+              [](const Task& a, const Task& b) { return a.cost != b.cost ? a.cost > b.cost : a.order < b.order; });
+  }
+  const int64_t work = list.work * n_heads;
   auto run_task = [&](const Task& t) {
     attend_tile(queries[static_cast<size_t>(t.query)], kv, n_heads, scale, t.kvh, t.i0, t.i1, kt_ops);
   };
@@ -237,11 +264,6 @@ void paged_attention_batch(std::span<const AttentionQuery> queries, const KvLaye
     for (const Task& t : tasks) run_task(t);
     return;
   }
-  // Causal: a later query tile sees more keys, and sequences differ in length. Threads
-  // claim tasks one at a time, the costliest first, so that they finish together. The
-  // split changes no result: each (token, head) is computed by one task, the same way.
-  std::sort(tasks.begin(), tasks.end(),
-            [](const Task& a, const Task& b) { return a.cost != b.cost ? a.cost > b.cost : a.order < b.order; });
   // Each thread claims its next task before running the current one and asks for that
   // task's first span of keys and values meanwhile: a short decode sequence has just
   // one span, which attend_tile()'s own prefetch (of the span after) never covers.
