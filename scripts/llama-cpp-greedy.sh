@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Greedy text of llama.cpp's llama-cli and of `llmserve generate` on the same files:
 # stories260K quantized by llama-quantize (Q5_K_M, Q3_K_M) and by `llmserve quantize`
-# (q5_k, q5_0, q3_k, iq4_xs), 100 tokens from "Once upon a time", F16 KV cache on both.
+# (q5_k, q5_0, q3_k, iq4_xs), 100 tokens from "Once upon a time", F32 KV cache on both
+# (see scripts/llama-cpp-logprobs.sh for the per-step log-probabilities).
 #   scripts/llama-cpp-greedy.sh
 # Prints per file the characters the two texts share from the start, and both texts.
 set -euo pipefail
@@ -21,8 +22,8 @@ for t in q5_k q5_0 q3_k iq4_xs; do
   files+=("$work/llmserve-$t.gguf")
 done
 for f in "${files[@]}"; do
-  a=$("$bin/llama-cli" -m "$f" -p "Once upon a time" -n 100 --temp 0 -no-cnv 2>/dev/null | tr -d '\n' | sed 's/^ *//')
-  b=$("$llmserve" generate -m "$f" -p "Once upon a time" -n 100 --temp 0 -t 2 2>/dev/null | tr -d '\n')
+  a=$("$bin/llama-cli" -m "$f" -p "Once upon a time" -n 100 --temp 0 -no-cnv -ctk f32 -ctv f32 2>/dev/null | tr -d '\n' | sed 's/^ *//')
+  b=$("$llmserve" generate -m "$f" -p "Once upon a time" -n 100 --temp 0 -t 2 --kv-type f32 2>/dev/null | tr -d '\n')
   python3 - "$(basename "$f")" "$a" "$b" <<'PY'
 import sys
 name, a, b = sys.argv[1:4]

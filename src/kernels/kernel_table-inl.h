@@ -31,6 +31,7 @@ inline KernelTable make_kernel_table() {
   t.add_inplace = add_inplace;
   t.dot_f32 = dot_f32;
   t.f16_row = f16_row;
+  t.round_f16_row = round_f16_row;
   t.attention_rows = attention_rows;
   return t;
 }

@@ -21,9 +21,12 @@ namespace llms {
 // n tokens is contiguous, so that a GEMM tile reads the block of its tokens from a
 // few cache lines, and the rows of a batch never fall into the same cache sets.
 // Per block b (nb = cols / B of them) and token t:
-//   q     [nb, n, B]       int8, x ~ d * q, |q| <= 127, rounded to nearest even
-//   d     [nb, n]          float scale, d = max|x| / 127
+//   q     [nb, n, B]       int8, q = round-to-even(x * (127 / max|x|)), |q| <= 127
+//   d     [nb, n]          float scale: blocks of 32 max|x| / 127 rounded to F16 (the
+//                          F16 scale of GGML's Q8_0 and Q8_1 blocks); blocks of 256
+//                          1 / (127 / max|x|) in F32 (GGML's Q8_K)
 //   Q8:   corr [nb, n]     = -bias * sum(q over the block), bias set by the kernel
+//         s    [nb, n]     = (max|x| / 127) * sum(q) rounded to F16 (Q8_1's s, for Q5_1)
 //   K:    corr [nb, n, 16] = -32 * sum(q over 16 values) (Q6_K's level offset)
 //         pairs [nb, n, 4] = int16 sums over blocks of 32, two per int32 (Q4_K mins)
 // For n = 1 this is the token's row as it comes.
@@ -33,6 +36,7 @@ struct QuantizedActivations {
   int8_t* q = nullptr;
   float* d = nullptr;
   int32_t* corr = nullptr;
+  float* s = nullptr;
   int32_t* pairs = nullptr;
 };
 
@@ -107,6 +111,7 @@ struct KernelTable {
   void (*add_inplace)(float* y, const float* x, int64_t n);
   float (*dot_f32)(const float* a, const float* b, int64_t n);
   void (*f16_row)(const uint16_t* src, float* dst, int64_t n);
+  void (*round_f16_row)(const float* src, float* dst, int64_t n);
   void (*attention_rows)(const AttentionRows& a);
 };
 

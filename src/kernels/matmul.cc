@@ -28,25 +28,25 @@ constexpr int64_t kMinParallelTokens = 64;
 // Per calling thread and activation format, grown on demand and reused: matmul never
 // allocates in steady state.
 struct ActivationScratch {
-  AlignedBuffer q, d, corr, pairs;
+  AlignedBuffer q, d, corr, s, pairs;
 };
 
 void ensure(AlignedBuffer& b, int64_t bytes) {
   if (static_cast<int64_t>(b.size()) < bytes) b.resize(static_cast<size_t>(bytes), false);
 }
 
-// How a weight kind wants its activations: float, or quantized in blocks of 32 with a
-// bias (Q8_0 and IQ4_NL: the Q8_0 bias; Q4_0, Q5_0, Q5_1: 8) or in 256-value
-// super-blocks (k-quants, IQ4_XS). Kinds with the same
-// format share one quantization of x.
-enum class ActFormat { kFloat = 0, kQ8Blocks, kQ4Blocks, kKBlocks };
-constexpr int kNumActFormats = 4;
+// How a weight kind wants its activations: float (F32, BF16), float rounded to F16
+// (F16: GGML's F16 products), or quantized in blocks of 32 with a bias (Q8_0 and
+// IQ4_NL: the Q8_0 bias; Q4_0, Q5_0, Q5_1: 8) or in 256-value super-blocks
+// (k-quants, IQ4_XS). Kinds with the same format share one preparation of x.
+enum class ActFormat { kFloat = 0, kQ8Blocks, kQ4Blocks, kKBlocks, kHalf };
+constexpr int kNumActFormats = 5;
 
 ActFormat act_format(PackedKind kind) {
   switch (kind) {
     case PackedKind::kF32:
-    case PackedKind::kF16:
     case PackedKind::kBF16: return ActFormat::kFloat;
+    case PackedKind::kF16: return ActFormat::kHalf;
     case PackedKind::kQ8_0:
     case PackedKind::kIQ4_NL: return ActFormat::kQ8Blocks;
     case PackedKind::kQ4_0:
@@ -72,6 +72,7 @@ QuantizedActivations quantize_activations(const KernelTable& k, ActFormat format
   ensure(s.d, n * (cols / block) * 4);
   ensure(s.corr, n * (cols / corr_block) * 4);
   if (k_blocks) ensure(s.pairs, n * (cols / 64) * 4);
+  if (!k_blocks) ensure(s.s, n * (cols / block) * 4);
   QuantizedActivations a;
   a.n = n;
   a.cols = cols;
@@ -79,11 +80,21 @@ QuantizedActivations quantize_activations(const KernelTable& k, ActFormat format
   a.d = s.d.as<float>();
   a.corr = s.corr.as<int32_t>();
   a.pairs = k_blocks ? s.pairs.as<int32_t>() : nullptr;
+  a.s = k_blocks ? nullptr : s.s.as<float>();
   const QuantizeRowFn fn = k_blocks ? k.quantize_k_row : k.quantize_q8_row;
   pool.parallel_for(n, 1, kMinParallelTokens, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) fn(x, t, bias, a);
   });
   return a;
+}
+
+// F16 weights take their activations rounded to F16, as GGML's F16 products do.
+const float* round_to_half(const KernelTable& k, const float* x, int64_t count) {
+  thread_local AlignedBuffer scratch;
+  ensure(scratch, count * 4);
+  float* out = scratch.as<float>();
+  k.round_f16_row(x, out, count);
+  return out;
 }
 
 }  // namespace
@@ -104,6 +115,7 @@ void matmul_shared_input(std::span<const MatmulOutput> outs, const float* x, int
   LLMS_CHECK(outs.size() <= kMaxOutputs, "matmul_shared_input: too many outputs");
   QuantizedActivations qa[kNumActFormats];
   bool quantized[kNumActFormats] = {};
+  const float* half_x = nullptr;
   MatmulCall calls[kMaxOutputs];
   int64_t first_panel[kMaxOutputs + 1] = {0};
   int64_t macs = 0;
@@ -112,7 +124,9 @@ void matmul_shared_input(std::span<const MatmulOutput> outs, const float* x, int
     LLMS_CHECK(pw.cols == outs[0].w->packed().cols, "matmul_shared_input: outputs differ in columns");
     const ActFormat f = act_format(pw.kind);
     const int fi = static_cast<int>(f);
-    if (f != ActFormat::kFloat && !quantized[fi]) {
+    if (f == ActFormat::kHalf && half_x == nullptr) {
+      half_x = round_to_half(k, x, n * pw.cols);
+    } else if (f != ActFormat::kFloat && f != ActFormat::kHalf && !quantized[fi]) {
       qa[fi] = quantize_activations(k, f, x, n, pw.cols, pool);
       quantized[fi] = true;
     }
@@ -120,7 +134,9 @@ void matmul_shared_input(std::span<const MatmulOutput> outs, const float* x, int
     call.w = &pw;
     call.n = n;
     call.y = outs[i].y;
-    call.x = f == ActFormat::kFloat ? static_cast<const void*>(x) : &qa[fi];
+    call.x = f == ActFormat::kFloat  ? static_cast<const void*>(x)
+             : f == ActFormat::kHalf ? static_cast<const void*>(half_x)
+                                     : &qa[fi];
     first_panel[i + 1] = first_panel[i] + pw.num_panels;
     macs += pw.num_panels * kPanelRows * pw.cols * n;
   }
@@ -136,6 +152,7 @@ void matmul_shared_input(std::span<const MatmulOutput> outs, const float* x, int
       k.matmul[static_cast<int>(part.w->kind)](part);
     }
   });
+
 }
 
 }  // namespace llms

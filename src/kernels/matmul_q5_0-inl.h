@@ -4,7 +4,7 @@
 //         acc  = fma(float(isum), d_w * d_x, acc)
 //   Q5_1: isum = sum_i q_w[i] * q_x[i]                 (exact int32, from 0)
 //         acc  = fma(float(isum), d_w * d_x, acc)
-//         acc  = fma(float(sum_i q_x[i]), m_w * d_x, acc)   (the sum is -corr / 8)
+//         acc  = fma(s_x, m_w, acc)                  (s_x = d_x * sum_i q_x[i] in F16)
 // The dot takes the unsigned 5-bit levels: the low nibble (Q4_0's units) with the
 // fifth bit moved into place from the block's 64 bytes of high bits.
 // Spliced into a target namespace after matmul_tiles-inl.h.
@@ -74,7 +74,7 @@ struct Q5Kind {
         const VF dx = set1_f(x[t].d[b * n]);
         acc[p][t] = fma_f(cvt_i2f(isum[t]), mul_f(d, dx), acc[p][t]);
         if constexpr (kMin) {
-          acc[p][t] = fma_f(set1_f(static_cast<float>(-x[t].corr[b * n] / 8)), mul_f(m, dx), acc[p][t]);
+          acc[p][t] = fma_f(set1_f(x[t].s[b * n]), m, acc[p][t]);
         }
       }
     };

@@ -13,11 +13,14 @@
 namespace llms {
 namespace {
 
-// One token's activations quantized in blocks of `block`: d = max|x| / 127,
-// q = round-to-even(x * (1 / d)).
+float round_f16(float v) { return f16_to_f32(f32_to_f16(v)); }
+
+// One token's activations quantized in blocks of `block`, as GGML's Q8_0/Q8_1 (32)
+// and Q8_K (256) blocks: q = round-to-even(x * (127 / max|x|)); blocks of 32 keep
+// d = max|x| / 127 and s = d * sum(q) rounded to F16, blocks of 256 d = 1 / (127 / max|x|).
 struct RefQ {
   std::vector<int> q;
-  std::vector<float> d;
+  std::vector<float> d, s;
 };
 
 RefQ quantize_ref(const float* x, int64_t cols, int64_t block) {
@@ -26,18 +29,27 @@ RefQ quantize_ref(const float* x, int64_t cols, int64_t block) {
   for (int64_t b = 0; b < cols / block; ++b) {
     float amax = 0.0f;
     for (int64_t i = 0; i < block; ++i) amax = std::fmax(amax, std::fabs(x[b * block + i]));
-    const float d = amax / 127.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    for (int64_t i = 0; i < block; ++i) r.q[b * block + i] = static_cast<int>(std::nearbyint(x[b * block + i] * id));
-    r.d.push_back(d);
+    const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+    int sum = 0;
+    for (int64_t i = 0; i < block; ++i) {
+      r.q[b * block + i] = static_cast<int>(std::nearbyint(x[b * block + i] * id));
+      sum += r.q[b * block + i];
+    }
+    if (block == kQK) {
+      r.d.push_back(round_f16(amax / 127.0f));
+      r.s.push_back(round_f16(amax / 127.0f * static_cast<float>(sum)));
+    } else {
+      r.d.push_back(amax != 0.0f ? 1.0f / id : 0.0f);
+    }
   }
   return r;
 }
 
+// F16 weights take activations rounded to F16 (GGML's F16 products), the others F32.
 float dot_float(DType type, const uint8_t* row, const float* x, int64_t cols, std::vector<float>& tmp) {
   dequantize_row(type, row, tmp.data(), cols);
   float acc = 0.0f;
-  for (int64_t c = 0; c < cols; ++c) acc = std::fma(tmp[c], x[c], acc);
+  for (int64_t c = 0; c < cols; ++c) acc = std::fma(tmp[c], type == DType::kF16 ? round_f16(x[c]) : x[c], acc);
   return acc;
 }
 
@@ -72,13 +84,10 @@ float dot_q5_1(const uint8_t* row, const RefQ& x, int64_t cols) {
   const auto* b = reinterpret_cast<const BlockQ5_1*>(row);
   float acc = 0.0f;
   for (int64_t i = 0; i < cols / kQK; ++i) {
-    int isum = 0, xsum = 0;
-    for (int j = 0; j < kQK; ++j) {
-      isum += q5_level(b[i], j) * x.q[i * kQK + j];
-      xsum += x.q[i * kQK + j];
-    }
+    int isum = 0;
+    for (int j = 0; j < kQK; ++j) isum += q5_level(b[i], j) * x.q[i * kQK + j];
     acc = std::fma(static_cast<float>(isum), f16_to_f32(b[i].d) * x.d[i], acc);
-    acc = std::fma(static_cast<float>(xsum), f16_to_f32(b[i].m) * x.d[i], acc);
+    acc = std::fma(x.s[i], f16_to_f32(b[i].m), acc);
   }
   return acc;
 }

@@ -202,11 +202,13 @@ struct TokenQ {
   const int8_t* q;
   const float* d;
   const int32_t* corr;
+  const float* s;
   const int32_t* pairs;
 };
 LLMS_SIMD TokenQ token_q(const QuantizedActivations& a, int64_t t, int64_t block) {
   const int64_t corr_per_block = block == 32 ? 1 : 16;
-  return {a.q + t * block, a.d + t, a.corr + t * corr_per_block, a.pairs ? a.pairs + t * 4 : nullptr};
+  return {a.q + t * block, a.d + t, a.corr + t * corr_per_block, a.s ? a.s + t : nullptr,
+          a.pairs ? a.pairs + t * 4 : nullptr};
 }
 
 // The quantized activations of a tile's T tokens (blocks of `block` values).

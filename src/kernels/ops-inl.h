@@ -50,6 +50,13 @@ void f16_row(const uint16_t* src, float* dst, int64_t n) {
   for (; i < n; ++i) dst[i] = f16_to_f32(src[i]);
 }
 
+// Each float rounded to the nearest F16 (ties to even) and back, exact on every target.
+void round_f16_row(const float* src, float* dst, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) store_f(dst + i, round_f16(load_f(src + i)));
+  for (; i < n; ++i) dst[i] = f16_to_f32(f32_to_f16(src[i]));
+}
+
 float dot_f32(const float* a, const float* b, int64_t n) {
   VF acc = zero_f();
   for_each_vec(n, [&](int64_t i, int m) { acc = fma_f(load_n(a + i, m), load_n(b + i, m), acc); });

@@ -179,6 +179,32 @@ TEST(OpsTest, SoftmaxAndActivationsSurviveExtremeInputs) {
   }
 }
 
+// Rounding floats to F16 (the activations of F16 products) gives the scalar
+// conversion's round-to-nearest-even on every target: ties both ways, subnormal
+// halves, values that overflow to infinity, signed zeros, and a tail shorter than
+// a vector.
+TEST(OpsTest, RoundingToF16MatchesTheScalarConversion) {
+  std::vector<float> x;
+  for (uint32_t h = 0; h < 0x7C00; h += 7) {  // between neighbouring halves, and on ties
+    const float a = f16_to_f32(static_cast<uint16_t>(h)), b = f16_to_f32(static_cast<uint16_t>(h + 1));
+    for (float v : {a, b, 0.5f * (a + b), std::nextafter(0.5f * (a + b), a), std::nextafter(0.5f * (a + b), b)}) {
+      x.push_back(v);
+      x.push_back(-v);
+    }
+  }
+  for (float v : {65504.0f, 65519.0f, 65520.0f, 1e6f, 1e-8f, 3e-8f, 0.0f, -0.0f}) x.push_back(v);
+  x.resize(x.size() + 16 - x.size() % 16 + 5, 0.75f);
+  for (SimdTarget target : supported_simd_targets()) {
+    ScopedSimdTarget scoped(target);
+    std::vector<float> got(x.size());
+    active_kernels().round_f16_row(x.data(), got.data(), static_cast<int64_t>(x.size()));
+    for (size_t i = 0; i < x.size(); ++i) {
+      ASSERT_EQ(float_to_bits(got[i]), float_to_bits(f16_to_f32(f32_to_f16(x[i]))))
+          << simd_target_name(target) << " x " << x[i];
+    }
+  }
+}
+
 // The F16 row conversion (KV cache rows) gives every half's exact float on every
 // target, whatever the row's length: all 65,536 bit patterns, NaNs staying NaN.
 TEST(OpsTest, F16RowsConvertEveryHalfExactly) {

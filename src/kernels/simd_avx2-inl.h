@@ -70,6 +70,11 @@ LLMS_SIMD VF load_f16(const uint16_t* p) {
   return {_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))),
           _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 8)))};
 }
+// To the nearest F16 (ties to even) and back.
+LLMS_SIMD VF round_f16(VF v) {
+  return {_mm256_cvtph_ps(_mm256_cvtps_ph(v.lo, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)),
+          _mm256_cvtph_ps(_mm256_cvtps_ph(v.hi, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC))};
+}
 LLMS_SIMD VF load_bf16(const uint16_t* p) {
   const __m256i lo = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   const __m256i hi = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 8)));

@@ -65,6 +65,7 @@ LLMS_SIMD float reduce_max_f(VF a) {
 }
 LLMS_SIMD VF load_f16(const uint16_t* p) { LLMS_LANES(f16_to_f32(p[i])); }
 LLMS_SIMD VF load_bf16(const uint16_t* p) { LLMS_LANES(bf16_to_f32(p[i])); }
+LLMS_SIMD VF round_f16(VF a) { LLMS_LANES(f16_to_f32(f32_to_f16(a.v[i]))); }
 LLMS_SIMD VF swap_pairs_f(VF a) { LLMS_LANES(a.v[i ^ 1]); }
 
 LLMS_SIMD VI zero_i() { LLMS_ILANES(0); }

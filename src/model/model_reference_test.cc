@@ -45,6 +45,23 @@ Vec matvec(const Vec& w, const Vec& x) {
   return y;
 }
 
+// True where the engine's product with this weight rounds its input to F16 (F16
+// weights, as GGML's F16 products do; see kernels/matmul.cc).
+bool half_input(const GgufFile& f, const std::string& name) {
+  const GgufTensorInfo* t = f.find_tensor(name);
+  return t != nullptr && t->dtype == DType::kF16;
+}
+
+Vec to_half(Vec x) {
+  for (double& v : x) v = f16_to_f32(f32_to_f16(static_cast<float>(v)));
+  return x;
+}
+
+// W x for the weight tensor `name`, its input rounded as the engine rounds it.
+Vec product(const GgufFile& f, const std::string& name, const Vec& x) {
+  return matvec(read(f, name), half_input(f, name) ? to_half(x) : x);
+}
+
 Vec rmsnorm(const Vec& x, const Vec& w, double eps) {
   double ss = 0;
   for (double v : x) ss += v * v;
@@ -103,7 +120,8 @@ std::vector<Vec> reference_logits(const GgufFile& f, const std::vector<int32_t>&
   const double final_cap = f.get_float_or(arch + ".final_logit_softcapping", 0.0).value();
   auto cap = [](double v, double c) { return c > 0 ? c * std::tanh(v / c) : v; };
   const Vec emb = read(f, "token_embd.weight");
-  const Vec out_w = f.find_tensor("output.weight") ? read(f, "output.weight") : emb;
+  const std::string out_name = f.find_tensor("output.weight") ? "output.weight" : "token_embd.weight";
+  const Vec out_w = read(f, out_name);
   const Vec out_norm = read(f, "output_norm.weight");
   std::vector<std::vector<Vec>> keys(n_layer), values(n_layer);
   std::vector<Vec> logits;
@@ -118,13 +136,14 @@ std::vector<Vec> reference_logits(const GgufFile& f, const std::vector<int32_t>&
       Vec q, k, v;
       if (f.find_tensor(p + "attn_qkv.weight")) {
         const Vec w = read(f, p + "attn_qkv.weight");
-        q = matvec(rows(w, d, 0, n_head * hd), xn);
-        k = matvec(rows(w, d, n_head * hd, n_kv * hd), xn);
-        v = matvec(rows(w, d, (n_head + n_kv) * hd, n_kv * hd), xn);
+        const Vec xh = half_input(f, p + "attn_qkv.weight") ? to_half(xn) : xn;
+        q = matvec(rows(w, d, 0, n_head * hd), xh);
+        k = matvec(rows(w, d, n_head * hd, n_kv * hd), xh);
+        v = matvec(rows(w, d, (n_head + n_kv) * hd, n_kv * hd), xh);
       } else {
-        q = matvec(read(f, p + "attn_q.weight"), xn);
-        k = matvec(read(f, p + "attn_k.weight"), xn);
-        v = matvec(read(f, p + "attn_v.weight"), xn);
+        q = product(f, p + "attn_q.weight", xn);
+        k = product(f, p + "attn_k.weight", xn);
+        v = product(f, p + "attn_v.weight", xn);
       }
       if (f.find_tensor(p + "attn_q.bias")) {
         const Vec bq = read(f, p + "attn_q.bias"), bk = read(f, p + "attn_k.bias"), bv = read(f, p + "attn_v.bias");
@@ -151,30 +170,32 @@ std::vector<Vec> reference_logits(const GgufFile& f, const std::vector<int32_t>&
         for (size_t t = 0; t <= pos; ++t)
           for (int i = 0; i < hd; ++i) att[h * hd + i] += s[t] / sum * values[l][t][kh * hd + i];
       }
-      Vec o = matvec(read(f, p + "attn_output.weight"), att);
+      Vec o = product(f, p + "attn_output.weight", att);
       if (gemma2) o = rmsnorm(o, read(f, p + "post_attention_norm.weight"), eps);
       for (int i = 0; i < d; ++i) x[i] += o[i];
       const Vec xn2 = rmsnorm(x, read(f, p + "ffn_norm.weight"), eps);
       Vec g, u;
       if (f.find_tensor(p + "ffn_gate.weight")) {
-        g = matvec(read(f, p + "ffn_gate.weight"), xn2);
-        u = matvec(read(f, p + "ffn_up.weight"), xn2);
+        g = product(f, p + "ffn_gate.weight", xn2);
+        u = product(f, p + "ffn_up.weight", xn2);
       } else {  // fused: gate rows, then up rows
         const Vec w = read(f, p + "ffn_up.weight");
         const size_t ff = w.size() / d / 2;
-        g = matvec(rows(w, d, 0, ff), xn2);
-        u = matvec(rows(w, d, ff, ff), xn2);
+        const Vec xh = half_input(f, p + "ffn_up.weight") ? to_half(xn2) : xn2;
+        g = matvec(rows(w, d, 0, ff), xh);
+        u = matvec(rows(w, d, ff, ff), xh);
       }
       Vec hid(g.size());
       for (size_t i = 0; i < g.size(); ++i) {
         const double gelu = 0.5 * g[i] * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (g[i] + 0.044715 * g[i] * g[i] * g[i])));
         hid[i] = (gemma2 ? gelu : g[i] / (1.0 + std::exp(-g[i]))) * u[i];
       }
-      Vec down = matvec(read(f, p + "ffn_down.weight"), hid);
+      Vec down = product(f, p + "ffn_down.weight", hid);
       if (gemma2) down = rmsnorm(down, read(f, p + "post_ffw_norm.weight"), eps);
       for (int i = 0; i < d; ++i) x[i] += down[i];
     }
-    Vec lg = matvec(out_w, rmsnorm(x, out_norm, eps));
+    const Vec xo = rmsnorm(x, out_norm, eps);
+    Vec lg = matvec(out_w, half_input(f, out_name) ? to_half(xo) : xo);
     for (double& v : lg) v = cap(v, final_cap);
     logits.push_back(lg);
   }
@@ -207,7 +228,8 @@ std::vector<Vec> gpt2_reference_logits(const GgufFile& f, const std::vector<int3
   const double eps = f.get_float("gpt2.attention.layer_norm_epsilon").value();
   const int hd = d / n_head;
   const Vec wte = read(f, "token_embd.weight"), wpe = read(f, "position_embd.weight");
-  const Vec head = f.find_tensor("output.weight") ? read(f, "output.weight") : wte;
+  const std::string head_name = f.find_tensor("output.weight") ? "output.weight" : "token_embd.weight";
+  const Vec head = read(f, head_name);
   std::vector<std::vector<Vec>> keys(n_layer), values(n_layer);
   std::vector<Vec> logits;
   for (size_t pos = 0; pos < tokens.size(); ++pos) {
@@ -216,7 +238,7 @@ std::vector<Vec> gpt2_reference_logits(const GgufFile& f, const std::vector<int3
     for (int l = 0; l < n_layer; ++l) {
       const std::string p = "blk." + std::to_string(l) + ".";
       const Vec h = layernorm(x, read(f, p + "attn_norm.weight"), read(f, p + "attn_norm.bias"), eps);
-      const Vec qkv = add(matvec(read(f, p + "attn_qkv.weight"), h), read(f, p + "attn_qkv.bias"));
+      const Vec qkv = add(product(f, p + "attn_qkv.weight", h), read(f, p + "attn_qkv.bias"));
       keys[l].emplace_back(qkv.begin() + d, qkv.begin() + 2 * d);
       values[l].emplace_back(qkv.begin() + 2 * d, qkv.end());
       Vec att(static_cast<size_t>(d), 0.0);
@@ -232,13 +254,14 @@ std::vector<Vec> gpt2_reference_logits(const GgufFile& f, const std::vector<int3
         for (size_t t = 0; t <= pos; ++t)
           for (int i = 0; i < hd; ++i) att[hh * hd + i] += s[t] / sum * values[l][t][hh * hd + i];
       }
-      x = add(x, add(matvec(read(f, p + "attn_output.weight"), att), read(f, p + "attn_output.bias")));
+      x = add(x, add(product(f, p + "attn_output.weight", att), read(f, p + "attn_output.bias")));
       const Vec h2 = layernorm(x, read(f, p + "ffn_norm.weight"), read(f, p + "ffn_norm.bias"), eps);
-      Vec up = add(matvec(read(f, p + "ffn_up.weight"), h2), read(f, p + "ffn_up.bias"));
+      Vec up = add(product(f, p + "ffn_up.weight", h2), read(f, p + "ffn_up.bias"));
       for (double& u : up) u = 0.5 * u * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (u + 0.044715 * u * u * u)));
-      x = add(x, add(matvec(read(f, p + "ffn_down.weight"), up), read(f, p + "ffn_down.bias")));
+      x = add(x, add(product(f, p + "ffn_down.weight", up), read(f, p + "ffn_down.bias")));
     }
-    logits.push_back(matvec(head, layernorm(x, read(f, "output_norm.weight"), read(f, "output_norm.bias"), eps)));
+    const Vec xo = layernorm(x, read(f, "output_norm.weight"), read(f, "output_norm.bias"), eps);
+    logits.push_back(matvec(head, half_input(f, head_name) ? to_half(xo) : xo));
   }
   return logits;
 }
