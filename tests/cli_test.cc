@@ -174,6 +174,41 @@ TEST(CliTest, BadInputsGiveClearErrors) {
 
 namespace {
 
+// imatrix and the planner end to end on stories260K: an importance file from one half
+// of the project's story text, a plan for 8 bits per weight from it, measured on the
+// other half; and their refusals of bad input.
+TEST(CliTest, ImatrixAndPlannerWriteAMeasuredPlan) {
+  if (!have_stories()) GTEST_SKIP() << "needs " << kStories;
+  const std::string dir = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_plan";
+  std::filesystem::create_directories(dir);
+  const std::string text = slurp(std::string(LLMSERVE_SOURCE_DIR) + "/tests/data/eval_stories.txt");
+  const size_t half = text.find('\n', text.size() / 2);
+  std::ofstream(dir + "/calib.txt") << text.substr(0, half);
+  std::ofstream(dir + "/eval.txt") << text.substr(half);
+  CmdResult r = run("imatrix -m " + kStories + " -f " + dir + "/calib.txt -o " + dir + "/imat.gguf", true);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("36 weight tensors"), std::string::npos) << r.out;
+  r = run("quantize " + kStories + " " + dir + "/plan.gguf --target-bpw 8 --calib " + dir + "/calib.txt --eval " + dir +
+          "/eval.txt --imatrix " + dir + "/imat.gguf --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_LE(j["bpw"].get<double>(), 8.0);         // within the target
+  EXPECT_GT(j["bpw"].get<double>(), 8.0 * 0.99);  // and within 1% of it
+  EXPECT_EQ(j["file_bytes"].get<uint64_t>(), std::filesystem::file_size(dir + "/plan.gguf"));
+  EXPECT_GT(j["measured_kl"].get<double>(), 0.0);
+  EXPECT_EQ(j["tensors"].size(), 37u);  // 5 layers x 7 matrices, the head, the embedding
+  r = run("quantize " + kStories + " " + dir + "/x.gguf", true);
+  EXPECT_NE(r.out.find("--type is required"), std::string::npos) << r.out;
+  r = run("quantize " + kStories + " " + dir + "/x.gguf --target-bpw 6", true);
+  EXPECT_NE(r.out.find("need --calib"), std::string::npos) << r.out;
+  r = run("quantize " + kStories + " " + dir + "/x.gguf --type q4_0 --imatrix " + kStories, true);
+  EXPECT_NE(r.out.find("no importance data"), std::string::npos) << r.out;
+  r = run("imatrix -m " + kStories + " -f /nonexistent.txt -o " + dir + "/y.gguf", true);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("/nonexistent.txt"), std::string::npos) << r.out;
+  std::filesystem::remove_all(dir);
+}
+
 TEST(CliTest, BenchServeRefusesBadFlagsByName) {
   const std::pair<const char*, const char*> cases[] = {
       {"--endpoint /v1/embeddings", "--endpoint '/v1/embeddings'"},

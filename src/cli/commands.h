@@ -24,6 +24,7 @@ void add_perplexity_command(CLI::App& app);
 void add_bench_engine_command(CLI::App& app);
 void add_quantize_command(CLI::App& app);
 void add_quant_report_command(CLI::App& app);
+void add_imatrix_command(CLI::App& app);
 void add_bench_decode_command(CLI::App& app);
 void add_bench_grammar_command(CLI::App& app);
 void add_deploy_commands(CLI::App& app);

@@ -1,9 +1,18 @@
 // llmserve quantize IN.gguf OUT.gguf --type T [--keep TYPE:PATTERN[,PATTERN]]... [--policy depth]
+#include <fmt/format.h>
+
 #include <cstdio>
+#include <filesystem>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
+#include "base/mapped_file.h"
 #include "cli/commands.h"
+#include "eval/quant_planner.h"
+#include "io/gguf_file.h"
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
 #include "tools/quantizer.h"
 
 namespace llms::cli {
@@ -17,17 +26,95 @@ struct Options {
   bool no_protect = false;
   int threads = 0;
   bool json = false;
+  std::string imatrix, calib, eval;
+  double target_bpw = 0, max_kl = 0;
+  uint64_t target_size = 0;
+  int ctx = 128;
 };
+
+std::vector<int32_t> tokens_of(const std::string& model_path, const std::string& text_path) {
+  auto file = value_or_fail(GgufFile::open(model_path));
+  auto tokenizer = value_or_fail(Tokenizer::from_gguf(file));
+  return tokenizer->encode(value_or_fail(read_file(text_path)));
+}
+
+// --target-bpw / --target-size / --max-kl: the planner chooses every matrix's type.
+void run_planned(const Options& o, QuantizeOptions q) {
+  if ((o.target_bpw > 0) + (o.target_size > 0) + (o.max_kl > 0) != 1) {
+    fail(invalid_argument("give one of --target-bpw, --target-size and --max-kl"));
+  }
+  if (o.calib.empty()) fail(invalid_argument("--target-bpw, --target-size and --max-kl need --calib TEXT"));
+  PlanRequest r;
+  r.calib = tokens_of(o.in, o.calib);
+  if (!o.eval.empty()) r.eval = tokens_of(o.in, o.eval);
+  r.ctx = o.ctx;
+  r.max_kl = o.max_kl;
+  if (!o.type.empty()) r.where_fits = q.type;
+  {
+    const GgufFile in = value_or_fail(GgufFile::open(o.in));
+    uint64_t elements = 0, data = 0;
+    for (const auto& t : in.tensors()) elements += static_cast<uint64_t>(t.num_elements()), data += t.num_bytes;
+    if (o.target_bpw > 0) r.target_bytes = static_cast<uint64_t>(o.target_bpw * static_cast<double>(elements) / 8.0);
+    // A file size: less the source's header and metadata (plus 1 KiB for the keys
+    // quantize adds), which the tensors do not change.
+    const uint64_t file = std::filesystem::file_size(o.in);
+    if (o.target_size > 0) {
+      const uint64_t overhead = file - data + 1024;
+      if (o.target_size <= overhead) fail(invalid_argument(fmt::format("--target-size is below the file's {} bytes of metadata", overhead)));
+      r.target_bytes = o.target_size - overhead;
+    }
+  }
+  const PlanResult p = value_or_fail(plan_and_quantize(o.in, o.out, q, r));
+  const uint64_t file_bytes = std::filesystem::file_size(o.out);
+  const double bpw = 8.0 * static_cast<double>(p.bytes) / static_cast<double>(p.elements);
+  if (o.json) {
+    nlohmann::json j = {{"bytes", p.bytes}, {"file_bytes", file_bytes}, {"bpw", bpw}, {"predicted_kl", p.predicted_kl},
+                        {"measured_kl", p.measured_kl}, {"top1_agreement", p.top1_agreement},
+                        {"perplexity", p.perplexity}, {"base_perplexity", p.base_perplexity}, {"met", p.met},
+                        {"sensitivity_runs", p.sensitivity_runs}, {"attempts", p.attempts}, {"tensors", nlohmann::json::array()}};
+    for (const auto& t : p.tensors) {
+      j["tensors"].push_back({{"name", t.name}, {"type", dtype_name(t.type)}, {"bytes", t.bytes}, {"predicted_kl", t.predicted_kl}});
+    }
+    std::printf("%s\n", j.dump(1).c_str());
+    return;
+  }
+  std::printf("plan (%d sensitivity runs on the calibration text):\n", p.sensitivity_runs);
+  for (const auto& t : p.tensors) {
+    std::printf("  %-32s %-7s %9llu bytes  cost %.6f\n", t.name.c_str(), std::string(dtype_name(t.type)).c_str(),
+                static_cast<unsigned long long>(t.bytes), t.predicted_kl);
+  }
+  std::printf("wrote %s: %llu bytes (%llu of tensors, %.3f bits per weight)\n", o.out.c_str(),
+              static_cast<unsigned long long>(file_bytes), static_cast<unsigned long long>(p.bytes), bpw);
+  std::printf("KL divergence: predicted %.6f, measured %.6f nats/token on the %s text; top-1 agreement %.2f%%; "
+              "perplexity %.4f (source %.4f)\n",
+              p.predicted_kl, p.measured_kl, o.eval.empty() ? "calibration" : "evaluation", 100 * p.top1_agreement,
+              p.perplexity, p.base_perplexity);
+  if (o.max_kl > 0) {
+    std::printf(p.met ? "--max-kl %.6f met after %d plan(s)\n" : "--max-kl %.6f NOT met after %d plan(s): no plan predicted within it measures within it\n",
+                o.max_kl, p.attempts);
+  }
+}
 
 void run(const Options& o) {
   QuantizeOptions q;
+  std::optional<ImportanceTable> importance;
+  if (!o.imatrix.empty()) {
+    importance = value_or_fail(read_importance(o.imatrix));
+    q.importance = &*importance;
+  }
+  q.threads = o.threads;
+  if (o.target_bpw > 0 || o.target_size > 0 || o.max_kl > 0) {
+    if (!o.type.empty()) q.type = dtype_or_fail(o.type, "--type");
+    run_planned(o, q);
+    return;
+  }
+  if (o.type.empty()) fail(invalid_argument("--type is required (or a planner target: --target-bpw, --target-size, --max-kl)"));
   q.type = dtype_or_fail(o.type, "--type");
   for (const auto& k : o.keep) q.keep.push_back(value_or_fail(parse_keep_rule(k)));
   if (o.policy != "default" && o.policy != "depth") fail(invalid_argument("--policy must be default or depth"));
   q.policy = o.policy == "depth" ? QuantPolicy::kDepth : QuantPolicy::kDefault;
   q.tolerance = o.tolerance;
   q.protect_embeddings = !o.no_protect;
-  q.threads = o.threads;
   const QuantizeReport r = value_or_fail(quantize_model(o.in, o.out, q));
   if (o.json) {
     nlohmann::json j = {{"bytes_in", r.bytes_in}, {"bytes_out", r.bytes_out}, {"tensors", nlohmann::json::array()}};
@@ -53,7 +140,14 @@ void add_quantize_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("quantize", "Rewrite a GGUF model's weights in a smaller type");
   cmd->add_option("in", o->in, "Input GGUF")->required();
   cmd->add_option("out", o->out, "Output GGUF")->required();
-  cmd->add_option("--type", o->type, "f32, f16, bf16, q8_0, q6_k, q5_k, q5_0, q4_k, q4_0, iq4_nl, iq4_xs, q3_k")->required();
+  cmd->add_option("--type", o->type, "f32, f16, bf16, q8_0, q6_k, q5_k, q5_0, q4_k, q4_0, iq4_nl, iq4_xs, q3_k");
+  cmd->add_option("--imatrix", o->imatrix, "Importance file from `llmserve imatrix`: importance-weighted rounding");
+  cmd->add_option("--target-bpw", o->target_bpw, "Plan every matrix's type for this many bits per weight (needs --calib)");
+  cmd->add_option("--target-size", o->target_size, "Plan every matrix's type for a file of this many bytes (needs --calib)");
+  cmd->add_option("--max-kl", o->max_kl, "Plan the smallest file whose KL divergence (nats/token) stays within this (needs --calib)");
+  cmd->add_option("--calib", o->calib, "Text the planner measures each tensor's sensitivity on");
+  cmd->add_option("--eval", o->eval, "Held-out text the planned file is measured on (default: --calib)");
+  cmd->add_option("--ctx", o->ctx, "Window length in tokens for the planner's measurements")->capture_default_str();
   cmd->add_option("--keep", o->keep, "TYPE:PATTERN[,PATTERN]: pin tensors whose name contains a pattern (repeatable)");
   cmd->add_option("--policy", o->policy, "default, or depth (promote tensors above a depth-scaled error tolerance)")
       ->capture_default_str();

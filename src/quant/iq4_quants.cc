@@ -58,8 +58,13 @@ float search_codebook_scale(const float* x, const float* w, int n, uint8_t* q) {
   return best_scale;
 }
 
-// Weights that favour large values, which carry most of a dot product.
-void importance(const float* x, int n, float* w) {
+// Weights that favour large values, which carry most of a dot product; the given
+// importance where there is one.
+void importance(const float* x, const float* imp, int n, float* w) {
+  if (imp != nullptr) {
+    std::copy(imp, imp + n, w);
+    return;
+  }
   float sum_x2 = 0.0f;
   for (int i = 0; i < n; ++i) sum_x2 += x[i] * x[i];
   const float mean_x2 = sum_x2 / static_cast<float>(n);
@@ -103,12 +108,12 @@ void dequantize_row_iq4_xs(const void* src, float* dst, int64_t n) {
   }
 }
 
-void quantize_row_iq4_nl(const float* src, void* dst, int64_t n) {
+void quantize_row_iq4_nl(const float* src, const float* imp, void* dst, int64_t n) {
   auto* b = static_cast<BlockIQ4_NL*>(dst);
   float w[kQK];
   uint8_t q[kQK];
   for (int64_t i = 0; i < n / kQK; ++i, src += kQK) {
-    importance(src, kQK, w);
+    importance(src, imp != nullptr ? imp + i * kQK : nullptr, kQK, w);
     b[i].d = f32_to_f16(search_codebook_scale(src, w, kQK, q));
     pack_codes(src, f16_to_f32(b[i].d), b[i].qs);
   }
@@ -117,14 +122,14 @@ void quantize_row_iq4_nl(const float* src, void* dst, int64_t n) {
 // Each sub-block's own best scale, then those scales quantized to 6 bits against the
 // super-block's d (the largest magnitude to -32, the longer side), then the codes
 // against the scales as stored.
-void quantize_row_iq4_xs(const float* src, void* dst, int64_t n) {
+void quantize_row_iq4_xs(const float* src, const float* imp, void* dst, int64_t n) {
   auto* b = static_cast<BlockIQ4_XS*>(dst);
   float w[32], scales[8];
   uint8_t q[32];
   for (int64_t i = 0; i < n / kQK_K; ++i, src += kQK_K) {
     float max_abs = 0.0f, max_scale = 0.0f;
     for (int j = 0; j < 8; ++j) {
-      importance(src + 32 * j, 32, w);
+      importance(src + 32 * j, imp != nullptr ? imp + i * kQK_K + 32 * j : nullptr, 32, w);
       scales[j] = search_codebook_scale(src + 32 * j, w, 32, q);
       if (std::fabs(scales[j]) > max_abs) max_abs = std::fabs(scales[j]), max_scale = scales[j];
     }

@@ -24,7 +24,7 @@ struct KNibbles {
   uint8_t levels[kQK_K];
 };
 
-KNibbles quantize_k_nibbles(const float* x, int nmax) {
+KNibbles quantize_k_nibbles(const float* x, const float* imp, int nmax) {
   KNibbles out;
   float sum_x2 = 0.0f;
   for (int i = 0; i < kQK_K; ++i) sum_x2 += x[i] * x[i];
@@ -33,7 +33,8 @@ KNibbles quantize_k_nibbles(const float* x, int nmax) {
   for (int j = 0; j < 8; ++j) {
     // Weighting by magnitude (plus the block's RMS) protects the large values, which
     // carry most of a dot product.
-    for (int l = 0; l < 32; ++l) w[l] = av_x + std::fabs(x[32 * j + l]);
+    // Importance from data instead, where given.
+    for (int l = 0; l < 32; ++l) w[l] = imp != nullptr ? imp[32 * j + l] : av_x + std::fabs(x[32 * j + l]);
     scales[j] = search_scale_min(x + 32 * j, w, 32, nmax, &mins[j], out.levels + 32 * j);
   }
   const float max_scale = *std::max_element(scales, scales + 8);
@@ -59,8 +60,8 @@ KNibbles quantize_k_nibbles(const float* x, int nmax) {
   return out;
 }
 
-void quantize_q4_k_block(const float* x, BlockQ4_K* b) {
-  const KNibbles k = quantize_k_nibbles(x, 15);
+void quantize_q4_k_block(const float* x, const float* imp, BlockQ4_K* b) {
+  const KNibbles k = quantize_k_nibbles(x, imp, 15);
   b->d = k.d, b->dmin = k.dmin;
   std::memcpy(b->scales, k.scales, 12);
   for (int c = 0; c < 4; ++c)
@@ -69,8 +70,8 @@ void quantize_q4_k_block(const float* x, BlockQ4_K* b) {
 
 // As Q4_K with levels 0..31: element 64c + 32u + l keeps its fifth bit in bit 2c + u
 // of qh[l].
-void quantize_q5_k_block(const float* x, BlockQ5_K* b) {
-  const KNibbles k = quantize_k_nibbles(x, 31);
+void quantize_q5_k_block(const float* x, const float* imp, BlockQ5_K* b) {
+  const KNibbles k = quantize_k_nibbles(x, imp, 31);
   b->d = k.d, b->dmin = k.dmin;
   std::memcpy(b->scales, k.scales, 12);
   std::memset(b->qh, 0, sizeof(b->qh));
@@ -167,27 +168,27 @@ void quantize_q6_k_block(const float* x, BlockQ6_K* b) {
 
 }  // namespace
 
-void quantize_row_q4_k(const float* src, void* dst, int64_t n) {
+void quantize_row_q4_k(const float* src, const float* imp, void* dst, int64_t n) {
   auto* b = static_cast<BlockQ4_K*>(dst);
-  for (int64_t i = 0; i < n / kQK_K; ++i) quantize_q4_k_block(src + i * kQK_K, b + i);
+  for (int64_t i = 0; i < n / kQK_K; ++i) quantize_q4_k_block(src + i * kQK_K, imp != nullptr ? imp + i * kQK_K : nullptr, b + i);
 }
 
-void quantize_row_q5_k(const float* src, void* dst, int64_t n) {
+void quantize_row_q5_k(const float* src, const float* imp, void* dst, int64_t n) {
   auto* b = static_cast<BlockQ5_K*>(dst);
-  for (int64_t i = 0; i < n / kQK_K; ++i) quantize_q5_k_block(src + i * kQK_K, b + i);
+  for (int64_t i = 0; i < n / kQK_K; ++i) quantize_q5_k_block(src + i * kQK_K, imp != nullptr ? imp + i * kQK_K : nullptr, b + i);
 }
 
-void quantize_row_q3_k(const float* src, void* dst, int64_t n) {
+void quantize_row_q3_k(const float* src, const float* imp, void* dst, int64_t n) {
   auto* b = static_cast<BlockQ3_K*>(dst);
   for (int64_t i = 0; i < n / kQK_K; ++i) quantize_q3_k_block(src + i * kQK_K, b + i);
 }
 
-void quantize_row_q6_k(const float* src, void* dst, int64_t n) {
+void quantize_row_q6_k(const float* src, const float* imp, void* dst, int64_t n) {
   auto* b = static_cast<BlockQ6_K*>(dst);
   for (int64_t i = 0; i < n / kQK_K; ++i) quantize_q6_k_block(src + i * kQK_K, b + i);
 }
 
-void quantize_row_q8_k(const float* src, void* dst, int64_t n) {
+void quantize_row_q8_k(const float* src, const float* imp, void* dst, int64_t n) {
   auto* b = static_cast<BlockQ8_K*>(dst);
   for (int64_t i = 0; i < n / kQK_K; ++i, src += kQK_K) {
     float amax = 0.0f;

@@ -13,7 +13,7 @@ namespace llms {
 namespace {
 
 void f32_to_float(const void* src, float* dst, int64_t n) { std::memcpy(dst, src, static_cast<size_t>(n) * 4); }
-void f32_from_float(const float* src, void* dst, int64_t n) { std::memcpy(dst, src, static_cast<size_t>(n) * 4); }
+void f32_from_float(const float* src, const float* /*imp*/, void* dst, int64_t n) { std::memcpy(dst, src, static_cast<size_t>(n) * 4); }
 
 #if defined(__x86_64__)
 // Eight at a time with F16C (round to nearest even, as f32_to_f16, NaNs included: both
@@ -48,7 +48,7 @@ void f16_to_float(const void* src, float* dst, int64_t n) {
   for (int64_t i = 0; i < n; ++i) dst[i] = f16_to_f32(s[i]);
 }
 
-void f16_from_float(const float* src, void* dst, int64_t n) {
+void f16_from_float(const float* src, const float* /*imp*/, void* dst, int64_t n) {
   auto* d = static_cast<uint16_t*>(dst);
 #if defined(__x86_64__)
   if (kHaveF16c) {
@@ -63,7 +63,7 @@ void bf16_to_float(const void* src, float* dst, int64_t n) {
   const auto* s = static_cast<const uint16_t*>(src);
   for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_f32(s[i]);
 }
-void bf16_from_float(const float* src, void* dst, int64_t n) {
+void bf16_from_float(const float* src, const float* /*imp*/, void* dst, int64_t n) {
   auto* d = static_cast<uint16_t*>(dst);
   for (int64_t i = 0; i < n; ++i) d[i] = f32_to_bf16(src[i]);
 }

@@ -17,7 +17,10 @@ namespace llms {
 // dst[0..n) = decode(src); n is a multiple of the block size.
 using ToFloatFn = void (*)(const void* src, float* dst, int64_t n);
 // dst = encode(src[0..n)); dst holds n / block_size blocks.
-using FromFloatFn = void (*)(const float* src, void* dst, int64_t n);
+// imp: per-element importance weights of the row (the mean squared activation each
+// weight multiplies), or null; the encoders that search their scales minimise the
+// importance-weighted squared error with it.
+using FromFloatFn = void (*)(const float* src, const float* imp, void* dst, int64_t n);
 
 struct QuantTraits {
   DType type;
@@ -51,23 +54,23 @@ void dequantize_row_iq4_xs(const void* src, float* dst, int64_t n);
 
 // Round-to-nearest block quantizers: Q8_0 and Q4_0 map the largest magnitude of each
 // block of 32 to the end of the integer range.
-void quantize_row_q4_0(const float* src, void* dst, int64_t n);
-void quantize_row_q5_0(const float* src, void* dst, int64_t n);
-void quantize_row_q8_0(const float* src, void* dst, int64_t n);
+void quantize_row_q4_0(const float* src, const float* imp, void* dst, int64_t n);
+void quantize_row_q5_0(const float* src, const float* imp, void* dst, int64_t n);
+void quantize_row_q8_0(const float* src, const float* imp, void* dst, int64_t n);
 // Q4_1 and Q5_1 span each block's minimum to maximum.
-void quantize_row_q4_1(const float* src, void* dst, int64_t n);
-void quantize_row_q5_1(const float* src, void* dst, int64_t n);
-void quantize_row_q8_1(const float* src, void* dst, int64_t n);
+void quantize_row_q4_1(const float* src, const float* imp, void* dst, int64_t n);
+void quantize_row_q5_1(const float* src, const float* imp, void* dst, int64_t n);
+void quantize_row_q8_1(const float* src, const float* imp, void* dst, int64_t n);
 // The k-quants search each sub-block's scale (and min) for the least weighted squared
 // error (k_quant_search.h), then quantize the sub-block scales to the super-block.
-void quantize_row_q3_k(const float* src, void* dst, int64_t n);
-void quantize_row_q4_k(const float* src, void* dst, int64_t n);
-void quantize_row_q5_k(const float* src, void* dst, int64_t n);
-void quantize_row_q6_k(const float* src, void* dst, int64_t n);
+void quantize_row_q3_k(const float* src, const float* imp, void* dst, int64_t n);
+void quantize_row_q4_k(const float* src, const float* imp, void* dst, int64_t n);
+void quantize_row_q5_k(const float* src, const float* imp, void* dst, int64_t n);
+void quantize_row_q6_k(const float* src, const float* imp, void* dst, int64_t n);
 // IQ4_NL and IQ4_XS search each block's (sub-block's) scale for the least weighted
 // squared error against the 16 levels of their codebook.
-void quantize_row_iq4_nl(const float* src, void* dst, int64_t n);
-void quantize_row_iq4_xs(const float* src, void* dst, int64_t n);
-void quantize_row_q8_k(const float* src, void* dst, int64_t n);
+void quantize_row_iq4_nl(const float* src, const float* imp, void* dst, int64_t n);
+void quantize_row_iq4_xs(const float* src, const float* imp, void* dst, int64_t n);
+void quantize_row_q8_k(const float* src, const float* imp, void* dst, int64_t n);
 
 }  // namespace llms

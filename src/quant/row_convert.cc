@@ -25,7 +25,14 @@ void quantize_row(DType type, const float* src, void* dst, int64_t n) {
   const QuantTraits* t = quant_traits(type);
   LLMS_CHECK(t != nullptr && t->from_float != nullptr, "quantize_row: unsupported type " + std::string(dtype_name(type)));
   LLMS_DCHECK(n % t->block_size == 0, "quantize_row: partial block");
-  t->from_float(src, dst, n);
+  t->from_float(src, nullptr, dst, n);
+}
+
+void quantize_row_weighted(DType type, const float* src, const float* imp, void* dst, int64_t n) {
+  const QuantTraits* t = quant_traits(type);
+  LLMS_CHECK(t != nullptr && t->from_float != nullptr, "quantize_row: unsupported type " + std::string(dtype_name(type)));
+  LLMS_DCHECK(n % t->block_size == 0, "quantize_row: partial block");
+  t->from_float(src, imp, dst, n);
 }
 
 }  // namespace llms

@@ -23,5 +23,10 @@ bool can_quantize(DType type);
 void dequantize_row(DType type, const void* src, float* dst, int64_t n);
 // dst = encode(src[0..n)); dst holds dtype_row_bytes(type, n) bytes.
 void quantize_row(DType type, const float* src, void* dst, int64_t n);
+// As quantize_row, with imp[0..n) the importance of each element (the mean squared
+// activation it multiplies, from `llmserve imatrix`): Q8_0, Q4_0, Q5_0, IQ4_NL,
+// IQ4_XS, Q4_K and Q5_K choose their scales (and mins) to minimise the
+// importance-weighted squared error; the other types ignore it. imp may be null.
+void quantize_row_weighted(DType type, const float* src, const float* imp, void* dst, int64_t n);
 
 }  // namespace llms

@@ -69,25 +69,46 @@ int layer_of(const std::string& name) {
   return std::atoi(name.c_str() + 4);
 }
 
+// The importance of `t`'s input channels, or empty.
+std::vector<float> importance_of(const GgufTensorInfo& t, const QuantizeOptions& o) {
+  if (o.importance == nullptr || t.n_dims < 2) return {};
+  std::vector<float> imp = o.importance->importance(t.name);
+  return static_cast<int64_t>(imp.size()) == t.ne[0] ? imp : std::vector<float>{};
+}
+
+struct Measured {
+  QuantErrorStats stats;
+  double weighted_error = -1;
+};
+
 // Error of encoding `t` (decoded from its source type) in `type`, over all rows.
-QuantErrorStats measure(const GgufTensorInfo& t, DType type, ThreadPool& pool) {
+Measured measure(const GgufTensorInfo& t, DType type, const std::vector<float>& imp, ThreadPool& pool) {
   const int64_t cols = t.ne[0], rows = t.num_elements() / cols;
   const int64_t src_row = dtype_row_bytes(t.dtype, cols);
   std::mutex mu;
-  QuantErrorStats total;
+  Measured total;
+  double werr = 0, wref = 0;
+  const float* w = imp.empty() ? nullptr : imp.data();
   pool.parallel_for(rows, 1, 8, [&](int64_t r0, int64_t r1) {
     std::vector<float> x(static_cast<size_t>(cols)), y(static_cast<size_t>(cols));
     std::vector<uint8_t> q(static_cast<size_t>(dtype_row_bytes(type, cols)));
     QuantErrorStats local;
+    double le = 0, lr = 0;
     for (int64_t r = r0; r < r1; ++r) {
       dequantize_row(t.dtype, t.data + r * src_row, x.data(), cols);
-      quantize_row(type, x.data(), q.data(), cols);
+      quantize_row_weighted(type, x.data(), w, q.data(), cols);
       dequantize_row(type, q.data(), y.data(), cols);
       local.add(x.data(), y.data(), cols);
+      for (int64_t c = 0; w != nullptr && c < cols; ++c) {
+        le += w[c] * static_cast<double>(x[c] - y[c]) * (x[c] - y[c]);
+        lr += w[c] * static_cast<double>(x[c]) * x[c];
+      }
     }
     std::lock_guard<std::mutex> lock(mu);
-    total.merge(local);
+    total.stats.merge(local);
+    werr += le, wref += lr;
   });
+  if (w != nullptr) total.weighted_error = wref > 0 ? werr / wref : 0;
   return total;
 }
 
@@ -102,6 +123,15 @@ TensorDecision decide(const GgufTensorInfo& t, const QuantizeOptions& o, int n_l
     return d;
   }
   d.to = o.type;
+  const std::vector<float> imp = importance_of(t, o);
+  if (const auto it = o.plan.find(t.name); it != o.plan.end()) {
+    d.to = it->second;
+    d.reason = "plan";
+    const Measured m = measure(t, d.to, imp, pool);
+    d.relative_rms = m.stats.relative_rms();
+    d.weighted_error = m.weighted_error;
+    return d;
+  }
   for (const auto& rule : o.keep) {
     const bool hit = std::any_of(rule.patterns.begin(), rule.patterns.end(),
                                  [&](const std::string& p) { return t.name.find(p) != std::string::npos; });
@@ -121,19 +151,21 @@ TensorDecision decide(const GgufTensorInfo& t, const QuantizeOptions& o, int n_l
     d.reason = fmt::format("rows of {} are not whole {} blocks: nearest type that fits", cols, dtype_name(d.to));
     d.to = fit;
   }
-  QuantErrorStats err = measure(t, d.to, pool);
+  Measured err = measure(t, d.to, imp, pool);
   if (o.policy == QuantPolicy::kDepth && d.reason.rfind("--keep", 0) != 0) {
     const int layer = layer_of(t.name);
     const double tol = layer < 0 ? o.tolerance : o.tolerance * (layer + 1) / n_layers;
-    while (err.relative_rms() > tol) {
+    while (err.stats.relative_rms() > tol) {
       const auto up = promote(d.to, cols);
       if (!up) break;
-      d.reason = fmt::format("promoted from {}: error {:.4f} > tolerance {:.4f}", dtype_name(d.to), err.relative_rms(), tol);
+      d.reason = fmt::format("promoted from {}: error {:.4f} > tolerance {:.4f}", dtype_name(d.to),
+                             err.stats.relative_rms(), tol);
       d.to = *up;
-      err = measure(t, d.to, pool);
+      err = measure(t, d.to, imp, pool);
     }
   }
-  d.relative_rms = err.relative_rms();
+  d.relative_rms = err.stats.relative_rms();
+  d.weighted_error = err.weighted_error;
   return d;
 }
 
@@ -165,8 +197,13 @@ Result<KeepRule> parse_keep_rule(const std::string& text) {
 
 bool quantize_target_supported(DType type) { return rung_of(type) >= 0 && can_quantize(type); }
 
+bool type_fits_rows(DType type, int64_t cols) { return row_fits_blocks(type, cols); }
+
 Result<QuantizeReport> quantize_model(const std::string& in_path, const std::string& out_path,
                                       const QuantizeOptions& o) {
+  for (const auto& [name, type] : o.plan) {
+    if (!quantize_target_supported(type)) return invalid_argument(fmt::format("plan: cannot write {} as {}", name, dtype_name(type)));
+  }
   if (!quantize_target_supported(o.type)) {
     return invalid_argument(fmt::format("cannot quantize to {} (f32, f16, bf16, q8_0, q6_k, q4_k, q4_0)", dtype_name(o.type)));
   }
@@ -197,25 +234,39 @@ Result<QuantizeReport> quantize_model(const std::string& in_path, const std::str
     if (!d.reason.empty() && t.n_dims >= 2) kept.push_back(fmt::format("{}: {} ({})", d.name, dtype_name(d.to), d.reason));
     const GgufTensorInfo* src = &t;
     const DType to = d.to;
-    w.add_tensor(t.name, to, ne, [src, to, &pool](std::span<uint8_t> out) {
+    w.add_tensor(t.name, to, ne, [src, to, imp = importance_of(t, o), &pool](std::span<uint8_t> out) {
       const int64_t cols = src->ne[0], rows = src->num_elements() / cols;
       const int64_t in_row = dtype_row_bytes(src->dtype, cols), out_row = dtype_row_bytes(to, cols);
+      const float* weights = imp.empty() ? nullptr : imp.data();
       pool.parallel_for(rows, 1, 8, [&](int64_t r0, int64_t r1) {
         std::vector<float> x(static_cast<size_t>(cols));
         for (int64_t r = r0; r < r1; ++r) {
           dequantize_row(src->dtype, src->data + r * in_row, x.data(), cols);
-          quantize_row(to, x.data(), out.data() + r * out_row, cols);
+          quantize_row_weighted(to, x.data(), weights, out.data() + r * out_row, cols);
         }
       });
     });
     report.tensors.push_back(std::move(d));
   }
-  w.set("general.file_type", gguf::Value::u32(gguf_file_type(o.type)));
-  w.set("llmserve.quantize.type", gguf::Value::string(std::string(dtype_name(o.type))));
+  // A plan's file type is the type that holds the most weights.
+  DType file_type = o.type;
+  if (!o.plan.empty()) {
+    std::map<DType, uint64_t> held;
+    for (const auto& t : in.tensors()) {
+      if (const auto it = o.plan.find(t.name); it != o.plan.end()) held[it->second] += static_cast<uint64_t>(t.num_elements());
+    }
+    file_type = std::max_element(held.begin(), held.end(), [](const auto& a, const auto& b) { return a.second < b.second; })->first;
+  }
+  w.set("general.file_type", gguf::Value::u32(gguf_file_type(file_type)));
+  w.set("llmserve.quantize.type", gguf::Value::string(o.plan.empty() ? std::string(dtype_name(o.type)) : "plan"));
   w.set("llmserve.quantize.policy", gguf::Value::string(o.policy == QuantPolicy::kDepth
                                                             ? fmt::format("depth (tolerance {})", o.tolerance)
                                                             : std::string("default")));
   w.set("llmserve.quantize.kept", gguf::Value::string_array(kept));
+  if (o.importance != nullptr) {
+    w.set("llmserve.quantize.imatrix", gguf::Value::string_array(o.importance->datasets));
+  }
+  for (const auto& [key, value] : o.metadata) w.set(key, gguf::Value::string(value));
   LLMS_RETURN_IF_ERROR(w.write(out_path));
   return report;
 }

@@ -8,17 +8,23 @@
 //     1; base for tensors outside the layers), else it is promoted one type up until
 //     it does;
 //   * a tensor whose rows are not whole blocks of its type takes the nearest type (in
-//     bits per weight) that fits, never failing the run.
+//     bits per weight) that fits, never failing the run;
+//   * a plan (from the planner, eval/quant_planner.h) names the type of each tensor it
+//     lists, before all the rules above;
+//   * with an importance table (`llmserve imatrix`), every encoder that searches its
+//     scales minimises the importance-weighted error (quantize_row_weighted).
 // Every decision and its reason is reported and recorded in the output file's metadata
 // (llmserve.quantize.*).
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "base/status.h"
 #include "tensor/dtype.h"
+#include "tools/importance_file.h"
 
 namespace llms {
 
@@ -39,6 +45,9 @@ struct QuantizeOptions {
   QuantPolicy policy = QuantPolicy::kDefault;
   double tolerance = 0.05;         // base relative RMS error for the depth policy
   int threads = 0;
+  const ImportanceTable* importance = nullptr;  // not owned; null: unweighted
+  std::map<std::string, DType> plan;            // tensor name -> type, first of all rules
+  std::vector<std::pair<std::string, std::string>> metadata;  // extra string keys to record
 };
 
 struct TensorDecision {
@@ -47,6 +56,9 @@ struct TensorDecision {
   DType to = DType::kF32;
   std::string reason;       // empty when the tensor simply took the requested type
   double relative_rms = 0;  // of the chosen type against the source
+  // With importance: sum imp * (w - q)^2 / sum imp * w^2 over the tensor, the expected
+  // relative squared error of the product's output; -1 without.
+  double weighted_error = -1;
   uint64_t bytes = 0;       // in the output
 };
 
@@ -58,6 +70,9 @@ struct QuantizeReport {
 
 // The types `quantize` can write.
 bool quantize_target_supported(DType type);
+
+// True when rows of `cols` values are whole blocks of `type`.
+bool type_fits_rows(DType type, int64_t cols);
 
 Result<QuantizeReport> quantize_model(const std::string& in_path, const std::string& out_path,
                                       const QuantizeOptions& options);
