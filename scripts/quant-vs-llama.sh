@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# llmserve's planned quantizations against llama.cpp's recipes on stories260K, at the
+# file sizes of llama-quantize's Q4_K_M, Q5_K_M and Q6_K, with and without an
+# importance file; every file measured by `llmserve perplexity` (KL divergence and
+# top-1 agreement against the F32 model, all positions of 128-token windows) and by
+# llama.cpp's `llama-perplexity --kl-divergence` (its KLD and "same top p", the second
+# half of each 128-token window), on the same held-out text.
+#   scripts/quant-vs-llama.sh
+# Calibration text: 30 stories of 200 tokens sampled from the F32 model itself
+# (`llmserve generate --temp 1 --seed 1..30`). Evaluation text: tests/data/eval_stories.txt,
+# written for the project, not sampled from the model.
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+llmserve=${LLMSERVE:-$here/build/release/src/cli/llmserve}
+bin=${LLAMA_BIN:-$here/../shared/peers/llama.cpp/bin}
+model=$here/../shared/models/stories260K.gguf
+eval_text=$here/tests/data/eval_stories.txt
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+for seed in $(seq 1 30); do
+  "$llmserve" generate -m "$model" -p "Once upon a time" -n 200 --temp 1 --seed "$seed" 2>/dev/null >>"$work/calib.txt"
+  echo >>"$work/calib.txt"
+done
+"$llmserve" imatrix -m "$model" -f "$work/calib.txt" -o "$work/imatrix.gguf" >/dev/null
+LD_LIBRARY_PATH=$bin "$bin/llama-perplexity" -m "$model" -f "$eval_text" -c 128 -t 2 \
+  --kl-divergence-base "$work/base.kld" >/dev/null 2>&1
+
+measure() {  # FILE -> "ours_kl ours_top1 ours_ppl llama_kl llama_same_top"
+  local ours llama
+  ours=$("$llmserve" perplexity -m "$1" -f "$eval_text" --base "$model" --json 2>/dev/null |
+    python3 -c 'import json,sys; d=json.load(sys.stdin); print("%.6f %.2f%% %.4f" % (d["kl_divergence"], 100 * d["top1_agreement"], d["perplexity"]))')
+  llama=$(LD_LIBRARY_PATH=$bin "$bin/llama-perplexity" -m "$1" -f "$eval_text" -c 128 -t 2 \
+    --kl-divergence-base "$work/base.kld" --kl-divergence 2>&1 |
+    awk '/^Mean    KLD:/ {k=$3} /^Same top p:/ {s=$4} END {print k, s "%"}')
+  echo "$ours $llama"
+}
+
+bytes() { stat -c %s "$1"; }
+bpw() { python3 -c "print(f'{8 * $1 / $2:.3f}')"; }
+elements=$("$llmserve" inspect "$model" --json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["parameters"])')
+
+echo "| file | bytes | bits/weight | KL (llmserve) | top-1 (llmserve) | perplexity | KLD (llama-perplexity) | same top p (llama-perplexity) |"
+echo "|---|---|---|---|---|---|---|---|"
+echo "| F32 (source) | $(bytes "$model") | 32 | 0 | 100% | $("$llmserve" perplexity -m "$model" -f "$eval_text" --json 2>/dev/null | python3 -c 'import json,sys; print("%.4f" % json.load(sys.stdin)["perplexity"])') | 0 | 100% |"
+for recipe in Q4_K_M Q5_K_M Q6_K; do
+  "$bin/llama-quantize" "$model" "$work/llama-$recipe.gguf" "$recipe" >/dev/null 2>&1
+  size=$(bytes "$work/llama-$recipe.gguf")
+  read -r k t p lk ls <<<"$(measure "$work/llama-$recipe.gguf")"
+  echo "| llama.cpp $recipe | $size | $(bpw "$size" "$elements") | $k | $t | $p | $lk | $ls |"
+  for imatrix in "" "--imatrix $work/imatrix.gguf"; do
+    # shellcheck disable=SC2086
+    "$llmserve" quantize "$model" "$work/ours.gguf" --target-size "$size" --calib "$work/calib.txt" \
+      --eval "$eval_text" $imatrix >/dev/null 2>&1
+    ours=$(bytes "$work/ours.gguf")
+    read -r k t p lk ls <<<"$(measure "$work/ours.gguf")"
+    echo "| llmserve --target-size $size${imatrix:+ --imatrix} | $ours | $(bpw "$ours" "$elements") | $k | $t | $p | $lk | $ls |"
+  done
+done
+for imatrix in "" "--imatrix $work/imatrix.gguf"; do
+  # shellcheck disable=SC2086
+  "$llmserve" quantize "$model" "$work/q8.gguf" --type q8_0 $imatrix >/dev/null 2>&1
+  size=$(bytes "$work/q8.gguf")
+  read -r k t p lk ls <<<"$(measure "$work/q8.gguf")"
+  echo "| llmserve --type q8_0${imatrix:+ --imatrix} | $size | $(bpw "$size" "$elements") | $k | $t | $p | $lk | $ls |"
+done
