@@ -6,7 +6,11 @@ token ids (from /tokenize) and each block chained to the one before, and BlockRe
 for those blocks once later prompts evict them from a small KV cache. Sequence numbers
 are gapless and nothing is dropped.
 
-  tests/kv_events_test.py LLMSERVE_BINARY MODEL.gguf
+With `sha256-cbor`, the server runs with `--prefix-hash sha256-cbor --prefix-hash-seed 0`
+and the prompt's block keys must also equal those computed here as vLLM's sha256_cbor
+(and llm-d's indexer) computes them, with cbor2 and hashlib.
+
+  tests/kv_events_test.py LLMSERVE_BINARY MODEL.gguf [sha256-cbor]
 """
 import json
 import os
@@ -35,16 +39,33 @@ def post(port, path, body):
         return json.loads(r.read())
 
 
+def sha256_cbor_keys(ids, seed):
+    """vLLM's sha256_cbor block hashes of the full blocks of ids, as 64-bit event keys."""
+    import hashlib
+
+    import cbor2
+
+    def h(x):
+        return hashlib.sha256(cbor2.dumps(x, canonical=True)).digest()
+    parent, keys = h(seed), []
+    for i in range(len(ids) // BLOCK):
+        parent = h((parent, tuple(ids[i * BLOCK:(i + 1) * BLOCK]), None))
+        keys.append(int.from_bytes(parent[24:], "big"))
+    return keys
+
+
 def main():
     binary, model = sys.argv[1], sys.argv[2]
+    sha256_cbor = len(sys.argv) > 3 and sys.argv[3] == "sha256-cbor"
     if not os.path.exists(model):
         print(f"skipped: needs {model}")
         return 0
     zport = free_port()
+    extra = ["--prefix-hash", "sha256-cbor", "--prefix-hash-seed", "0"] if sha256_cbor else []
     server = subprocess.Popen(
         [binary, "serve", "-m", model, "--port", "0", "--kv-events", f"tcp://127.0.0.1:{zport}",
          "--kv-events-pod", "pod-a", "--context-length", "128", "--max-running", "1",
-         "--kv-cache-memory", str(40 * BLOCK * 5 * 2 * 32 * 2)],  # 40 blocks of F16 keys and values
+         "--kv-cache-memory", str(40 * BLOCK * 5 * 2 * 32 * 2)] + extra,  # 40 blocks of F16 keys and values
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     failures = []
 
@@ -110,6 +131,9 @@ def main():
                 break
             chain.append(found[0])
             parent = found[0]
+        if sha256_cbor:
+            want = sha256_cbor_keys(ids, "0")
+            check(chain == want[:len(chain)] and len(chain) == len(want), f"keys {chain} are not sha256_cbor's {want}")
 
         # New prompts fill the 40 blocks and evict the prompt's (least recently used).
         for j in range(12):

@@ -99,15 +99,26 @@ double brute_force(const std::vector<PlannedTensor>& ts, uint64_t budget) {
   }
 }
 
-TEST(QuantPlannerTest, SizeTargetPlanIsTheCheapestThatFitsAndIsMeasured) {
-  const std::string path = small_model(), out = temp("planned.gguf");
+// Calibration and held-out texts of 128 random tokens, windows of 64, three types.
+PlanRequest small_request(uint64_t seed) {
   PlanRequest req;
-  req.calib = random_tokens(128, 11);
-  req.eval = random_tokens(128, 12);
+  req.calib = random_tokens(128, seed);
+  req.eval = random_tokens(128, seed + 1);
   req.ctx = 64;
   req.candidates = {DType::kQ4_0, DType::kQ8_0, DType::kF16};
+  return req;
+}
+
+QuantizeOptions two_threads() {
   QuantizeOptions base;
   base.threads = 2;
+  return base;
+}
+
+TEST(QuantPlannerTest, SizeTargetPlanIsTheCheapestThatFitsAndIsMeasured) {
+  const std::string path = small_model(), out = temp("planned.gguf");
+  PlanRequest req = small_request(11);
+  const QuantizeOptions base = two_threads();
   // Half-way between the smallest plan (all Q4_0) and the source (F32).
   auto probe = plan_and_quantize(path, out, base, [&] { PlanRequest r = req; r.target_bytes = 1u << 30; return r; }());
   ASSERT_TRUE(probe.ok()) << probe.status().to_string();
@@ -143,13 +154,8 @@ TEST(QuantPlannerTest, SizeTargetPlanIsTheCheapestThatFitsAndIsMeasured) {
 
 TEST(QuantPlannerTest, KlBoundIsMetOnTheHeldOutTextOrReportedUnmet) {
   const std::string path = small_model(), out = temp("planned_kl.gguf");
-  PlanRequest req;
-  req.calib = random_tokens(128, 21);
-  req.eval = random_tokens(128, 22);
-  req.ctx = 64;
-  req.candidates = {DType::kQ4_0, DType::kQ8_0, DType::kF16};
-  QuantizeOptions base;
-  base.threads = 2;
+  PlanRequest req = small_request(21);
+  const QuantizeOptions base = two_threads();
   for (double bound : {1e-3, 1e-12}) {
     req.max_kl = bound;
     auto r = plan_and_quantize(path, out, base, req);

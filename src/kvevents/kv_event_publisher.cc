@@ -23,7 +23,9 @@ KvEventPublisher::KvEventPublisher(const KvEventPublisherOptions& o, Registry& r
       published_(registry.counter("llmserve_kv_events_published_total",
                                   "KV-cache block events sent to the kv_events subscribers.")),
       dropped_(registry.counter("llmserve_kv_events_dropped_total",
-                                "KV-cache block events dropped because the publisher's queue was full.")) {}
+                                "KV-cache block events dropped because the publisher's queue was full.")) {
+  if (o.sha256_cbor) keys_.emplace(o.hash_seed);
+}
 
 Result<std::shared_ptr<KvEventPublisher>> KvEventPublisher::create(const KvEventPublisherOptions& o,
                                                                    Registry& registry) {
@@ -105,6 +107,7 @@ void KvEventPublisher::run() {
       stopping = stop_;
     }
     if (dropped > 0) ++seq;  // the gap tells subscribers that events were lost
+    if (keys_ && !batch.empty()) batch = keys_->translate(batch);
     if (!batch.empty()) {
       const std::string payload = encode_event_batch(std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(), batch);
       const std::string seq_frame = encode_sequence_number(seq++);

@@ -15,12 +15,14 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "base/status.h"
 #include "kv/kv_events.h"
+#include "kvevents/block_keys.h"
 #include "kvevents/kv_event_encoding.h"
 #include "metrics/metrics.h"
 
@@ -31,6 +33,8 @@ struct KvEventPublisherOptions {
   std::string pod;                      // the topic's pod id
   std::string model;                    // the topic's model name
   size_t queue_capacity = 1 << 16;      // events held before dropping
+  bool sha256_cbor = false;             // block keys as vLLM's sha256_cbor (block_keys.h), not XXH3
+  std::string hash_seed;                // its seed
 };
 
 class KvEventPublisher : public KvEventListener {
@@ -64,6 +68,7 @@ class KvEventPublisher : public KvEventListener {
   std::condition_variable cv_;
   std::vector<KvEvent> queue_;
   uint64_t dropped_since_send_ = 0;
+  std::optional<Sha256CborKeys> keys_;  // sha256_cbor: the publisher thread's translation
   bool stop_ = false;
   std::thread thread_;
 };

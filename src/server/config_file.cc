@@ -271,6 +271,12 @@ std::vector<ConfigKey> make_keys() {
               SRV(kv_events)),
       str_key("kv_events_pod", "Pod id in the events' topic kv@POD@MODEL (\"\": $POD_NAME, else the host name)",
               SRV(kv_events_pod)),
+      str_key("prefix_hash",
+              "Block keys of the KV events: xxh3 (the prefix cache's own) or sha256-cbor (vLLM's sha256_cbor, which "
+              "llm-d's indexer computes from prompts)",
+              SRV(prefix_hash)),
+      str_key("prefix_hash_seed", "Seed of sha256-cbor keys: vLLM's PYTHONHASHSEED, llm-d's hashSeed (default \"\")",
+              SRV(prefix_hash_seed)),
       str_key("metrics_compat",
               "Also show the metrics gateways read under vLLM's names (vllm), or not (none)", SRV(metrics_compat)),
       num_key("shutdown_delay",

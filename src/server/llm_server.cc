@@ -88,6 +88,8 @@ Status LlmServer::init() {
     ko.endpoint = config_.server.kv_events;
     ko.pod = kv_events_pod(config_.server);
     ko.model = served_model_name(config_.server);
+    ko.sha256_cbor = config_.server.prefix_hash == "sha256-cbor";
+    ko.hash_seed = config_.server.prefix_hash_seed;
     LLMS_ASSIGN_OR_RETURN(kv_events_, KvEventPublisher::create(ko, *registry_));
     config_.engine.kv_events = kv_events_;  // every version's engine publishes its blocks
   }

@@ -24,6 +24,9 @@ Status ServerConfig::validate() const {
   }
   if (max_connections < 1) return bad("max_connections", "must be >= 1");
   if (max_connections_per_client < 0) return bad("max_connections_per_client", "must be >= 0 (0: no cap)");
+  if (prefix_hash != "xxh3" && prefix_hash != "sha256-cbor") {
+    return bad("prefix_hash", "must be xxh3 or sha256-cbor, not \"" + prefix_hash + "\"");
+  }
   if (metrics_compat != "vllm" && metrics_compat != "none") {
     return bad("metrics_compat", "must be vllm or none, not \"" + metrics_compat + "\"");
   }

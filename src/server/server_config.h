@@ -37,6 +37,8 @@ struct ServerConfig {
   bool protect_metrics = false;      // /metrics needs a key too
   std::string kv_events;             // publish KV-cache block events here (tcp://HOST:PORT; "" = off)
   std::string kv_events_pod;         // the events' pod id ("" = $POD_NAME, else the host name)
+  std::string prefix_hash = "xxh3";  // the events' block keys: the cache's own (xxh3) or vLLM's sha256-cbor
+  std::string prefix_hash_seed;      // sha256-cbor's seed (vLLM's PYTHONHASHSEED, llm-d's hashSeed)
   std::string metrics_compat = "vllm";  // also show the gateway-read metrics under vLLM's names; "none": not
   std::string chat_template;         // "" = the model's (or "plain" when it has none), a name, or "plain"
 
