@@ -30,10 +30,13 @@ declare -A models=(
   # Gemma-2 keeps the 2B's 26 layers: this llama.cpp picks its score scale by the layer
   # count (26, 42 or 46) and refuses any other; heads of 256 and GQA 2:1 as the 2B's.
   [gemma2]="--preset gemma2-2b --dim 256 --heads 2 --kv-heads 1 --ffn 512 --vocab 4096 --seed 7"
+  # The same with a window of 8 on the local (even) layers, so that the prompts of 7 and
+  # 40 tokens and their 32 steps run past it.
+  [gemma2swa]="--preset gemma2-2b --dim 256 --heads 2 --kv-heads 1 --ffn 512 --vocab 4096 --seed 7 --sliding-window 8"
 )
 # name -> the server's context: Phi-3 past its 4096 trained positions, so that llama.cpp
 # (and the test, through ForwardState::set_context_length) rotates with the long factors.
-declare -A contexts=([gpt2]=512 [phi3]=8192 [gemma2]=512)
+declare -A contexts=([gpt2]=512 [phi3]=8192 [gemma2]=512 [gemma2swa]=512)
 archs=("$@")
 [[ ${#archs[@]} -gt 0 ]] || archs=("${!models[@]}")
 

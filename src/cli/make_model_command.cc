@@ -13,7 +13,7 @@ void add_make_model_command(CLI::App& app) {
     std::string out;
     std::string type = "f32";
     std::string arch;
-    int layers = 0, dim = 0, heads = 0, kv_heads = 0, ffn = 0, vocab = 0, ctx = 0;
+    int layers = 0, dim = 0, heads = 0, kv_heads = 0, ffn = 0, vocab = 0, ctx = 0, window = 0;
     uint64_t seed = 1;
     bool tied = false;
   };
@@ -32,6 +32,7 @@ void add_make_model_command(CLI::App& app) {
   cmd->add_option("--ffn", opts->ffn, "Override the feed-forward size");
   cmd->add_option("--vocab", opts->vocab, "Override the vocabulary size (>= 259)");
   cmd->add_option("--ctx", opts->ctx, "Override the context length");
+  cmd->add_option("--sliding-window", opts->window, "gemma2: the local layers' window (default: the context, at most 4096)");
   cmd->add_option("--seed", opts->seed, "Random seed")->capture_default_str();
   cmd->add_flag("--tied", opts->tied, "Share the output head with the token embedding (gpt2 presets always do)");
   cmd->callback([opts] {
@@ -45,6 +46,7 @@ void add_make_model_command(CLI::App& app) {
     if (opts->ffn) spec.n_ff = opts->ffn;
     if (opts->vocab) spec.n_vocab = opts->vocab;
     if (opts->ctx) spec.n_ctx = opts->ctx;
+    if (opts->window) spec.sliding_window = opts->window;
     spec.seed = opts->seed;
     if (opts->tied) spec.tied_output = true;  // presets may be tied already (gpt2-*)
     log_info("writing synthetic model '{}' (RANDOM weights, for speed tests only): {} layers, dim {}, type {}",

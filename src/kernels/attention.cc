@@ -168,7 +168,10 @@ void attend_tile(const AttentionQuery& q, const KvLayerView& kv, int n_heads, fl
   };
   const int64_t last_pos = q.first_pos + i1 - 1;
   const int64_t last_block = last_pos / B;
-  for (int64_t b0 = 0; b0 <= last_block; b0 += span) {
+  // With a window, spans before the first row's window are skipped, and each row runs
+  // alone on the keys of the span inside its window.
+  const int64_t lowest = q.window > 0 ? std::max<int64_t>(0, q.first_pos + i0 - q.window + 1) : 0;
+  for (int64_t b0 = lowest / B / span * span; b0 <= last_block; b0 += span) {
     const int64_t base = b0 * B;
     const int n_blocks = static_cast<int>(std::min<int64_t>(span, last_block - b0 + 1));
     const int keys_in_span = static_cast<int>(std::min<int64_t>(int64_t{span} * B, last_pos - base + 1));
@@ -180,6 +183,17 @@ void attend_tile(const AttentionQuery& q, const KvLayerView& kv, int n_heads, fl
       const int rows = std::min(B, keys_in_span - g * B);
       keys.load(g, q.block_table[b0 + g], rows, kvh, a);
       vals.load(g, q.block_table[b0 + g], rows, kvh, a);
+    }
+    if (q.window > 0) {
+      for (int i = i0; i < i1; ++i) {
+        const int64_t p = q.first_pos + i;
+        const int64_t lo = std::max<int64_t>(0, p - q.window + 1 - base), hi = std::min<int64_t>(keys_in_span, p - base + 1);
+        if (lo >= hi) continue;
+        a.first = static_cast<int>(lo);
+        run((i - i0) * group, group, static_cast<int>(hi));
+      }
+      a.first = 0;
+      continue;
     }
     // Tokens before the span see none of it; tokens inside it (causal) see a prefix
     // of it, each in a call of its own; the rest see all its keys, in one call.
@@ -271,7 +285,11 @@ void paged_attention_batch(std::span<const AttentionQuery> queries, const KvLaye
     const AttentionQuery& q = queries[static_cast<size_t>(t.query)];
     const int span = std::clamp(64 / kv.block_size, 1, kMaxSpanBlocks);
     const int64_t last_block = (q.first_pos + t.i1 - 1) / kv.block_size;
-    for (int64_t b = 0; b <= std::min<int64_t>(last_block, span - 1); ++b) prefetch_block(kv, q.block_table[b], t.kvh);
+    const int64_t lowest = q.window > 0 ? std::max<int64_t>(0, q.first_pos + t.i0 - q.window + 1) : 0;
+    const int64_t first_block = lowest / kv.block_size / span * span;
+    for (int64_t b = first_block; b <= std::min<int64_t>(last_block, first_block + span - 1); ++b) {
+      prefetch_block(kv, q.block_table[b], t.kvh);
+    }
   };
   std::atomic<int64_t> next{0};
   pool.run(static_cast<int>(std::min<int64_t>(pool.num_threads(), n_tasks)), [&](int) {

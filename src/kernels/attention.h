@@ -36,6 +36,9 @@ struct AttentionQuery {
   // Soft-capping of the scaled scores, s = cap * tanh(s / cap) before the softmax
   // (Gemma-2); 0: none.
   float softcap = 0.0f;
+  // Sliding window (Gemma-2's local layers): query i sees positions
+  // [max(0, p - window + 1), p] for p = first_pos + i; 0: all of [0, p].
+  int window = 0;
 };
 
 void paged_attention(const AttentionQuery& query, const KvLayerView& kv, int n_heads, float scale, ThreadPool& pool);

@@ -1,5 +1,6 @@
 // The scalar reference of paged attention (attention.h): plain two-pass softmax, one
 // (token, head) at a time, reading the cache row by row through kv_load_row().
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -15,8 +16,9 @@ void attend_one(const AttentionQuery& query, const KvLayerView& kv, int n_heads,
   const int kvh = h / group;
   const float* q = query.q + (static_cast<int64_t>(i) * n_heads + h) * hd;
   const int64_t n_ctx = query.first_pos + i + 1;
+  const int64_t from = query.window > 0 ? std::max<int64_t>(0, n_ctx - query.window) : 0;
   float max = -INFINITY;
-  for (int64_t p = 0; p < n_ctx; ++p) {
+  for (int64_t p = from; p < n_ctx; ++p) {
     const int32_t block = query.block_table[p / kv.block_size];
     kv_load_row(kv, true, block, static_cast<int>(p % kv.block_size), row.data());
     const float* k = row.data() + static_cast<int64_t>(kvh) * hd;
@@ -27,13 +29,13 @@ void attend_one(const AttentionQuery& query, const KvLayerView& kv, int n_heads,
     max = std::fmax(max, scores[p]);
   }
   float sum = 0.0f;
-  for (int64_t p = 0; p < n_ctx; ++p) {
+  for (int64_t p = from; p < n_ctx; ++p) {
     scores[p] = std::exp(scores[p] - max);
     sum += scores[p];
   }
   float* out = query.out + (static_cast<int64_t>(i) * n_heads + h) * hd;
   for (int d = 0; d < hd; ++d) out[d] = 0.0f;
-  for (int64_t p = 0; p < n_ctx; ++p) {
+  for (int64_t p = from; p < n_ctx; ++p) {
     const int32_t block = query.block_table[p / kv.block_size];
     kv_load_row(kv, false, block, static_cast<int>(p % kv.block_size), row.data());
     const float* v = row.data() + static_cast<int64_t>(kvh) * hd;

@@ -87,8 +87,12 @@ LLMS_SIMD void attention_rows_tile(const AttentionRows& a, int r0) {
   if (a.softcap > 0.0f) {
     const float cap = a.softcap, inv_cap = 1.0f / a.softcap;
     for (int r = 0; r < R; ++r)
-      for (int j = 0; j < valid; ++j) s[r][j] = cap * std::tanh(s[r][j] * inv_cap);
+      for (int j = a.first; j < valid; ++j) s[r][j] = cap * std::tanh(s[r][j] * inv_cap);
   }
+  // Keys before the window: -inf, so that their exponentials are 0 (a call always has
+  // a key in the window, so the new maximum is finite).
+  for (int r = 0; r < R; ++r)
+    for (int j = 0; j < a.first; ++j) s[r][j] = -INFINITY;
   // Online softmax: new maxima, exponentials, and the factor c of the old state.
   float c[R];
 #pragma GCC unroll 8

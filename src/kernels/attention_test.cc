@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -124,6 +125,62 @@ TEST(AttentionTest, SoftCappedScoresMatchReferenceOnEveryTarget) {
       for (size_t i = 0; i < got.size(); ++i) {
         ASSERT_NEAR(got[i], want[i], 2e-5f * (1.0f + std::abs(want[i]))) << simd_target_name(t) << " hd " << c.hd << " i " << i;
       }
+    }
+  }
+}
+
+// A sliding window (Gemma-2's local layers): every target matches the reference, which
+// reads only the window's keys; windows that start inside a span, at a span's edge,
+// cover all keys, or hold a single key; a soft cap with a window; batched decode.
+TEST(AttentionTest, SlidingWindowsMatchReferenceOnEveryTarget) {
+  struct WindowCase {
+    Case c;
+    int window;
+    float softcap;
+  };
+  const WindowCase cases[] = {
+      {{8, 4, 64, 16, 100, 1, DType::kF32, DType::kF32}, 37, 0.0f},    // decode, window inside a span
+      {{8, 4, 64, 16, 100, 1, DType::kF16, DType::kF16}, 64, 0.0f},    // decode, window = one span
+      {{8, 2, 64, 16, 120, 30, DType::kF16, DType::kF16}, 50, 0.0f},   // a chunk whose rows' windows start in different spans
+      {{4, 2, 32, 16, 10, 20, DType::kF32, DType::kF32}, 1000, 0.0f},  // window covers every key
+      {{4, 2, 32, 16, 40, 5, DType::kQ8_0, DType::kF32}, 1, 0.0f},     // a single key: the query's own
+      {{4, 2, 256, 16, 90, 9, DType::kF16, DType::kF16}, 24, 5.0f},    // with a soft cap
+      {{4, 2, 32, 5, 90, 11, DType::kF32, DType::kF16}, 17, 0.0f},     // spans of 8 blocks of 5 rows
+  };
+  ThreadPool pool(2);
+  for (const auto& w : cases) {
+    const Case& c = w.c;
+    Fixture f(c);
+    std::vector<float> want(f.out_size()), got(f.out_size()), full(f.out_size());
+    const float scale = w.softcap > 0 ? 1.0f : 1.0f / std::sqrt(static_cast<float>(c.hd));
+    AttentionQuery rq = f.query(want.data());
+    rq.window = w.window, rq.softcap = w.softcap;
+    ref::paged_attention(rq, f.view(), c.n_heads, scale);
+    AttentionQuery fq = f.query(full.data());
+    fq.softcap = w.softcap;
+    ref::paged_attention(fq, f.view(), c.n_heads, scale);
+    double moved = 0;
+    for (size_t i = 0; i < want.size(); ++i) moved = std::max(moved, static_cast<double>(std::abs(want[i] - full[i])));
+    if (w.window < c.first_pos) EXPECT_GT(moved, 0.05) << "the window changes the output, window " << w.window;
+    if (w.window >= c.first_pos + c.n_q) EXPECT_EQ(moved, 0.0) << "a window over every key changes nothing";
+    for (SimdTarget t : supported_simd_targets()) {
+      ScopedSimdTarget use(t);
+      std::fill(got.begin(), got.end(), 0.0f);
+      AttentionQuery q = f.query(got.data());
+      q.window = w.window, q.softcap = w.softcap;
+      paged_attention(q, f.view(), c.n_heads, scale, pool);
+      for (size_t i = 0; i < got.size(); ++i) {
+        ASSERT_NEAR(got[i], want[i], 2e-5f * (1.0f + std::abs(want[i])))
+            << simd_target_name(t) << " window " << w.window << " i " << i;
+      }
+      // Chunked one query at a time: the same bits as the whole chunk.
+      std::vector<float> one(f.out_size());
+      for (int i = 0; i < c.n_q; ++i) {
+        AttentionQuery qi = f.query(one.data(), i, 1);
+        qi.window = w.window, qi.softcap = w.softcap;
+        paged_attention(qi, f.view(), c.n_heads, scale, pool);
+      }
+      ASSERT_EQ(one, got) << simd_target_name(t) << " window " << w.window;
     }
   }
 }

@@ -61,7 +61,8 @@ using QuantizeRowFn = void (*)(const float* x, int64_t t, int bias, const Quanti
 inline constexpr int kMaxSpanBlocks = 8;
 
 // A span of KV blocks for `rows` query rows of paged attention, all seeing keys
-// [0, valid) of the span (key j of the span is key j % block of its block j / block):
+// [first, valid) of the span (key j of the span is key j % block of its block j / block;
+// first > 0 where a sliding window starts inside the span; first < valid):
 // updates each row's online-softmax state (m, l, acc). See attention_rows-inl.h for
 // the operations and their order.
 struct AttentionRows {
@@ -72,6 +73,7 @@ struct AttentionRows {
   float* acc = nullptr;             // row r's weighted values at acc + r * head_dim
   float* scores = nullptr;          // scratch: rows x (span keys rounded up to 16) floats
   int valid = 0;                    // 1 <= valid <= blocks of the span x block
+  int first = 0;                    // keys before it are outside the rows' window
   int block = 0;                    // keys in a block
   int head_dim = 0;
   float scale = 1.0f;

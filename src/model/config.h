@@ -59,9 +59,12 @@ struct ModelConfig {
   int n_ctx_orig = 0;
   float rope_attn_factor = 1.0f;
   float rope_freq_scale = 1.0f;  // linear scaling: positions times this
-  // Sliding-window attention (`attention.sliding_window`), 0 if none. Not computed
-  // as a window: sequences are held within it instead, where attention is exact.
+  // Sliding-window attention (`attention.sliding_window`), 0 if none. Gemma-2 computes
+  // it on its local layers (the even ones, as llama.cpp and the reference code: a query
+  // at p sees keys [p - window + 1, p]); other architectures that name a window hold
+  // their sequences within it instead, where attention is exact.
   int sliding_window = 0;
+  bool windowed_layers = false;  // the window is computed, on every other layer
   // Gemma-2: the embedding times sqrt(n_embd); attention scores and final logits
   // soft-capped as cap * tanh(x / cap) (0: not capped).
   bool scale_embedding = false;
@@ -77,8 +80,10 @@ struct ModelConfig {
   // The most positions a sequence may have (0: no limit from the model itself).
   int max_positions() const {
     if (learned_positions) return n_ctx_train;
-    return sliding_window > 0 && sliding_window < n_ctx_train ? sliding_window : 0;
+    return !windowed_layers && sliding_window > 0 && sliding_window < n_ctx_train ? sliding_window : 0;
   }
+  // The window layer `l` attends within (0: all positions).
+  int window_of(int l) const { return windowed_layers && l % 2 == 0 ? sliding_window : 0; }
 
   static Result<ModelConfig> from_gguf(const GgufFile& file);
 };

@@ -256,6 +256,7 @@ void Model::attention_block(int l, std::span<const SequenceChunk> chunks, int64_
     query.block_table = ch.block_table.data();
     query.out = att + first * c.q_dim();
     query.softcap = c.attn_softcap;
+    query.window = c.window_of(l);
     s.queries_.push_back(query);
     first += query.n_q;
   }

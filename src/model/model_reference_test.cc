@@ -116,6 +116,7 @@ std::vector<Vec> reference_logits(const GgufFile& f, const std::vector<int32_t>&
   const int hd = f.has(key_len) ? static_cast<int>(f.get_uint(key_len).value()) : d / n_head;
   // Gemma-2: embedding times sqrt(d), soft caps, norms after each block, GELU gate.
   const bool gemma2 = arch == "gemma2";
+  const int window = static_cast<int>(f.get_uint_or(arch + ".attention.sliding_window", 0).value());
   const double attn_cap = f.get_float_or(arch + ".attn_logit_softcapping", 0.0).value();
   const double final_cap = f.get_float_or(arch + ".final_logit_softcapping", 0.0).value();
   auto cap = [](double v, double c) { return c > 0 ? c * std::tanh(v / c) : v; };
@@ -155,19 +156,21 @@ std::vector<Vec> reference_logits(const GgufFile& f, const std::vector<int32_t>&
       keys[l].push_back(k);
       values[l].push_back(v);
       Vec att(static_cast<size_t>(n_head * hd), 0.0);
+      // Gemma-2's local (even) layers see the last `window` positions.
+      const size_t from = gemma2 && window > 0 && l % 2 == 0 && pos + 1 > static_cast<size_t>(window) ? pos + 1 - window : 0;
       for (int h = 0; h < n_head; ++h) {
         const int kh = h / (n_head / n_kv);
-        Vec s(pos + 1);
+        Vec s(pos + 1, -1e300);
         double mx = -1e300;
-        for (size_t t = 0; t <= pos; ++t) {
+        for (size_t t = from; t <= pos; ++t) {
           double dot = 0;
           for (int i = 0; i < hd; ++i) dot += q[h * hd + i] * keys[l][t][kh * hd + i];
           s[t] = cap(dot / std::sqrt(static_cast<double>(hd)), attn_cap);
           mx = std::max(mx, s[t]);
         }
         double sum = 0;
-        for (double& e : s) sum += (e = std::exp(e - mx));
-        for (size_t t = 0; t <= pos; ++t)
+        for (size_t t = from; t <= pos; ++t) sum += (s[t] = std::exp(s[t] - mx));
+        for (size_t t = from; t <= pos; ++t)
           for (int i = 0; i < hd; ++i) att[h * hd + i] += s[t] / sum * values[l][t][kh * hd + i];
       }
       Vec o = product(f, p + "attn_output.weight", att);
@@ -415,13 +418,21 @@ TEST(ModelReferenceTest, GeneratedGemma2MatchesDoubleReference) {
   EXPECT_EQ((*model)->config().attn_softcap, 0.3f);
   EXPECT_EQ((*model)->config().max_positions(), 0);  // the window (64) is the whole context
   check_model(path, {1, 5, 77, 299, 8, 100, 42, 42, 3, 17, 250, 6, 9, 9, 31, 44, 45, 46, 47, 48});
-  // With Gemma-2's context (8192) and window (4096), sequences are held in the window.
+  // With Gemma-2's context (8192) and window (4096), the window is computed on the
+  // local layers: sequences may run past it.
   spec.n_ctx = 8192;
   ASSERT_TRUE(write_synthetic_model(spec, path).ok());
   auto windowed = Model::load(path);
   ASSERT_TRUE(windowed.ok()) << windowed.status().to_string();
   EXPECT_EQ((*windowed)->config().sliding_window, 4096);
-  EXPECT_EQ((*windowed)->config().max_positions(), 4096);
+  EXPECT_EQ((*windowed)->config().max_positions(), 0);
+  EXPECT_EQ((*windowed)->config().window_of(0), 4096);
+  EXPECT_EQ((*windowed)->config().window_of(1), 0);
+  // A window of 6 on a 20-token sequence: layer 0 attends locally, layer 1 globally
+  // (check_model's blocks of 16 put the window across a block boundary).
+  spec.n_ctx = 64, spec.sliding_window = 6;
+  ASSERT_TRUE(write_synthetic_model(spec, path).ok());
+  check_model(path, {1, 5, 77, 299, 8, 100, 42, 42, 3, 17, 250, 6, 9, 9, 31, 44, 45, 46, 47, 48});
   std::filesystem::remove(path);
 }
 

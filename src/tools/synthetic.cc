@@ -364,7 +364,8 @@ Status write_synthetic_model(const SyntheticSpec& s, const std::string& path) {
   if (s.arch == "gemma2") {
     w.set(a + "attention.key_length", Value::u32(static_cast<uint32_t>(s.head_size())));
     w.set(a + "attention.value_length", Value::u32(static_cast<uint32_t>(s.head_size())));
-    w.set(a + "attention.sliding_window", Value::u32(static_cast<uint32_t>(std::min(s.n_ctx, 4096))));
+    w.set(a + "attention.sliding_window",
+          Value::u32(static_cast<uint32_t>(s.sliding_window > 0 ? s.sliding_window : std::min(s.n_ctx, 4096))));
     w.set(a + "attn_logit_softcapping", Value::f32(s.attn_softcap));
     w.set(a + "final_logit_softcapping", Value::f32(s.final_softcap));
   }

@@ -29,6 +29,7 @@ struct SyntheticSpec {
   int n_ctx = 2048;
   float rope_base = 10000.0f;
   bool tied_output = false;
+  int sliding_window = 0;  // gemma2: its window (0: the context, at most 4096, as the 2B's)
   // RoPE scaling (llama and qwen2): "none", "linear" (rope.scaling.factor 4) or "llama3"
   // (Llama-3.1's frequency divisors as a rope_freqs.weight tensor)
   std::string rope_scaling = "none";
