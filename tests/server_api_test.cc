@@ -270,6 +270,25 @@ TEST_F(StoriesServer, ModelsTokenizeHealthReadyMetrics) {
   EXPECT_GT(chat_tok["count"].get<int>(), 0);
   const Json detok = http_post(port(), "/detokenize", Json{{"tokens", tok["tokens"]}}).json();
   EXPECT_EQ(detok["prompt"], "Once upon a time");
+  // Control tokens written in a prompt are recognised, as llama-server and vLLM do
+  // (stories260K: <s> is 1, </s> is 2); split_special_tokens keeps them plain text.
+  const Json special = http_post(port(), "/tokenize", Json{{"prompt", "<s>Once</s>"}}).json();
+  ASSERT_EQ(special["count"], 4);
+  EXPECT_EQ(special["tokens"][1], 1);
+  EXPECT_EQ(special["tokens"][3], 2);
+  const Json split = http_post(port(), "/tokenize", Json{{"prompt", "<s>Once</s>"}, {"split_special_tokens", true}}).json();
+  EXPECT_GT(split["count"].get<int>(), 4);
+  for (size_t i = 1; i < split["tokens"].size(); ++i) EXPECT_GT(split["tokens"][i].get<int>(), 2) << i;
+  // Completions tokenize their prompt the same way: </s> typed into it counts as one token.
+  r = http_post(port(), "/v1/completions", Json{{"prompt", "<s>Once</s>"}, {"max_tokens", 1}, {"temperature", 0}});
+  EXPECT_EQ(r.json()["usage"]["prompt_tokens"], 4) << r.body;
+  r = http_post(port(), "/v1/completions",
+                Json{{"prompt", "<s>Once</s>"}, {"max_tokens", 1}, {"temperature", 0}, {"split_special_tokens", true}});
+  EXPECT_EQ(r.json()["usage"]["prompt_tokens"], split["count"]) << r.body;
+  r = http_post(port(), "/v1/chat/completions",
+                Json{{"messages", {{{"role", "user"}, {"content", "Hi"}}}}, {"split_special_tokens", true}});
+  EXPECT_EQ(r.status, 400);
+  EXPECT_NE(r.body.find("split_special_tokens"), std::string::npos) << r.body;
 
   EXPECT_EQ(http_get(port(), "/health").status, 200);
   r = http_get(port(), "/ready");

@@ -56,7 +56,7 @@ void start_on(ServerContext& ctx, const std::shared_ptr<HttpExchange>& ex, Compl
     PromptInput p;
     if (auto e = chat_prompt(r.messages, v->tokenizer(), v->chat_template(), r.add_generation_prompt, &p)) return fail(*e);
     prompts.push_back(std::move(p));
-  } else if (auto e = completion_prompts(r.prompts, v->tokenizer(), &prompts)) {
+  } else if (auto e = completion_prompts(r.prompts, v->tokenizer(), !r.split_special_tokens, &prompts)) {
     return fail(*e);
   }
   auto job = std::make_shared<CompletionJob>(ctx, v, ex, std::move(r), std::move(prompts), tool_format);

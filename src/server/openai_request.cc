@@ -343,8 +343,12 @@ std::optional<ApiError> parse_completion_request(const Json& b, ApiKind kind, Co
   LLMS_API_TRY(read_stream(b, &r));
   if (kind == ApiKind::kCompletion) {
     LLMS_API_TRY(read_bool(b, "echo", &r.echo));
+    LLMS_API_TRY(read_bool(b, "split_special_tokens", &r.split_special_tokens));
   } else if (has_field(b, "echo")) {
     return bad_request("'echo' is a completions parameter", "echo");
+  } else if (has_field(b, "split_special_tokens")) {
+    return bad_request("'split_special_tokens' is a completions parameter (chat prompts always recognise control "
+                       "tokens, see docs/api.md)", "split_special_tokens");
   }
   LLMS_API_TRY(read_logprobs(b, kind, &r));
   r.params.top_logprobs = r.logprobs ? r.top_logprobs : -1;

@@ -63,6 +63,7 @@ struct CompletionRequest {
   bool stream = false;
   bool include_usage = false;         // stream_options.include_usage
   bool echo = false;                  // completions only
+  bool split_special_tokens = false;  // completions: control tokens in the prompt text stay plain text
   bool logprobs = false;              // per-token logprobs wanted
   int top_logprobs = 0;               // alternatives per token (0..20)
   std::optional<int64_t> max_tokens;  // absent: completions 16, chat up to the context

@@ -17,20 +17,21 @@ std::optional<ApiError> token_prompt(const std::vector<int64_t>& ids, const Toke
   return std::nullopt;
 }
 
-PromptInput text_prompt(const std::string& text, const Tokenizer& tok) {
+PromptInput text_prompt(const std::string& text, const Tokenizer& tok, bool parse_special) {
   EncodeOptions enc;
   enc.add_bos = tok.add_bos();
+  enc.parse_special = parse_special;
   return PromptInput{tok.encode(text, enc), text};
 }
 
 }  // namespace
 
 std::optional<ApiError> completion_prompts(const std::vector<PromptSpec>& prompts, const Tokenizer& tok,
-                                           std::vector<PromptInput>* out) {
+                                           bool parse_special, std::vector<PromptInput>* out) {
   out->clear();
   for (const PromptSpec& p : prompts) {
     if (!p.is_tokens) {
-      out->push_back(text_prompt(p.text, tok));
+      out->push_back(text_prompt(p.text, tok, parse_special));
       continue;
     }
     PromptInput in;
@@ -50,7 +51,7 @@ std::optional<ApiError> chat_prompt(const std::vector<ChatMessage>& msgs, const 
       text += m.content;
     }
     if (text.empty()) return bad_request("the messages hold no text", "messages");
-    *out = text_prompt(text, tok);
+    *out = text_prompt(text, tok, /*parse_special=*/true);
     return std::nullopt;
   }
   auto rendered = apply_model_chat_template(tok, msgs, add_generation_prompt, chat_template);

@@ -24,8 +24,11 @@ struct PromptInput {
   std::string text;  // what `echo` repeats
 };
 
-// 400 (param "prompt") for a token id outside the vocabulary.
+// 400 (param "prompt") for a token id outside the vocabulary. Text prompts recognise
+// control tokens written in them (<s>, <|im_start|>, ...) when `parse_special`, as
+// llama-server and vLLM do (vLLM's split_special_tokens turns it off).
 std::optional<ApiError> completion_prompts(const std::vector<PromptSpec>& prompts, const Tokenizer& tok,
+                                           bool parse_special,
                                            std::vector<PromptInput>* out);
 
 // `chat_template`: "" for the model's own, kPlainChatTemplate, or a name/Jinja source.

@@ -39,10 +39,12 @@ void handle_tokenize(ServerContext& ctx, const HttpRequest& req, std::shared_ptr
     std::string prompt;
     if (!has_field(body, "prompt")) return fail(bad_request("'prompt' or 'messages' is required", "prompt"));
     if (auto e = read_string(body, "prompt", &prompt)) return fail(*e);
-    bool special = true;
+    bool special = true, split = false;
     if (auto e = read_bool(body, "add_special_tokens", &special)) return fail(*e);
+    if (auto e = read_bool(body, "split_special_tokens", &split)) return fail(*e);
     EncodeOptions enc;
     enc.add_bos = special && tok.add_bos();
+    enc.parse_special = !split;
     tokens = tok.encode(prompt, enc);
   }
   Json out = {{"count", tokens.size()}, {"max_model_len", v->engine().context_length()}, {"tokens", tokens}};

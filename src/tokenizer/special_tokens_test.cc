@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -131,6 +133,48 @@ TEST(SpecialTokenInjectionTest, UserDefinedTokensAreAlwaysMatchedControlOnesOnly
   EncodeOptions trusted = user;
   trusted.parse_special = true;
   EXPECT_EQ(lt.tok->encode(text, trusted).back(), bos);
+}
+
+}  // namespace
+}  // namespace llms
+
+namespace llms {
+namespace {
+
+// Control tokens written in prompt text, against llama.cpp's llama-tokenize on every
+// vocabulary in ../shared (tests/data/special_tokens_ref.txt, made by
+// scripts/special-tokens-reference.sh): recognised with parse_special (the server's
+// default for completions), plain text without (split_special_tokens).
+TEST(SpecialTokensReferenceTest, PromptsMatchLlamaTokenizeBothWays) {
+  std::ifstream in(std::string(LLMSERVE_SOURCE_DIR) + "/tests/data/special_tokens_ref.txt");
+  ASSERT_TRUE(in) << "tests/data/special_tokens_ref.txt";
+  testing::LoadedTokenizer lt;
+  std::string line, text, why;
+  int checked = 0;
+  auto ids_of = [](const std::string& s) {
+    std::vector<int32_t> ids;
+    std::istringstream words(s);
+    for (int32_t id; words >> id;) ids.push_back(id);
+    return ids;
+  };
+  while (std::getline(in, line)) {
+    if (line.rfind("vocab ", 0) == 0) {
+      lt = testing::load_shared_tokenizer(line.substr(6), &why);
+      if (!lt.tok) GTEST_SKIP() << why;
+    } else if (line.rfind("text ", 0) == 0) {
+      text.clear();
+      for (size_t i = 5; i + 1 < line.size(); i += 2) text += static_cast<char>(std::stoi(line.substr(i, 2), nullptr, 16));
+    } else if (line.rfind("parsed ", 0) == 0 || line.rfind("split ", 0) == 0) {
+      const bool parsed = line[0] == 'p';
+      EncodeOptions enc;
+      enc.add_bos = lt.tok->add_bos();
+      enc.parse_special = parsed;
+      EXPECT_EQ(lt.tok->encode(text, enc), ids_of(line.substr(line.find(' ') + 1)))
+          << (parsed ? "parsed" : "split") << " '" << text << "'";
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 48);  // 4 vocabularies x 6 texts x 2 ways
 }
 
 }  // namespace
