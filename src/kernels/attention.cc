@@ -185,12 +185,22 @@ void attend_tile(const AttentionQuery& q, const KvLayerView& kv, int n_heads, fl
       vals.load(g, q.block_table[b0 + g], rows, kvh, a);
     }
     if (q.window > 0) {
-      for (int i = i0; i < i1; ++i) {
+      // Row i sees keys [lo, hi) of the span; consecutive rows that see the same keys
+      // (all of a span their windows cover) run in one call.
+      auto range = [&](int i) {
         const int64_t p = q.first_pos + i;
-        const int64_t lo = std::max<int64_t>(0, p - q.window + 1 - base), hi = std::min<int64_t>(keys_in_span, p - base + 1);
-        if (lo >= hi) continue;
-        a.first = static_cast<int>(lo);
-        run((i - i0) * group, group, static_cast<int>(hi));
+        return std::pair<int64_t, int64_t>(std::max<int64_t>(0, p - q.window + 1 - base),
+                                           std::min<int64_t>(keys_in_span, p - base + 1));
+      };
+      for (int i = i0; i < i1;) {
+        const auto [lo, hi] = range(i);
+        int j = i + 1;
+        while (j < i1 && range(j) == std::pair<int64_t, int64_t>(lo, hi)) ++j;
+        if (lo < hi) {
+          a.first = static_cast<int>(lo);
+          run((i - i0) * group, (j - i) * group, static_cast<int>(hi));
+        }
+        i = j;
       }
       a.first = 0;
       continue;

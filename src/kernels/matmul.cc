@@ -88,12 +88,15 @@ QuantizedActivations quantize_activations(const KernelTable& k, ActFormat format
   return a;
 }
 
-// F16 weights take their activations rounded to F16, as GGML's F16 products do.
-const float* round_to_half(const KernelTable& k, const float* x, int64_t count) {
+// F16 weights take their activations rounded to F16, as GGML's F16 products do; split
+// by tokens across the pool from kMinParallelTokens, as quantization is.
+const float* round_to_half(const KernelTable& k, const float* x, int64_t n, int64_t cols, ThreadPool& pool) {
   thread_local AlignedBuffer scratch;
-  ensure(scratch, count * 4);
+  ensure(scratch, n * cols * 4);
   float* out = scratch.as<float>();
-  k.round_f16_row(x, out, count);
+  pool.parallel_for(n, 1, kMinParallelTokens, [&](int64_t t0, int64_t t1) {
+    k.round_f16_row(x + t0 * cols, out + t0 * cols, (t1 - t0) * cols);
+  });
   return out;
 }
 
@@ -125,7 +128,7 @@ void matmul_shared_input(std::span<const MatmulOutput> outs, const float* x, int
     const ActFormat f = act_format(pw.kind);
     const int fi = static_cast<int>(f);
     if (f == ActFormat::kHalf && half_x == nullptr) {
-      half_x = round_to_half(k, x, n * pw.cols);
+      half_x = round_to_half(k, x, n, pw.cols, pool);
     } else if (f != ActFormat::kFloat && f != ActFormat::kHalf && !quantized[fi]) {
       qa[fi] = quantize_activations(k, f, x, n, pw.cols, pool);
       quantized[fi] = true;
