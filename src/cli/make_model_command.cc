@@ -1,4 +1,5 @@
 // llmserve make-model --preset NAME | --dim ... OUT.gguf
+#include <algorithm>
 #include <cstdio>
 
 #include "base/log.h"
@@ -14,6 +15,7 @@ void add_make_model_command(CLI::App& app) {
     std::string type = "f32";
     std::string arch;
     int layers = 0, dim = 0, heads = 0, kv_heads = 0, ffn = 0, vocab = 0, ctx = 0, window = 0;
+    int experts = -1, experts_used = 0, expert_ffn = 0;
     uint64_t seed = 1;
     bool tied = false;
   };
@@ -24,7 +26,7 @@ void add_make_model_command(CLI::App& app) {
   cmd->add_option("out", opts->out, "Output GGUF path")->required();
   cmd->add_option("--preset", opts->preset, "Shape preset: " + presets)->capture_default_str();
   cmd->add_option("--type", opts->type, "Weight type of the matrices (f32, f16, bf16, ...)")->capture_default_str();
-  cmd->add_option("--arch", opts->arch, "llama, qwen2 (QKV biases, NeoX RoPE), phi3 or gpt2");
+  cmd->add_option("--arch", opts->arch, "llama, qwen2 (QKV biases, NeoX RoPE), qwen2moe, phi3, gemma2 or gpt2");
   cmd->add_option("--layers", opts->layers, "Override the number of layers (cut depth)");
   cmd->add_option("--dim", opts->dim, "Override the embedding size");
   cmd->add_option("--heads", opts->heads, "Override the number of attention heads");
@@ -33,6 +35,9 @@ void add_make_model_command(CLI::App& app) {
   cmd->add_option("--vocab", opts->vocab, "Override the vocabulary size (>= 259)");
   cmd->add_option("--ctx", opts->ctx, "Override the context length");
   cmd->add_option("--sliding-window", opts->window, "gemma2: the local layers' window (default: the context, at most 4096)");
+  cmd->add_option("--experts", opts->experts, "Mixture of experts (llama as Mixtral, qwen2moe): the expert count (0: dense)");
+  cmd->add_option("--experts-used", opts->experts_used, "Experts per token (default: the preset's, else 2)");
+  cmd->add_option("--expert-ffn", opts->expert_ffn, "Each expert's feed-forward size (default: the preset's, else --ffn)");
   cmd->add_option("--seed", opts->seed, "Random seed")->capture_default_str();
   cmd->add_flag("--tied", opts->tied, "Share the output head with the token embedding (gpt2 presets always do)");
   cmd->callback([opts] {
@@ -47,6 +52,11 @@ void add_make_model_command(CLI::App& app) {
     if (opts->vocab) spec.n_vocab = opts->vocab;
     if (opts->ctx) spec.n_ctx = opts->ctx;
     if (opts->window) spec.sliding_window = opts->window;
+    if (opts->experts >= 0) spec.n_expert = opts->experts;
+    if (opts->experts_used) spec.n_expert_used = opts->experts_used;
+    if (spec.n_expert > 0 && spec.n_expert_used == 0) spec.n_expert_used = std::min(2, spec.n_expert);
+    if (spec.n_expert_used > spec.n_expert && opts->experts_used == 0) spec.n_expert_used = spec.n_expert;
+    if (opts->expert_ffn) spec.n_ff_exp = opts->expert_ffn;
     spec.seed = opts->seed;
     if (opts->tied) spec.tied_output = true;  // presets may be tied already (gpt2-*)
     log_info("writing synthetic model '{}' (RANDOM weights, for speed tests only): {} layers, dim {}, type {}",

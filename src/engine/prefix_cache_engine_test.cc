@@ -66,11 +66,13 @@ TEST(PrefixCacheEngineTest, SharedPrefixIsComputedOnceAndChangesNothing) {
   SyntheticSpec llama = synthetic_preset("tiny").value();
   llama.seed = 5;
   check_shared_prefix(llama);
-  SyntheticSpec gpt2 = llama, phi3 = llama, gemma2 = llama;
+  SyntheticSpec gpt2 = llama, phi3 = llama, gemma2 = llama, mixtral = llama, qwen2moe = llama;
   gpt2.arch = "gpt2", gpt2.n_head_kv = gpt2.n_head;
   phi3.arch = "phi3", phi3.n_ctx = 8192;
   gemma2.arch = "gemma2", gemma2.head_dim = 32, gemma2.n_ctx = 8192;  // window 4096: the context
-  for (const SyntheticSpec& s : {gpt2, phi3, gemma2}) check_shared_prefix(s);
+  mixtral.n_expert = 4, mixtral.n_expert_used = 2;
+  qwen2moe.arch = "qwen2moe", qwen2moe.n_expert = 8, qwen2moe.n_expert_used = 2, qwen2moe.n_ff_exp = 64;
+  for (const SyntheticSpec& s : {gpt2, phi3, gemma2, mixtral, qwen2moe}) check_shared_prefix(s);
 }
 
 // KV slots reserved but not holding a token stay under 4% at block size 16 on a

@@ -21,7 +21,10 @@ std::string dominant_type(const ModelWeights& w) {
   std::map<DType, int64_t> bytes;
   bytes[w.output.dtype()] += w.output.num_bytes();
   for (const auto& L : w.layers) {
-    for (const WeightMatrix* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) bytes[m->dtype()] += m->num_bytes();
+    for (const WeightMatrix* m : L.dense_matrices()) bytes[m->dtype()] += m->num_bytes();
+    for (const auto& e : L.experts) {
+      for (const WeightMatrix* m : {&e.gate, &e.up, &e.down}) bytes[m->dtype()] += m->num_bytes();
+    }
   }
   return std::string(dtype_name(std::max_element(bytes.begin(), bytes.end(), [](auto& a, auto& b) {
                                   return a.second < b.second;
@@ -90,13 +93,8 @@ Result<DecodeBenchResult> run_decode_benchmark(const Model& model, const DecodeB
   r.bandwidth_gb_s = static_cast<double>(probe_read) / probe_s / 1e9;
   r.achieved_gb_s = static_cast<double>(r.bytes_per_token) * r.decode_tok_s / 1e9;
   r.pct_bandwidth = 100.0 * r.achieved_gb_s / r.bandwidth_gb_s;
-  // Matrix parameters (the work of prefill): bytes per token without the embedding row.
-  double params = static_cast<double>(model.weights().output.rows() * model.weights().output.cols());
-  for (const auto& L : model.weights().layers) {
-    for (const WeightMatrix* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) {
-      params += static_cast<double>(m->rows() * m->cols());
-    }
-  }
+  // Matrix parameters a token multiplies (the work of prefill; its chosen experts only).
+  const double params = static_cast<double>(model.weights().macs_per_token());
   // Logits only for the last prompt token: the output head does 1 row of work, not 512.
   const double head = static_cast<double>(model.weights().output.rows() * model.weights().output.cols());
   const double ops = 2.0 * ((params - head) * o.prefill_tokens + head);

@@ -130,7 +130,7 @@ Result<PlanResult> plan_and_quantize(const std::string& in_path, const std::stri
   PlanResult result;
   for (const auto& t : f.tensors()) {
     result.elements += static_cast<uint64_t>(t.num_elements());
-    if (t.n_dims < 2) {
+    if (t.n_dims < 2 || is_expert_router(t.name)) {
       fixed += bytes_as(t, DType::kF32);
     } else {
       unchanged[t.name] = quantize_target_supported(t.dtype) ? t.dtype : DType::kF32;
@@ -141,7 +141,7 @@ Result<PlanResult> plan_and_quantize(const std::string& in_path, const std::stri
   const std::string tmp = out_path + ".plan.tmp.gguf";
   std::vector<Matrix> ms;
   for (const auto& t : f.tensors()) {
-    if (t.n_dims < 2) continue;
+    if (t.n_dims < 2 || is_expert_router(t.name)) continue;
     Matrix m;
     m.name = t.name;
     const bool fixed_type = req.where_fits && type_fits_rows(*req.where_fits, t.ne[0]);

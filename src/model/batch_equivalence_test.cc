@@ -139,5 +139,24 @@ TEST(BatchEquivalenceTest, GeneratedGemma2MixedBatchesAreBitIdentical) {
   std::filesystem::remove(path);
 }
 
+// Batches put different tokens in each expert's group (and a different count of
+// them in each product): every token's output is still its solo output, bit for bit.
+TEST(BatchEquivalenceTest, GeneratedMixturesOfExpertsMixedBatchesAreBitIdentical) {
+  SyntheticSpec mixtral;
+  mixtral.n_vocab = 320, mixtral.n_embd = 128, mixtral.n_layer = 2, mixtral.n_head = 4, mixtral.n_head_kv = 2;
+  mixtral.n_ff = 128, mixtral.n_expert = 4, mixtral.n_expert_used = 2;
+  SyntheticSpec qwen = mixtral;
+  qwen.arch = "qwen2moe", qwen.n_expert = 8, qwen.n_expert_used = 3, qwen.n_ff_exp = 64;
+  for (SyntheticSpec spec : {mixtral, qwen}) {
+    for (DType weights : {DType::kF32, DType::kQ8_0}) {
+      spec.weight_type = weights;
+      const std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_batch_moe.gguf";
+      ASSERT_TRUE(write_synthetic_model(spec, path).ok());
+      check_mixed_batches(path, DType::kF32);
+      std::filesystem::remove(path);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace llms

@@ -19,6 +19,49 @@ Result<int> get_dim_or(const GgufFile& f, const std::string& key, int fallback) 
   return get_dim(f, key);
 }
 
+// A count that may be absent or 0 (expert counts of a dense model).
+Result<int> get_count_or(const GgufFile& f, const std::string& key) {
+  if (!f.has(key)) return 0;
+  LLMS_ASSIGN_OR_RETURN(uint64_t v, f.get_uint(key));
+  if (v > 4096) return invalid_argument(fmt::format("'{}' = {} is out of range (at most 4096)", key, v));
+  return static_cast<int>(v);
+}
+
+// The mixture-of-experts keys: expert_count and expert_used_count (llama: Mixtral;
+// qwen2moe, which also has its experts' and shared expert's widths).
+Status read_experts(const GgufFile& f, const std::string& p, ModelConfig& c) {
+  LLMS_ASSIGN_OR_RETURN(c.n_expert, get_count_or(f, p + "expert_count"));
+  LLMS_ASSIGN_OR_RETURN(c.n_expert_used, get_count_or(f, p + "expert_used_count"));
+  const bool qwen = c.arch == Architecture::kQwen2Moe;
+  if (c.n_expert == 0) {
+    if (qwen) return invalid_argument(fmt::format("'{}expert_count' is missing: qwen2moe needs experts", p));
+    if (c.n_expert_used > 0) return invalid_argument(fmt::format("'{}expert_used_count' without experts", p));
+    return ok_status();
+  }
+  if (c.arch != Architecture::kLlama && !qwen) {
+    return unimplemented(fmt::format("mixture-of-experts '{}' models are not supported (supported: llama as Mixtral, "
+                                     "qwen2moe)", c.arch_name));
+  }
+  if (c.n_expert_used < 1 || c.n_expert_used > c.n_expert) {
+    return invalid_argument(fmt::format("'{}expert_used_count' = {} must be 1 to expert_count ({})", p,
+                                        c.n_expert_used, c.n_expert));
+  }
+  c.norm_expert_weights = !qwen;
+  return ok_status();
+}
+
+// The experts' FFN widths, once feed_forward_length is read: Mixtral's experts are
+// that wide; Qwen2-MoE's have keys of their own (or llama.cpp's fallbacks).
+Status read_expert_widths(const GgufFile& f, const std::string& p, ModelConfig& c) {
+  if (!c.moe()) return ok_status();
+  c.n_ff_exp = c.n_ff;
+  if (c.arch == Architecture::kQwen2Moe) {
+    LLMS_ASSIGN_OR_RETURN(c.n_ff_exp, get_dim_or(f, p + "expert_feed_forward_length", c.n_ff / c.n_expert_used));
+    LLMS_ASSIGN_OR_RETURN(c.n_ff_shexp, get_dim_or(f, p + "expert_shared_feed_forward_length", c.n_ff));
+  }
+  return ok_status();
+}
+
 }  // namespace
 
 Result<ModelConfig> ModelConfig::from_gguf(const GgufFile& f) {
@@ -29,6 +72,9 @@ Result<ModelConfig> ModelConfig::from_gguf(const GgufFile& f) {
     c.rope_style = RopeStyle::kNormal;
   } else if (c.arch_name == "qwen2") {
     c.arch = Architecture::kQwen2;
+    c.rope_style = RopeStyle::kNeox;
+  } else if (c.arch_name == "qwen2moe") {
+    c.arch = Architecture::kQwen2Moe;
     c.rope_style = RopeStyle::kNeox;
   } else if (c.arch_name == "phi3") {
     c.arch = Architecture::kPhi3;
@@ -45,16 +91,10 @@ Result<ModelConfig> ModelConfig::from_gguf(const GgufFile& f) {
     c.learned_positions = true;
   } else {
     return unimplemented(
-        fmt::format("architecture '{}' is not supported (supported: llama, mistral, qwen2, phi3, gemma2, gpt2)", c.arch_name));
+        fmt::format("architecture '{}' is not supported (supported: llama, mistral, qwen2, qwen2moe, phi3, gemma2, gpt2)", c.arch_name));
   }
   const std::string p = c.arch_name + ".";
-  if (f.has(p + "expert_count")) {
-    LLMS_ASSIGN_OR_RETURN(uint64_t experts, f.get_uint(p + "expert_count"));
-    if (experts > 0) {
-      return unimplemented(fmt::format("mixture-of-experts models ('{}expert_count' = {}) are not supported yet", p,
-                                       experts));
-    }
-  }
+  LLMS_RETURN_IF_ERROR(read_experts(f, p, c));
   LLMS_ASSIGN_OR_RETURN(c.name, f.get_string_or("general.name", f.path()));
   LLMS_ASSIGN_OR_RETURN(c.n_embd, get_dim(f, p + "embedding_length"));
   LLMS_ASSIGN_OR_RETURN(c.n_layer, get_dim(f, p + "block_count"));
@@ -62,6 +102,7 @@ Result<ModelConfig> ModelConfig::from_gguf(const GgufFile& f) {
   LLMS_ASSIGN_OR_RETURN(c.n_head_kv, get_dim_or(f, p + "attention.head_count_kv", c.n_head));
   LLMS_ASSIGN_OR_RETURN(c.n_ff, get_dim(f, p + "feed_forward_length"));
   LLMS_ASSIGN_OR_RETURN(c.n_ctx_train, get_dim_or(f, p + "context_length", 2048));
+  LLMS_RETURN_IF_ERROR(read_expert_widths(f, p, c));
   if (c.n_embd % c.n_head != 0 && !f.has(p + "attention.key_length")) {
     return invalid_argument(fmt::format("embedding length {} is not a multiple of the head count {}", c.n_embd, c.n_head));
   }

@@ -2,6 +2,7 @@
 // (`<arch>.*` keys) and checked for consistency before any weight is touched.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -17,6 +18,7 @@ enum class Architecture {
   kGpt2,   // learned positions, LayerNorm with bias, fused QKV with biases, GELU MLP
   kPhi3,   // LLaMA layout with fused QKV and gate/up, NeoX RoPE with LongRoPE factors
   kGemma2, // scaled embedding, GELU-gated FFN, pre and post norms, soft-capped logits
+  kQwen2Moe,  // Qwen2 attention, a mixture of experts plus a gated shared expert
 };
 
 // How the residual stream is normalised before attention, the FFN and the head.
@@ -73,8 +75,21 @@ struct ModelConfig {
   int attn_scale_dim = 0;
   float attn_softcap = 0.0f;
   float final_softcap = 0.0f;
+  // Mixture of experts (`expert_count` > 0): each token's FFN is the weighted sum of
+  // the n_expert_used experts (SwiGLU, n_ff_exp wide) its router ranks highest, by
+  // the softmax over all n_expert router logits. Mixtral renormalises the chosen
+  // weights to sum to 1 (a softmax over the chosen); Qwen2-MoE keeps them as they
+  // are and adds a shared expert (n_ff_shexp wide) gated by sigmoid(w . x).
+  int n_expert = 0;
+  int n_expert_used = 0;
+  int n_ff_exp = 0;
+  int n_ff_shexp = 0;
+  bool norm_expert_weights = false;
   bool synthetic = false;  // random weights from `make-model`: speed tests only
 
+  bool moe() const { return n_expert > 0; }
+  // The widest FFN hidden row a token computes (dense, one expert or the shared one).
+  int ffn_width() const { return std::max({n_ff, n_ff_exp, n_ff_shexp}); }
   int q_dim() const { return n_head * head_dim; }
   int kv_dim() const { return n_head_kv * head_dim; }
   // The most positions a sequence may have (0: no limit from the model itself).

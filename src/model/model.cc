@@ -23,8 +23,13 @@ void ForwardState::reserve(const ModelConfig& c, int64_t n) {
   grow(v_, c.kv_dim());
   grow(att_, c.q_dim());
   grow(tmp_, c.n_embd);
-  grow(gate_, c.n_ff);
-  grow(up_, c.n_ff);
+  grow(gate_, c.ffn_width());
+  grow(up_, c.ffn_width());
+  if (c.moe()) {
+    grow(router_logits_, c.n_expert);
+    grow(expert_in_, c.n_embd);
+    grow(expert_out_, c.n_embd);
+  }
   capacity_ = n;
 }
 
@@ -272,21 +277,35 @@ void Model::attention_block(int l, std::span<const SequenceChunk> chunks, int64_
 }
 
 void Model::ffn_block(int l, int64_t n, ForwardState& s, ThreadPool& pool) const {
-  const ModelConfig& c = config_;
   const LayerWeights& L = weights_.layers[static_cast<size_t>(l)];
   float* x = s.x_.as<float>();
   float* xn = s.xn_.as<float>();
-  float* gate = s.gate_.as<float>();  // [n, n_ff]
-  float* up = s.up_.as<float>();      // [n, n_ff]
-  StepProfile* prof = s.profile_;
-  std::optional<ScopedStepPart> part(std::in_place, prof, StepPart::kElementwise);
+  float* tmp = s.tmp_.as<float>();
+  std::optional<ScopedStepPart> part(std::in_place, s.profile_, StepPart::kElementwise);
   norm_rows(x, L.ffn_norm, L.ffn_norm_b, n, xn, pool);
   part.reset();
-  float* hidden = gate;  // [n, n_ff]: what ffn_down reads
-  const int64_t ff = c.n_ff;
+  if (config_.moe()) {
+    expert_ffn(l, xn, n, tmp, s, pool);
+  } else {
+    dense_ffn(l, xn, n, tmp, s, pool);
+  }
+  part.emplace(s.profile_, StepPart::kElementwise);
+  add_residual(x, tmp, L.b_down, L.ffn_post_norm, n, pool);
+}
+
+void Model::dense_ffn(int l, const float* xn, int64_t n, float* out, ForwardState& s, ThreadPool& pool) const {
+  const ModelConfig& c = config_;
+  const LayerWeights& L = weights_.layers[static_cast<size_t>(l)];
+  float* gate = s.gate_.as<float>();  // [n, ff]
+  float* up = s.up_.as<float>();      // [n, ff]
+  StepProfile* prof = s.profile_;
+  std::optional<ScopedStepPart> part;
+  float* hidden = gate;  // [n, ff]: what ffn_down reads
+  const int64_t ff = L.w_up.rows();
+  const bool shared = c.moe();  // Qwen2-MoE's shared expert, under its own names
   if (c.ffn != FfnKind::kGelu) {
     const MatmulOutput outs[] = {{&L.w_gate, gate}, {&L.w_up, up}};
-    const char* const whats[] = {"ffn_gate", "ffn_up"};
+    const char* const whats[] = {shared ? "ffn_gate_shexp" : "ffn_gate", shared ? "ffn_up_shexp" : "ffn_up"};
     products(outs, l, whats, xn, n, s, pool);
     part.emplace(prof, StepPart::kElementwise);
     for_rows(pool, n, [&](int64_t t0, int64_t t1) {
@@ -311,10 +330,7 @@ void Model::ffn_block(int l, int64_t n, ForwardState& s, ThreadPool& pool) const
     });
   }
   part.reset();
-  float* tmp = s.tmp_.as<float>();
-  product(L.w_down, l, "ffn_down", hidden, n, tmp, s, pool);
-  part.emplace(prof, StepPart::kElementwise);
-  add_residual(x, tmp, L.b_down, L.ffn_post_norm, n, pool);
+  product(L.w_down, l, shared ? "ffn_down_shexp" : "ffn_down", hidden, n, out, s, pool);
 }
 
 void Model::norm_rows(const float* x, const std::vector<float>& w, const std::vector<float>& b, int64_t n,

@@ -22,6 +22,7 @@
 #include "kv/kv_cache.h"
 #include "model/batch.h"
 #include "model/config.h"
+#include "model/routing.h"
 #include "model/weights.h"
 
 namespace llms {
@@ -48,6 +49,9 @@ class ForwardState {
   void set_context_length(int n) { context_length_ = n; }
   // Times the parts of later passes into `profile` (not owned; null to stop).
   void set_profile(StepProfile* profile) { profile_ = profile; }
+  // Of a mixture of experts: the tokens routed to each expert over every pass so far,
+  // [n_layer * n_expert] (layer-major); empty for a dense model.
+  const std::vector<int64_t>& expert_load() const { return expert_load_; }
 
  private:
   friend class Model;
@@ -66,6 +70,11 @@ class ForwardState {
   int context_length_ = 0;
   int64_t capacity_ = 0;
   AlignedBuffer x_, xn_, q_, k_, v_, att_, tmp_, gate_, up_;
+  // Mixture of experts: router logits, the routing, one expert's gathered input and
+  // output rows, and the load counts.
+  AlignedBuffer router_logits_, expert_in_, expert_out_;
+  ExpertRouting routing_;
+  std::vector<int64_t> expert_load_;
 };
 
 class Model {
@@ -101,6 +110,10 @@ class Model {
   void attention_block(int layer, std::span<const SequenceChunk> chunks, int64_t n_tokens, KvCache& kv,
                        ForwardState& s, ThreadPool& pool) const;
   void ffn_block(int layer, int64_t n_tokens, ForwardState& s, ThreadPool& pool) const;
+  // The dense FFN of the normed rows xn into out [n, n_embd] (Qwen2-MoE: the shared expert).
+  void dense_ffn(int layer, const float* xn, int64_t n, float* out, ForwardState& s, ThreadPool& pool) const;
+  // The mixture of experts of the normed rows xn into out [n, n_embd] (model/experts.cc).
+  void expert_ffn(int layer, const float* xn, int64_t n, float* out, ForwardState& s, ThreadPool& pool) const;
   // out[t] = norm(x[t]) for n rows of n_embd: RMSNorm, or LayerNorm with bias `b`.
   void norm_rows(const float* x, const std::vector<float>& w, const std::vector<float>& b, int64_t n, float* out) const;
   // The same, rows split across the pool.

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <string>
@@ -90,6 +91,58 @@ Vec rows(const Vec& m, size_t cols, size_t first, size_t count) {
   return Vec(m.begin() + first * cols, m.begin() + (first + count) * cols);
 }
 
+Vec swiglu(const Vec& g, const Vec& u) {
+  Vec h(g.size());
+  for (size_t i = 0; i < g.size(); ++i) h[i] = g[i] / (1.0 + std::exp(-g[i])) * u[i];
+  return h;
+}
+
+// A mixture of experts at layer prefix `p` (as Mixtral's and Qwen2-MoE's reference
+// code): softmax over the router's logits, the top k experts (ties: lower index),
+// their probabilities renormalized (llama) or not (qwen2moe), each a SwiGLU; plus
+// Qwen2-MoE's shared expert times sigmoid(gate . x).
+Vec moe_reference(const GgufFile& f, const std::string& arch, const std::string& p, const Vec& x) {
+  const size_t d = x.size();
+  const int k = static_cast<int>(f.get_uint(arch + ".expert_used_count").value());
+  const Vec lg = matvec(read(f, p + "ffn_gate_inp.weight"), x);
+  double mx = -1e300, sum = 0;
+  for (double v : lg) mx = std::max(mx, v);
+  Vec prob(lg.size());
+  for (size_t e = 0; e < lg.size(); ++e) sum += (prob[e] = std::exp(lg[e] - mx));
+  for (double& v : prob) v /= sum;
+  std::vector<size_t> chosen;
+  double chosen_sum = 0;
+  for (int j = 0; j < k; ++j) {
+    size_t best = lg.size();
+    for (size_t e = 0; e < lg.size(); ++e) {
+      if (std::find(chosen.begin(), chosen.end(), e) != chosen.end()) continue;
+      if (best == lg.size() || prob[e] > prob[best]) best = e;
+    }
+    chosen.push_back(best);
+    chosen_sum += prob[best];
+  }
+  const Vec gates = read(f, p + "ffn_gate_exps.weight"), ups = read(f, p + "ffn_up_exps.weight");
+  const Vec downs = read(f, p + "ffn_down_exps.weight");
+  const size_t ff = gates.size() / d / lg.size();
+  const Vec xh = half_input(f, p + "ffn_gate_exps.weight") ? to_half(x) : x;
+  Vec out(d, 0.0);
+  for (size_t e : chosen) {
+    const Vec h = swiglu(matvec(rows(gates, d, e * ff, ff), xh), matvec(rows(ups, d, e * ff, ff), xh));
+    const Vec y = matvec(rows(downs, ff, e * d, d), half_input(f, p + "ffn_down_exps.weight") ? to_half(h) : h);
+    const double w = arch == "qwen2moe" ? prob[e] : prob[e] / chosen_sum;
+    for (size_t i = 0; i < d; ++i) out[i] += w * y[i];
+  }
+  if (f.find_tensor(p + "ffn_gate_inp_shexp.weight")) {
+    const Vec g = read(f, p + "ffn_gate_inp_shexp.weight");
+    double dot = 0;
+    for (size_t i = 0; i < d; ++i) dot += g[i] * x[i];
+    const Vec h = swiglu(product(f, p + "ffn_gate_shexp.weight", x), product(f, p + "ffn_up_shexp.weight", x));
+    const Vec y = product(f, p + "ffn_down_shexp.weight", h);
+    for (size_t i = 0; i < d; ++i) out[i] += y[i] / (1.0 + std::exp(-dot));
+  }
+  return out;
+}
+
 // Logits at every position of `tokens`; `context` picks LongRoPE's factor set.
 std::vector<Vec> reference_logits(const GgufFile& f, const std::vector<int32_t>& tokens, int context) {
   const std::string arch = f.get_string("general.architecture").value();
@@ -99,7 +152,7 @@ std::vector<Vec> reference_logits(const GgufFile& f, const std::vector<int32_t>&
   const int n_kv = static_cast<int>(f.get_uint(arch + ".attention.head_count_kv").value());
   const double eps = f.get_float(arch + ".attention.layer_norm_rms_epsilon").value();
   const double base = f.get_float_or(arch + ".rope.freq_base", 10000.0).value();
-  const bool neox = arch == "qwen2" || arch == "phi3" || arch == "gemma2";
+  const bool neox = arch == "qwen2" || arch == "qwen2moe" || arch == "phi3" || arch == "gemma2";
   const double mscale = f.get_float_or(arch + ".rope.scaling.attn_factor", 1.0).value();
   const std::string orig_key = arch + ".rope.scaling.original_context_length";
   const int64_t orig = f.has(orig_key) ? static_cast<int64_t>(f.get_uint(orig_key).value()) : (1 << 30);
@@ -177,6 +230,11 @@ std::vector<Vec> reference_logits(const GgufFile& f, const std::vector<int32_t>&
       if (gemma2) o = rmsnorm(o, read(f, p + "post_attention_norm.weight"), eps);
       for (int i = 0; i < d; ++i) x[i] += o[i];
       const Vec xn2 = rmsnorm(x, read(f, p + "ffn_norm.weight"), eps);
+      if (f.find_tensor(p + "ffn_gate_inp.weight")) {
+        const Vec moe = moe_reference(f, arch, p, xn2);
+        for (int i = 0; i < d; ++i) x[i] += moe[i];
+        continue;
+      }
       Vec g, u;
       if (f.find_tensor(p + "ffn_gate.weight")) {
         g = product(f, p + "ffn_gate.weight", xn2);
@@ -436,19 +494,96 @@ TEST(ModelReferenceTest, GeneratedGemma2MatchesDoubleReference) {
   std::filesystem::remove(path);
 }
 
-TEST(ModelReferenceTest, MixtureOfExpertsFilesAreRefusedByName) {
+TEST(ModelReferenceTest, GeneratedMixtralMatchesDoubleReference) {
+  SyntheticSpec spec;
+  spec.n_vocab = 300, spec.n_embd = 64, spec.n_layer = 2, spec.n_head = 4, spec.n_head_kv = 2, spec.n_ff = 96;
+  spec.n_expert = 4, spec.n_expert_used = 2, spec.strong_layers = true, spec.seed = 13;
+
+  const std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_mixtral.gguf";
+  ASSERT_TRUE(write_synthetic_model(spec, path).ok());
+  auto model = Model::load(path);
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
+  EXPECT_EQ((*model)->config().n_expert, 4);
+  EXPECT_TRUE((*model)->config().norm_expert_weights);
+  check_model(path, {1, 5, 77, 299, 8, 100, 42, 42, 3, 17, 250, 6, 9, 9, 31});
+  std::filesystem::remove(path);
+}
+
+TEST(ModelReferenceTest, GeneratedQwen2MoeMatchesDoubleReference) {
+  for (DType type : {DType::kF32, DType::kF16}) {
+    SyntheticSpec spec;
+    spec.arch = "qwen2moe";
+    spec.n_vocab = 300, spec.n_embd = 64, spec.n_layer = 2, spec.n_head = 4, spec.n_head_kv = 2, spec.n_ff = 128;
+    spec.n_expert = 6, spec.n_expert_used = 3, spec.n_ff_exp = 32, spec.strong_layers = true, spec.seed = 17;
+    spec.weight_type = type;
+    // F16: the default weights, whose larger logits keep the F16 rounding of the
+    // products' inputs (which a last-bit difference flips) within the bound.
+    if (type == DType::kF16) spec.strong_layers = false;
+    const std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_qwen2moe.gguf";
+    ASSERT_TRUE(write_synthetic_model(spec, path).ok());
+    auto model = Model::load(path);
+    ASSERT_TRUE(model.ok()) << model.status().to_string();
+    const ModelConfig& c = (*model)->config();
+    EXPECT_EQ(c.n_ff_exp, 32);
+    EXPECT_EQ(c.n_ff_shexp, 128);
+    EXPECT_FALSE(c.norm_expert_weights);
+    check_model(path, {1, 5, 77, 299, 8, 100, 42, 42, 3, 17, 250, 6, 9, 9, 31});
+    std::filesystem::remove(path);
+  }
+}
+
+TEST(ModelReferenceTest, MixtureOfExpertsBadFilesAreRefusedByName) {
+  auto config_of = [](GgufWriter& w) -> Status {
+    const std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_moe.gguf";
+    EXPECT_TRUE(w.write(path).ok());
+    auto file = GgufFile::open(path);
+    EXPECT_TRUE(file.ok()) << file.status().to_string();
+    auto config = ModelConfig::from_gguf(*file);
+    std::filesystem::remove(path);
+    return config.status();
+  };
   GgufWriter w;
   w.set("general.architecture", gguf::Value::string("llama"));
   w.set("llama.expert_count", gguf::Value::u32(8));
-  const std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_moe.gguf";
+  w.set("llama.expert_used_count", gguf::Value::u32(9));
+  const Status too_many = config_of(w);
+  EXPECT_EQ(too_many.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(too_many.message().find("expert_used_count"), std::string::npos) << too_many.message();
+  GgufWriter phi;
+  phi.set("general.architecture", gguf::Value::string("phi3"));
+  phi.set("phi3.expert_count", gguf::Value::u32(16));
+  const Status other = config_of(phi);
+  EXPECT_EQ(other.code(), StatusCode::kUnimplemented);
+  EXPECT_NE(other.message().find("phi3"), std::string::npos) << other.message();
+}
+
+TEST(ModelReferenceTest, ExpertsStoredOneTensorEachAreRefusedByName) {
+  SyntheticSpec spec;
+  spec.n_vocab = 300, spec.n_embd = 32, spec.n_layer = 1, spec.n_head = 2, spec.n_head_kv = 2, spec.n_ff = 32;
+  const std::string dense = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_dense.gguf";
+  ASSERT_TRUE(write_synthetic_model(spec, dense).ok());
+  auto src = GgufFile::open(dense);
+  ASSERT_TRUE(src.ok());
+  // The dense file's tensors, with expert metadata and its FFN renamed to expert 0's
+  // tensors of the old per-expert layout.
+  GgufWriter w;
+  for (const auto& [key, value] : src->metadata()) w.set(key, value);
+  w.set("llama.expert_count", gguf::Value::u32(2));
+  w.set("llama.expert_used_count", gguf::Value::u32(1));
+  for (const auto& t : src->tensors()) {
+    std::string name = t.name;
+    if (const size_t at = name.find("ffn_gate.weight"); at != std::string::npos) name.replace(at, 15, "ffn_gate.0.weight");
+    w.add_tensor(name, t.dtype, std::vector<int64_t>(t.ne.begin(), t.ne.begin() + t.n_dims),
+                 std::span<const uint8_t>(t.data, t.num_bytes));
+  }
+  const std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_split_experts.gguf";
   ASSERT_TRUE(w.write(path).ok());
-  auto file = GgufFile::open(path);
-  ASSERT_TRUE(file.ok()) << file.status().to_string();
-  auto config = ModelConfig::from_gguf(*file);
-  ASSERT_FALSE(config.ok());
-  EXPECT_EQ(config.status().code(), StatusCode::kUnimplemented);
-  EXPECT_NE(config.status().message().find("expert_count"), std::string::npos) << config.status().message();
+  auto model = Model::load(path);
+  ASSERT_FALSE(model.ok());
+  EXPECT_EQ(model.status().code(), StatusCode::kUnimplemented);
+  EXPECT_NE(model.status().message().find("ffn_gate.0.weight"), std::string::npos) << model.status().message();
   std::filesystem::remove(path);
+  std::filesystem::remove(dense);
 }
 
 TEST(ModelReferenceTest, Gpt2PositionsEndAtTheLearnedTable) {

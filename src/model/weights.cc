@@ -46,6 +46,23 @@ class Loader {
     return WeightMatrix::from_tensor(part, name);
   }
 
+  // The `count` [rows, cols] matrices of the 3-D tensor `name` [cols, rows, count]
+  // (one per expert), each repacked; then the file's pages of it are released.
+  Result<std::vector<WeightMatrix>> stacked(const std::string& name, int64_t cols, int64_t rows, int64_t count) const {
+    LLMS_ASSIGN_OR_RETURN(const GgufTensorInfo* t, tensor(name, {cols, rows, count}));
+    std::vector<WeightMatrix> out;
+    for (int64_t e = 0; e < count; ++e) {
+      Tensor part = t->view();
+      part.n_dims = 2;
+      part.ne = {cols, rows, 1, 1};
+      part.data = t->view().row(e * rows);
+      LLMS_ASSIGN_OR_RETURN(WeightMatrix m, WeightMatrix::from_tensor(part, name));
+      out.push_back(std::move(m));
+    }
+    f_.release_pages(*t);
+    return out;
+  }
+
   // Elements [first, first + count) of the vector `name` of n elements.
   Result<std::vector<float>> vector_part(const std::string& name, int64_t n, int64_t first, int64_t count) const {
     LLMS_ASSIGN_OR_RETURN(std::vector<float> v, vector(name, n));
@@ -113,6 +130,32 @@ Status load_norm(const Loader& ld, const std::string& name, const ModelConfig& c
   return ok_status();
 }
 
+// A mixture of experts' router and experts, and Qwen2-MoE's shared expert. Files that
+// store each expert as tensors of its own (ffn_gate.E.weight, from converters before
+// the stacked layout) are refused by name.
+Status load_experts(const Loader& ld, const std::string& p, const ModelConfig& c, LayerWeights& L) {
+  const int64_t d = c.n_embd, ff = c.n_ff_exp, n = c.n_expert;
+  if (!ld.has(p + "ffn_gate_exps.weight") && ld.has(p + "ffn_gate.0.weight")) {
+    return unimplemented(fmt::format("{}ffn_gate.0.weight: experts stored one tensor each (an older layout) are not "
+                                     "supported; convert the model again for stacked ffn_*_exps tensors", p));
+  }
+  LLMS_ASSIGN_OR_RETURN(L.router, ld.matrix(p + "ffn_gate_inp.weight", d, n));
+  LLMS_ASSIGN_OR_RETURN(std::vector<WeightMatrix> gates, ld.stacked(p + "ffn_gate_exps.weight", d, ff, n));
+  LLMS_ASSIGN_OR_RETURN(std::vector<WeightMatrix> ups, ld.stacked(p + "ffn_up_exps.weight", d, ff, n));
+  LLMS_ASSIGN_OR_RETURN(std::vector<WeightMatrix> downs, ld.stacked(p + "ffn_down_exps.weight", ff, d, n));
+  for (int64_t e = 0; e < n; ++e) {
+    L.experts.push_back({std::move(gates[e]), std::move(ups[e]), std::move(downs[e])});
+  }
+  if (c.n_ff_shexp > 0) {
+    const int64_t sh = c.n_ff_shexp;
+    LLMS_ASSIGN_OR_RETURN(L.shexp_gate, ld.vector(p + "ffn_gate_inp_shexp.weight", d));
+    LLMS_ASSIGN_OR_RETURN(L.w_gate, ld.matrix(p + "ffn_gate_shexp.weight", d, sh));
+    LLMS_ASSIGN_OR_RETURN(L.w_up, ld.matrix(p + "ffn_up_shexp.weight", d, sh));
+    LLMS_ASSIGN_OR_RETURN(L.w_down, ld.matrix(p + "ffn_down_shexp.weight", sh, d));
+  }
+  return ok_status();
+}
+
 Status load_layer(const Loader& ld, int l, const ModelConfig& c, LayerWeights& L) {
   const std::string p = fmt::format("blk.{}.", l);
   const int64_t d = c.n_embd, ff = c.n_ff;
@@ -125,6 +168,7 @@ Status load_layer(const Loader& ld, int l, const ModelConfig& c, LayerWeights& L
     LLMS_ASSIGN_OR_RETURN(L.ffn_post_norm, ld.vector(p + "post_ffw_norm.weight", d));
   }
   LLMS_RETURN_IF_ERROR(load_norm(ld, p + "ffn_norm", c, L.ffn_norm, L.ffn_norm_b));
+  if (c.moe()) return load_experts(ld, p, c, L);
   const bool gated = c.ffn != FfnKind::kGelu;
   if (gated && !ld.has(p + "ffn_gate.weight")) {
     // Fused (Phi-3): ffn_up holds the gate's rows, then the up rows.
@@ -179,9 +223,18 @@ Result<ModelWeights> ModelWeights::load(const GgufFile& file, const ModelConfig&
   if (w.rope_factors_short.empty() != w.rope_factors_long.empty()) {
     return invalid_argument("LongRoPE needs both rope_factors_short.weight and rope_factors_long.weight");
   }
+  w.experts_used = c.n_expert_used;
   w.layers.resize(static_cast<size_t>(c.n_layer));
   for (int l = 0; l < c.n_layer; ++l) LLMS_RETURN_IF_ERROR(load_layer(ld, l, c, w.layers[static_cast<size_t>(l)]));
   return w;
+}
+
+std::vector<const WeightMatrix*> LayerWeights::dense_matrices() const {
+  std::vector<const WeightMatrix*> out;
+  for (const WeightMatrix* w : {&wq, &wk, &wv, &wo, &w_gate, &w_up, &w_down}) {
+    if (w->tensor().data != nullptr) out.push_back(w);  // a GELU MLP has no gate; most MoE no shared expert
+  }
+  return out;
 }
 
 WeightsMemory ModelWeights::memory() const {
@@ -192,11 +245,11 @@ WeightsMemory ModelWeights::memory() const {
     add_vector(*v);
   }
   for (const auto& L : layers) {
-    for (const WeightMatrix* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) {
-      if (w->tensor().data != nullptr) m.owned_bytes += w->packed_bytes();  // a GELU MLP has no gate
-    }
+    for (const WeightMatrix* w : L.dense_matrices()) m.owned_bytes += w->packed_bytes();
+    if (L.router.tensor().data != nullptr) m.owned_bytes += L.router.packed_bytes();
+    for (const auto& e : L.experts) m.owned_bytes += e.gate.packed_bytes() + e.up.packed_bytes() + e.down.packed_bytes();
     for (const auto* v : {&L.attn_norm, &L.attn_norm_b, &L.bq, &L.bk, &L.bv, &L.bo, &L.attn_post_norm, &L.ffn_norm,
-                          &L.ffn_norm_b, &L.ffn_post_norm, &L.b_up, &L.b_down}) {
+                          &L.ffn_norm_b, &L.ffn_post_norm, &L.b_up, &L.b_down, &L.shexp_gate}) {
       add_vector(*v);
     }
   }
@@ -204,25 +257,33 @@ WeightsMemory ModelWeights::memory() const {
   return m;
 }
 
-int64_t ModelWeights::bytes_per_token() const {
-  int64_t bytes = output.num_bytes() + token_embd.row_bytes();
-  if (position_embd.data != nullptr) bytes += position_embd.row_bytes();
-  for (const auto& L : layers) {
-    for (const WeightMatrix* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) {
-      if (m->tensor().data != nullptr) bytes += m->num_bytes();  // a GELU MLP has no gate
+namespace {
+
+// What `f` sums over the matrices one token reads (its chosen experts counted as
+// `used` times the first one).
+template <typename F>
+int64_t per_token(const ModelWeights& w, F&& f) {
+  int64_t total = f(w.output);
+  for (const auto& L : w.layers) {
+    for (const WeightMatrix* m : L.dense_matrices()) total += f(*m);
+    if (!L.experts.empty()) {
+      const auto& e = L.experts.front();
+      total += f(L.router) + w.experts_used * (f(e.gate) + f(e.up) + f(e.down));
     }
   }
+  return total;
+}
+
+}  // namespace
+
+int64_t ModelWeights::bytes_per_token() const {
+  int64_t bytes = per_token(*this, [](const WeightMatrix& m) { return m.num_bytes(); }) + token_embd.row_bytes();
+  if (position_embd.data != nullptr) bytes += position_embd.row_bytes();
   return bytes;
 }
 
 int64_t ModelWeights::macs_per_token() const {
-  int64_t macs = output.rows() * output.cols();
-  for (const auto& L : layers) {
-    for (const WeightMatrix* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) {
-      if (m->tensor().data != nullptr) macs += m->rows() * m->cols();
-    }
-  }
-  return macs;
+  return per_token(*this, [](const WeightMatrix& m) { return m.rows() * m.cols(); });
 }
 
 }  // namespace llms

@@ -31,6 +31,19 @@ struct LayerWeights {
   WeightMatrix w_up;             // [n_ff, n_embd]
   WeightMatrix w_down;           // [n_embd, n_ff]
   std::vector<float> b_up, b_down;  // [n_ff], [n_embd]: MLP biases (GPT-2)
+  // Mixture of experts: the router [n_expert, n_embd] (ffn_gate_inp) and each
+  // expert's SwiGLU, slices of the file's [n_embd, n_ff_exp, n_expert] tensors
+  // (ffn_gate_exps, ffn_up_exps, ffn_down_exps). Qwen2-MoE's shared expert is the
+  // dense w_gate/w_up/w_down above (n_ff_shexp wide), scaled by sigmoid(shexp_gate . x).
+  struct Expert {
+    WeightMatrix gate, up, down;
+  };
+  WeightMatrix router;
+  std::vector<Expert> experts;
+  std::vector<float> shexp_gate;  // [n_embd]
+
+  // The matrices every token reads (attention, and the dense or shared FFN), in order.
+  std::vector<const WeightMatrix*> dense_matrices() const;
 };
 
 // What the weights take in memory.
@@ -52,11 +65,14 @@ struct ModelWeights {
   std::vector<LayerWeights> layers;
 
   // Bytes of weights read to produce one token (every matrix once, plus one
-  // embedding row): the numerator of memory-bandwidth utilisation.
+  // embedding row; of a mixture of experts, the router and `experts_used` experts,
+  // each the size of the first): the numerator of memory-bandwidth utilisation.
   int64_t bytes_per_token() const;
-  // Multiply-adds of the matrix products for one token (every matrix, the output head
-  // included; attention's own arithmetic, which grows with the context, is not).
+  // Multiply-adds of the matrix products for one token (every matrix it reads, the
+  // output head included; attention's own arithmetic, which grows with the context,
+  // is not).
   int64_t macs_per_token() const;
+  int experts_used = 0;  // the config's n_expert_used
   WeightsMemory memory() const;
 
   static Result<ModelWeights> load(const GgufFile& file, const ModelConfig& config);

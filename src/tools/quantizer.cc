@@ -63,6 +63,12 @@ DType protected_type(DType target) {
   }
 }
 
+}  // namespace
+
+bool is_expert_router(const std::string& name) { return name.find(".ffn_gate_inp.") != std::string::npos; }
+
+namespace {
+
 // Layer index (from 0) of "blk.N.*", or -1.
 int layer_of(const std::string& name) {
   if (name.rfind("blk.", 0) != 0) return -1;
@@ -120,6 +126,11 @@ TensorDecision decide(const GgufTensorInfo& t, const QuantizeOptions& o, int n_l
   if (t.n_dims < 2) {
     d.to = DType::kF32;
     d.reason = "vector (norm or bias): kept F32";
+    return d;
+  }
+  if (is_expert_router(t.name)) {
+    d.to = DType::kF32;
+    d.reason = "expert router: kept F32";
     return d;
   }
   d.to = o.type;

@@ -73,6 +73,9 @@ bool quantize_target_supported(DType type);
 
 // True when rows of `cols` values are whole blocks of `type`.
 bool type_fits_rows(DType type, int64_t cols);
+// A mixture of experts' router (ffn_gate_inp): small, and it decides which experts
+// run, so quantize keeps it F32 as llama.cpp's quantizer does.
+bool is_expert_router(const std::string& name);
 
 Result<QuantizeReport> quantize_model(const std::string& in_path, const std::string& out_path,
                                       const QuantizeOptions& options);

@@ -18,8 +18,19 @@ namespace llms {
 using gguf::Value;
 
 Status SyntheticSpec::validate() const {
-  if (arch != "llama" && arch != "qwen2" && arch != "gpt2" && arch != "phi3" && arch != "gemma2") {
-    return invalid_argument("architecture must be llama, qwen2, phi3, gemma2 or gpt2, got '" + arch + "'");
+  if (arch != "llama" && arch != "qwen2" && arch != "qwen2moe" && arch != "gpt2" && arch != "phi3" && arch != "gemma2") {
+    return invalid_argument("architecture must be llama, qwen2, qwen2moe, phi3, gemma2 or gpt2, got '" + arch + "'");
+  }
+  if (n_expert < 0 || n_expert_used < 0 || n_ff_exp < 0 || n_ff_shexp < 0) {
+    return invalid_argument("expert counts and sizes must not be negative");
+  }
+  if (n_expert > 0 && arch != "llama" && arch != "qwen2moe") {
+    return invalid_argument("experts are for llama (Mixtral) and qwen2moe, not " + arch);
+  }
+  if (arch == "qwen2moe" && n_expert == 0) return invalid_argument("qwen2moe needs experts (--experts N)");
+  if (n_expert > 0 && (n_expert_used < 1 || n_expert_used > n_expert)) {
+    return invalid_argument(fmt::format("experts used per token ({}) must be 1 to the expert count ({})", n_expert_used,
+                                        n_expert));
   }
   if (head_dim != 0 && (head_dim < 0 || arch != "gemma2")) {
     return invalid_argument("a head size of its own is for gemma2 only");
@@ -35,7 +46,8 @@ Status SyntheticSpec::validate() const {
   }
   if (arch != "gpt2" && head_size() % 2 != 0) return invalid_argument("head size must be even (RoPE rotates pairs)");
   if (arch == "gpt2" && n_head_kv != n_head) return invalid_argument("gpt2 has as many KV heads as heads");
-  for (int64_t cols : {static_cast<int64_t>(n_embd), static_cast<int64_t>(n_ff)}) {
+  for (int64_t cols : {static_cast<int64_t>(n_embd), static_cast<int64_t>(n_ff), static_cast<int64_t>(expert_ffn()),
+                       static_cast<int64_t>(shared_ffn())}) {
     if (!row_fits_blocks(weight_type, cols)) {
       return invalid_argument(fmt::format("type {} needs rows in multiples of {}; dim {} / ffn {} do not fit",
                                           dtype_name(weight_type), dtype_info(weight_type).block_size, n_embd, n_ff));
@@ -48,7 +60,8 @@ Status SyntheticSpec::validate() const {
 }
 
 std::vector<std::string> synthetic_preset_names() {
-  return {"tiny", "llama-110m", "tinyllama-1.1b", "llama-7b", "gpt2-small", "gpt2-large", "phi3-mini", "gemma2-2b"};
+  return {"tiny",      "llama-110m", "tinyllama-1.1b", "llama-7b",     "gpt2-small",
+          "gpt2-large", "phi3-mini", "gemma2-2b",      "mixtral-8x7b", "qwen2moe-a2.7b"};
 }
 
 Result<SyntheticSpec> synthetic_preset(std::string_view name) {
@@ -70,6 +83,13 @@ Result<SyntheticSpec> synthetic_preset(std::string_view name) {
     s.arch = "gemma2", s.tied_output = true;
     s.n_vocab = 256000, s.n_embd = 2304, s.n_layer = 26, s.n_head = 8, s.n_head_kv = 4, s.n_ff = 9216;
     s.head_dim = 256, s.n_ctx = 8192;
+  } else if (name == "mixtral-8x7b") {  // 8 experts of 14336, 2 per token
+    s.n_vocab = 32000, s.n_embd = 4096, s.n_layer = 32, s.n_head = 32, s.n_head_kv = 8, s.n_ff = 14336;
+    s.n_ctx = 32768, s.rope_base = 1e6f, s.n_expert = 8, s.n_expert_used = 2;
+  } else if (name == "qwen2moe-a2.7b") {  // Qwen1.5-MoE-A2.7B: 60 experts of 1408, 4 per token, a shared 5632
+    s.arch = "qwen2moe";
+    s.n_vocab = 151936, s.n_embd = 2048, s.n_layer = 24, s.n_head = 16, s.n_head_kv = 16, s.n_ff = 5632;
+    s.n_ctx = 8192, s.rope_base = 1e6f, s.n_expert = 60, s.n_expert_used = 4, s.n_ff_exp = 1408;  // shared: n_ff
   } else if (name == "gpt2-small") {  // 124M; tied output head, as the released weights
     s.arch = "gpt2", s.tied_output = true;
     s.n_vocab = 50257, s.n_embd = 768, s.n_layer = 12, s.n_head = 12, s.n_head_kv = 12, s.n_ff = 3072, s.n_ctx = 1024;
@@ -169,6 +189,11 @@ struct TensorSink {
     if (std_dev < 0.0f) std_dev = layer_std;
     w.add_tensor(name, s.weight_type, {cols, rows}, random_filler(s.weight_type, cols, s.seed, name, std_dev, &pool));
   }
+  // `count` [rows, cols] matrices stacked in one [cols, rows, count] tensor (experts).
+  void stacked(const std::string& name, int64_t cols, int64_t rows, int64_t count) {
+    w.add_tensor(name, s.weight_type, {cols, rows, count},
+                 random_filler(s.weight_type, cols, s.seed, name, layer_std, &pool));
+  }
   void random_vec(const std::string& name, int64_t n, float std_dev = 0.02f, float mean = 0.0f) {
     w.add_tensor(name, DType::kF32, {n}, random_filler(DType::kF32, n, s.seed, name, std_dev, &pool, mean));
   }
@@ -205,6 +230,26 @@ void add_llama3_rope_freqs(TensorSink& t) {
   });
 }
 
+// A mixture of experts' FFN tensors in layer prefix `p`, as the converters write
+// them: the F32 router, the experts' stacked SwiGLU matrices and, for qwen2moe, the
+// shared expert and its gate vector. The router's weights are larger (std 0.1) so
+// that its logits spread and near-ties between experts are rare.
+void add_experts(TensorSink& t, const std::string& p) {
+  const SyntheticSpec& s = t.s;
+  const int64_t d = s.n_embd, ff = s.expert_ffn(), n = s.n_expert;
+  t.w.add_tensor(p + "ffn_gate_inp.weight", DType::kF32, {d, n},
+                 random_filler(DType::kF32, d, s.seed, p + "ffn_gate_inp.weight", 0.1f, &t.pool));
+  t.stacked(p + "ffn_gate_exps.weight", d, ff, n);
+  t.stacked(p + "ffn_up_exps.weight", d, ff, n);
+  t.stacked(p + "ffn_down_exps.weight", ff, d, n);
+  if (s.arch != "qwen2moe") return;
+  const int64_t sh = s.shared_ffn();
+  t.random_vec(p + "ffn_gate_inp_shexp.weight", d, 0.1f);
+  t.matrix(p + "ffn_gate_shexp.weight", d, sh);
+  t.matrix(p + "ffn_up_shexp.weight", d, sh);
+  t.matrix(p + "ffn_down_shexp.weight", sh, d);
+}
+
 // LLaMA and Qwen2: separate Q, K, V (Qwen2 with biases), RMSNorm, SwiGLU.
 void add_llama_layers(TensorSink& t) {
   const SyntheticSpec& s = t.s;
@@ -219,13 +264,17 @@ void add_llama_layers(TensorSink& t) {
     t.matrix(p + "attn_q.weight", d, q_dim);
     t.matrix(p + "attn_k.weight", d, kv_dim);
     t.matrix(p + "attn_v.weight", d, kv_dim);
-    if (s.arch == "qwen2") {
+    if (s.arch == "qwen2" || s.arch == "qwen2moe") {
       t.random_vec(p + "attn_q.bias", q_dim);
       t.random_vec(p + "attn_k.bias", kv_dim);
       t.random_vec(p + "attn_v.bias", kv_dim);
     }
     t.matrix(p + "attn_output.weight", q_dim, d);
     t.ones(p + "ffn_norm.weight", d);
+    if (s.n_expert > 0) {
+      add_experts(t, p);
+      continue;
+    }
     t.matrix(p + "ffn_gate.weight", d, ff);
     t.matrix(p + "ffn_up.weight", d, ff);
     t.matrix(p + "ffn_down.weight", ff, d);
@@ -357,6 +406,14 @@ Status write_synthetic_model(const SyntheticSpec& s, const std::string& path) {
     w.set(a + "rope.freq_base", Value::f32(s.rope_base));
     w.set(a + "attention.layer_norm_rms_epsilon", Value::f32(1e-5f));
   }
+  if (s.n_expert > 0) {
+    w.set(a + "expert_count", Value::u32(static_cast<uint32_t>(s.n_expert)));
+    w.set(a + "expert_used_count", Value::u32(static_cast<uint32_t>(s.n_expert_used)));
+  }
+  if (s.arch == "qwen2moe") {
+    w.set(a + "expert_feed_forward_length", Value::u32(static_cast<uint32_t>(s.expert_ffn())));
+    w.set(a + "expert_shared_feed_forward_length", Value::u32(static_cast<uint32_t>(s.shared_ffn())));
+  }
   if (s.rope_scaling == "linear") {
     w.set(a + "rope.scaling.type", Value::string("linear"));
     w.set(a + "rope.scaling.factor", Value::f32(4.0f));
@@ -386,9 +443,11 @@ Status write_synthetic_model(const SyntheticSpec& s, const std::string& path) {
   set_spm_vocabulary(w, vocab);
 
   TensorSink t{s, w, pool};
+  if (s.strong_layers) t.layer_std = kGpt2WeightStd;
   // GPT-2's embedding is small (std 0.14 in the released weights): its head is tied,
   // and the logits should spread as a trained model's, neither flat nor one-hot.
-  t.matrix("token_embd.weight", s.n_embd, s.n_vocab, gpt2 || s.arch == "phi3" ? kGpt2EmbdStd : 1.0f);
+  const bool small_embd = gpt2 || s.arch == "phi3" || s.strong_layers;
+  t.matrix("token_embd.weight", s.n_embd, s.n_vocab, small_embd ? kGpt2EmbdStd : 1.0f);
   if (gpt2) {
     add_gpt2_layers(t);
   } else if (s.arch == "phi3") {

@@ -17,7 +17,8 @@ namespace llms {
 
 struct SyntheticSpec {
   std::string preset = "custom";
-  std::string arch = "llama";  // llama, qwen2 (QKV biases, NeoX RoPE), phi3, gemma2 or gpt2 (n_head_kv = n_head)
+  // llama, qwen2 (QKV biases, NeoX RoPE), qwen2moe, phi3, gemma2 or gpt2 (n_head_kv = n_head)
+  std::string arch = "llama";
   int n_vocab = 512;
   int n_embd = 64;
   int n_layer = 2;
@@ -25,6 +26,11 @@ struct SyntheticSpec {
   int n_head_kv = 2;
   int n_ff = 128;
   int head_dim = 0;  // 0: n_embd / n_head (gemma2 presets set their own)
+  // Mixture of experts (llama as Mixtral, qwen2moe): n_expert experts of n_ff_exp
+  // (0: n_ff), n_expert_used per token; qwen2moe's shared expert is n_ff_shexp wide
+  // (0: n_ff). The router stays F32 whatever the weight type, as llama.cpp's
+  // quantizer leaves it.
+  int n_expert = 0, n_expert_used = 0, n_ff_exp = 0, n_ff_shexp = 0;
   float attn_softcap = 50.0f, final_softcap = 30.0f;  // gemma2's soft caps
   int n_ctx = 2048;
   float rope_base = 10000.0f;
@@ -41,13 +47,15 @@ struct SyntheticSpec {
   uint64_t seed = 1;
 
   int head_size() const { return head_dim > 0 ? head_dim : n_embd / n_head; }
+  int expert_ffn() const { return n_ff_exp > 0 ? n_ff_exp : n_ff; }
+  int shared_ffn() const { return n_ff_shexp > 0 ? n_ff_shexp : n_ff; }
   Status validate() const;
 };
 
 // Names accepted by synthetic_preset().
 std::vector<std::string> synthetic_preset_names();
 // tiny, llama-110m, tinyllama-1.1b, llama-7b, gpt2-small, gpt2-large, phi3-mini,
-// gemma2-2b; NOT_FOUND lists the valid names.
+// gemma2-2b, mixtral-8x7b, qwen2moe-a2.7b; NOT_FOUND lists the valid names.
 Result<SyntheticSpec> synthetic_preset(std::string_view name);
 
 Status write_synthetic_model(const SyntheticSpec& spec, const std::string& path);
