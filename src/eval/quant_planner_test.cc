@@ -25,7 +25,7 @@ std::string temp(const std::string& name) {
 std::string small_model() {
   SyntheticSpec spec;
   spec.n_vocab = 300, spec.n_embd = 64, spec.n_layer = 1, spec.n_head = 4, spec.n_head_kv = 2, spec.n_ff = 128;
-  spec.strong_layers = true, spec.seed = 3;
+  spec.seed = 3;
   const std::string path = temp("planner_model.gguf");
   EXPECT_TRUE(write_synthetic_model(spec, path).ok());
   return path;
