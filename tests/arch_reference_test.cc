@@ -188,6 +188,16 @@ TEST(ArchReferenceTest, Gemma2SlidingWindowQ8_0MatchesLlamaCpp) {
   check_architecture("gemma2", "q8_0", kQ8Tolerance, kQ8Tolerance, "gemma2swa");
 }
 TEST(ArchReferenceTest, Gpt2Q8_0MatchesLlamaCpp) { check_architecture("gpt2", "q8_0", kQ8Tolerance, kQ8Tolerance); }
+// Mixtral-shaped (8 experts, 2 per token) and Qwen2-MoE-shaped (60 experts, 4 per token,
+// a shared expert); the routers are F32 in both files, as llama.cpp's quantizer keeps them.
+TEST(ArchReferenceTest, MixtralF32MatchesLlamaCpp) { check_architecture("llama", "f32", kF32Tolerance, 0.0, "mixtral"); }
+TEST(ArchReferenceTest, MixtralQ8_0MatchesLlamaCpp) {
+  check_architecture("llama", "q8_0", kQ8Tolerance, kQ8Tolerance, "mixtral");
+}
+TEST(ArchReferenceTest, Qwen2MoeF32MatchesLlamaCpp) { check_architecture("qwen2moe", "f32", kF32Tolerance, 0.0); }
+TEST(ArchReferenceTest, Qwen2MoeQ8_0MatchesLlamaCpp) {
+  check_architecture("qwen2moe", "q8_0", kQ8Tolerance, kQ8Tolerance);
+}
 
 }  // namespace
 }  // namespace llms
