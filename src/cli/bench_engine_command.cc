@@ -85,6 +85,7 @@ void run(const Options& o) {
                      {"seconds", r.seconds}, {"tokens_per_s", r.tokens_per_s}, {"ttft_p50_s", r.ttft_p50_s},
                      {"ttft_p99_s", r.ttft_p99_s}, {"e2e_p50_s", r.e2e_p50_s}, {"e2e_p99_s", r.e2e_p99_s},
                      {"itl_mean_s", r.itl_mean_s}, {"preemptions", r.preemptions}});
+      if (r.expert_load_imbalance > 0) all.back()["expert_load_imbalance"] = r.expert_load_imbalance;
       if (o.profile) {
         all.back()["profile"] = r.profile;
         all.back()["compute_limit_tokens_per_s"] = limit.tokens_per_s();
@@ -94,6 +95,9 @@ void run(const Options& o) {
       std::printf("%-11s %9d %10.1f %9.3fs %9.3fs %9.3fs %9.4fs %8lld\n", r.policy.c_str(), r.completed,
                   r.tokens_per_s, r.ttft_p50_s, r.ttft_p99_s, r.e2e_p99_s, r.itl_mean_s,
                   static_cast<long long>(r.preemptions));
+      if (r.expert_load_imbalance > 0) {
+        std::printf("experts: load imbalance %.2f (max / mean tokens per expert, all layers)\n", r.expert_load_imbalance);
+      }
       if (o.profile) {
         std::printf("compute limit: %.0f tok/s (%.1f M multiply-adds per token, peak %.1f G/s); this run: %.1f%% of it\n",
                     limit.tokens_per_s(), limit.macs_per_token * 1e-6, limit.peak_macs_per_s * 1e-9,

@@ -67,6 +67,7 @@ Engine::Engine(std::unique_ptr<ModelRunner> runner, const Tokenizer& tokenizer, 
       own_registry_(registry ? nullptr : std::make_unique<Registry>()),
       registry_(registry ? registry : own_registry_.get()),
       metrics_(*registry_),
+      expert_metrics_(*registry_),
       kv_(num_kv_blocks, config.block_size, kv_seed(model_identity, config.k_type, config.v_type), config.prefix_cache),
       scheduler_(make_scheduler(config)),
       admission_({config.max_waiting_requests, config.max_waiting_tokens, config.kv_high_watermark,
@@ -282,6 +283,7 @@ void Engine::observe_step(const SchedulePlan& plan, double step_s) {
   metrics_.batch_efficiency.observe(static_cast<double>(plan.num_tokens) / config_.max_batch_tokens);
   metrics_.prefill_share.observe(static_cast<double>(plan.prefill_tokens) / static_cast<double>(plan.num_tokens));
   metrics_.prefill_tokens_computed.inc(static_cast<double>(plan.prefill_tokens));
+  if (runner_->expert_count() > 0) expert_metrics_.observe(runner_->expert_load(), runner_->expert_count());
 }
 
 Status Engine::run_plan(const SchedulePlan& plan) {
@@ -340,6 +342,7 @@ void Engine::publish(int64_t now, bool force_rss) {
 
 EngineSnapshot Engine::snapshot() const {
   EngineSnapshot s = status_.snapshot();
+  s.expert_load_imbalance = expert_metrics_.overall();
   std::lock_guard<std::mutex> lock(mu_);
   s.thread_running = thread_.joinable() && !stop_requested_;
   return s;

@@ -30,6 +30,7 @@
 #include "engine/admission.h"
 #include "engine/engine_config.h"
 #include "engine/engine_metrics.h"
+#include "engine/expert_metrics.h"
 #include "engine/engine_status.h"
 #include "engine/grammar_cache.h"
 #include "engine/model_runner.h"
@@ -137,6 +138,7 @@ class Engine {
   std::unique_ptr<Registry> own_registry_;
   Registry* registry_;
   EngineMetrics metrics_;
+  ExpertLoadMetrics expert_metrics_;
   KvBlockManager kv_;
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<Model> draft_model_;  // speculative = draft

@@ -42,6 +42,7 @@ struct EngineSnapshot {
   int64_t itl_count = 0;
   int64_t spec_draft_tokens = 0;     // speculative decoding: proposed tokens verified
   int64_t spec_accepted_tokens = 0;  // and accepted
+  double expert_load_imbalance = 0;  // mixture of experts: max / mean tokens per expert (0: dense)
   bool thread_running = false;
 };
 

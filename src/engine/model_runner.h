@@ -28,6 +28,10 @@ class ModelRunner {
   virtual int64_t kv_reserved_bytes() const { return 0; }
   // Times the parts of later passes into `profile` (null: stop); a fake model times nothing.
   virtual void set_profile(StepProfile* /*profile*/) {}
+  // Of a mixture of experts: its expert count and the tokens routed so far
+  // (ForwardState::expert_load()); 0 and empty for a dense model.
+  virtual int expert_count() const { return 0; }
+  virtual std::span<const int64_t> expert_load() const { return {}; }
 };
 
 class LocalModelRunner : public ModelRunner {
@@ -49,6 +53,8 @@ class LocalModelRunner : public ModelRunner {
     state_.set_profile(profile);
     pool_.set_wait_counter(profile ? profile->wait_counter() : nullptr);
   }
+  int expert_count() const override { return model_.config().n_expert; }
+  std::span<const int64_t> expert_load() const override { return state_.expert_load(); }
   const KvCache& kv_cache() const { return kv_; }
   int num_threads() const { return pool_.num_threads(); }
 

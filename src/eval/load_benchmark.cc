@@ -113,6 +113,7 @@ Result<LoadResult> run_load(const Model& model, const Tokenizer& tokenizer, cons
   r.e2e_p99_s = percentile(e2e, 0.99);
   r.itl_mean_s = itl_n > 0 ? itl_sum / static_cast<double>(itl_n) : 0;
   r.preemptions = snap.preemptions;
+  r.expert_load_imbalance = snap.expert_load_imbalance;
   return r;
 }
 

@@ -39,6 +39,7 @@ struct LoadResult {
   double e2e_p50_s = 0, e2e_p99_s = 0;
   double itl_mean_s = 0;
   int64_t preemptions = 0;
+  double expert_load_imbalance = 0;  // mixture of experts: max / mean tokens per expert (0: dense)
   // The engine's step profile (EngineConfig::profile), as StepProfile::table() prints it.
   std::string profile;
 };

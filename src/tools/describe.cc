@@ -87,12 +87,20 @@ json describe_model_file(const GgufFile& f) {
                             {"positions", c.learned_positions ? "learned" : "rope"},
                             {"norm", c.norm == NormKind::kRms ? "rmsnorm" : "layernorm"},
                             {"norm_eps", c.rms_eps},
-                            {"ffn", c.ffn == FfnKind::kSwiGlu ? "swiglu" : "gelu"},
+                            {"ffn", c.ffn == FfnKind::kSwiGlu ? "swiglu" : c.ffn == FfnKind::kGeGlu ? "geglu" : "gelu"},
                             {"rope_context_orig", c.n_ctx_orig},
                             {"rope_attn_factor", c.rope_attn_factor},
                             {"rope_freq_scale", c.rope_freq_scale},
                             {"sliding_window", c.sliding_window},
                             {"max_positions", c.max_positions()}};
+    if (c.moe()) {
+      json& h = d["hyperparameters"];
+      h["experts"] = c.n_expert;
+      h["experts_used"] = c.n_expert_used;
+      h["expert_ffn"] = c.n_ff_exp;
+      h["shared_expert_ffn"] = c.n_ff_shexp;
+      h["expert_weights"] = c.norm_expert_weights ? "softmax over the chosen" : "softmax over all";
+    }
     d["synthetic"] = c.synthetic;
   } else {
     d["config_error"] = cfg.status().message();
