@@ -149,6 +149,24 @@ TEST(CliTest, MakeModelWritesASyntheticModelThatGenerates) {
   std::filesystem::remove(again);
 }
 
+// A mixture of experts through the tools: inspect names its experts, bench-engine
+// --profile runs it (an MoE layer has no dense FFN matrix) and reports the routing.
+TEST(CliTest, MixtureOfExpertsModelInspectsAndBenchmarks) {
+  const std::string out = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_cli_moe.gguf";
+  const CmdResult m = run("make-model --preset tiny --experts 4 --experts-used 2 --type q8_0 " + out);
+  ASSERT_EQ(m.exit_code, 0) << m.out;
+  const auto j = nlohmann::json::parse(run("inspect --json " + out).out);
+  EXPECT_EQ(j["hyperparameters"]["experts"], 4);
+  EXPECT_EQ(j["hyperparameters"]["experts_used"], 2);
+  const CmdResult b = run("bench-engine -m " + out + " --requests 4 --concurrency 4 --prompt-min 4 --prompt-max 8 "
+                          "--output-min 4 --output-max 4 -t 1 --profile --json");
+  ASSERT_EQ(b.exit_code, 0) << b.out;
+  const auto r = nlohmann::json::parse(b.out.substr(b.out.find('[')));
+  EXPECT_EQ(r[0]["completed"], 4);
+  EXPECT_GE(r[0]["expert_load_imbalance"].get<double>(), 1.0);
+  std::filesystem::remove(out);
+}
+
 TEST(CliTest, BadInputsGiveClearErrors) {
   CmdResult r = run("generate -m /nonexistent.gguf -p hi", true);
   EXPECT_EQ(r.exit_code, 1);

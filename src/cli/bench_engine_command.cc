@@ -39,7 +39,7 @@ struct ComputeLimit {
 
 ComputeLimit measure_compute_limit(const Model& model, int threads) {
   ThreadPool pool(threads);
-  const DType t = model.weights().layers.empty() ? DType::kF32 : model.weights().layers[0].w_up.kernel_dtype();
+  const DType t = model.weights().layers.empty() ? DType::kF32 : model.weights().layers[0].wq.kernel_dtype();
   const bool is_float = t == DType::kF32 || t == DType::kF16 || t == DType::kBF16;
   ComputeLimit c;
   c.macs_per_token = static_cast<double>(model.weights().macs_per_token());
