@@ -34,7 +34,7 @@ void add_make_model_command(CLI::App& app) {
   cmd->add_option("--ffn", opts->ffn, "Override the feed-forward size");
   cmd->add_option("--vocab", opts->vocab, "Override the vocabulary size (>= 259)");
   cmd->add_option("--ctx", opts->ctx, "Override the context length");
-  cmd->add_option("--sliding-window", opts->window, "gemma2: the local layers' window (default: the context, at most 4096)");
+  cmd->add_option("--sliding-window", opts->window, "gemma2: the local layers' window (default: the context, at most 4096); phi3: the window (default: the context)");
   cmd->add_option("--experts", opts->experts, "Mixture of experts (llama as Mixtral, qwen2moe): the expert count (0: dense)");
   cmd->add_option("--experts-used", opts->experts_used, "Experts per token (default: the preset's, else 2)");
   cmd->add_option("--expert-ffn", opts->expert_ffn, "Each expert's feed-forward size (default: the preset's, else --ffn)");

@@ -125,6 +125,11 @@ TEST(BatchEquivalenceTest, GeneratedPhi3MixedBatchesAreBitIdentical) {
   check_mixed_batches(path, DType::kF32);
   check_mixed_batches(path, DType::kF16);
   std::filesystem::remove(path);
+  // The 4k files' layout: a window (here 12, past which the sequences run) on every layer.
+  spec.n_ctx = 4096, spec.sliding_window = 12;
+  ASSERT_TRUE(write_synthetic_model(spec, path).ok());
+  check_mixed_batches(path, DType::kF32);
+  std::filesystem::remove(path);
 }
 
 TEST(BatchEquivalenceTest, GeneratedGemma2MixedBatchesAreBitIdentical) {

@@ -143,7 +143,10 @@ Result<ModelConfig> ModelConfig::from_gguf(const GgufFile& f) {
                                      "linear, longrope)", scaling, p));
   }
   LLMS_ASSIGN_OR_RETURN(c.sliding_window, get_dim_or(f, p + "attention.sliding_window", 0));
-  c.windowed_layers = c.arch == Architecture::kGemma2 && c.sliding_window > 0;
+  if (c.sliding_window > 0 && c.sliding_window < c.n_ctx_train) {
+    if (c.arch == Architecture::kGemma2) c.window_period = 2;
+    if (c.arch == Architecture::kPhi3) c.window_period = 1;
+  }
   LLMS_ASSIGN_OR_RETURN(double attn_cap, f.get_float_or(p + "attn_logit_softcapping", 0.0));
   LLMS_ASSIGN_OR_RETURN(double final_cap, f.get_float_or(p + "final_logit_softcapping", 0.0));
   if (attn_cap < 0.0 || final_cap < 0.0 || !std::isfinite(attn_cap) || !std::isfinite(final_cap)) {

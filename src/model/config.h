@@ -61,12 +61,13 @@ struct ModelConfig {
   int n_ctx_orig = 0;
   float rope_attn_factor = 1.0f;
   float rope_freq_scale = 1.0f;  // linear scaling: positions times this
-  // Sliding-window attention (`attention.sliding_window`), 0 if none. Gemma-2 computes
-  // it on its local layers (the even ones, as llama.cpp and the reference code: a query
-  // at p sees keys [p - window + 1, p]); other architectures that name a window hold
-  // their sequences within it instead, where attention is exact.
+  // Sliding-window attention (`attention.sliding_window`), 0 if none: a query at p sees
+  // keys [p - window + 1, p]. Gemma-2 computes it on its local layers (the even ones, as
+  // llama.cpp and the reference code), Phi-3 (the 4k files' 2047) on every layer; other
+  // architectures that name a window hold their sequences within it instead, where
+  // attention is exact.
   int sliding_window = 0;
-  bool windowed_layers = false;  // the window is computed, on every other layer
+  int window_period = 0;  // the window is computed on layers l % period == 0 (0: not computed)
   // Gemma-2: the embedding times sqrt(n_embd); attention scores and final logits
   // soft-capped as cap * tanh(x / cap) (0: not capped).
   bool scale_embedding = false;
@@ -95,10 +96,10 @@ struct ModelConfig {
   // The most positions a sequence may have (0: no limit from the model itself).
   int max_positions() const {
     if (learned_positions) return n_ctx_train;
-    return !windowed_layers && sliding_window > 0 && sliding_window < n_ctx_train ? sliding_window : 0;
+    return window_period == 0 && sliding_window > 0 && sliding_window < n_ctx_train ? sliding_window : 0;
   }
   // The window layer `l` attends within (0: all positions).
-  int window_of(int l) const { return windowed_layers && l % 2 == 0 ? sliding_window : 0; }
+  int window_of(int l) const { return window_period > 0 && l % window_period == 0 ? sliding_window : 0; }
 
   static Result<ModelConfig> from_gguf(const GgufFile& file);
 };

@@ -170,6 +170,7 @@ std::vector<Vec> reference_logits(const GgufFile& f, const std::vector<int32_t>&
   // Gemma-2: embedding times sqrt(d), soft caps, norms after each block, GELU gate.
   const bool gemma2 = arch == "gemma2";
   const int window = static_cast<int>(f.get_uint_or(arch + ".attention.sliding_window", 0).value());
+  const bool phi3_window = arch == "phi3" && window < static_cast<int>(f.get_uint(arch + ".context_length").value());
   const double attn_cap = f.get_float_or(arch + ".attn_logit_softcapping", 0.0).value();
   const double final_cap = f.get_float_or(arch + ".final_logit_softcapping", 0.0).value();
   auto cap = [](double v, double c) { return c > 0 ? c * std::tanh(v / c) : v; };
@@ -210,7 +211,9 @@ std::vector<Vec> reference_logits(const GgufFile& f, const std::vector<int32_t>&
       values[l].push_back(v);
       Vec att(static_cast<size_t>(n_head * hd), 0.0);
       // Gemma-2's local (even) layers see the last `window` positions.
-      const size_t from = gemma2 && window > 0 && l % 2 == 0 && pos + 1 > static_cast<size_t>(window) ? pos + 1 - window : 0;
+      // Phi-3's window (when shorter than its context) on every layer.
+      const bool windowed = (gemma2 && l % 2 == 0) || (phi3_window && window > 0);
+      const size_t from = windowed && window > 0 && pos + 1 > static_cast<size_t>(window) ? pos + 1 - window : 0;
       for (int h = 0; h < n_head; ++h) {
         const int kh = h / (n_head / n_kv);
         Vec s(pos + 1, -1e300);
@@ -429,6 +432,18 @@ TEST(ModelReferenceTest, GeneratedPhi3MatchesDoubleReferenceWithShortAndLongFact
   const std::vector<int32_t> tokens = {1, 5, 77, 299, 8, 100, 42, 42, 3, 17, 250, 6, 9, 9, 31};
   check_model(path, tokens, 0);      // short factors
   check_model(path, tokens, 8192);   // long factors: the context passes 4096
+  // Phi-3-mini-4k's layout: a window shorter than the context, computed on every layer
+  // (here 5, over 25 tokens: windows within and across check_model's blocks of 16).
+  spec.n_ctx = 4096, spec.sliding_window = 5;
+  ASSERT_TRUE(write_synthetic_model(spec, path).ok());
+  auto windowed = Model::load(path);
+  ASSERT_TRUE(windowed.ok()) << windowed.status().to_string();
+  EXPECT_EQ((*windowed)->config().window_of(0), 5);
+  EXPECT_EQ((*windowed)->config().window_of(1), 5);
+  EXPECT_EQ((*windowed)->config().max_positions(), 0);
+  std::vector<int32_t> longer = tokens;
+  for (int i = 0; i < 10; ++i) longer.push_back((i * 37 + 11) % 300);
+  check_model(path, longer, 0);
   std::filesystem::remove(path);
 }
 

@@ -430,7 +430,8 @@ Status write_synthetic_model(const SyntheticSpec& s, const std::string& path) {
     w.set(a + "rope.scaling.original_context_length", Value::u32(kPhi3OrigCtx));
     w.set(a + "rope.scaling.attn_factor", Value::f32(phi3_attn_factor(s.n_ctx)));
     // As the 128k files: a window as long as the context, so attention is full.
-    w.set(a + "attention.sliding_window", Value::u32(static_cast<uint32_t>(s.n_ctx)));
+    w.set(a + "attention.sliding_window",
+          Value::u32(static_cast<uint32_t>(s.sliding_window > 0 ? s.sliding_window : s.n_ctx)));
   }
   w.set("general.file_type", Value::u32(gguf_file_type(s.weight_type)));
   SpmVocabulary vocab = make_synthetic_vocab(s.n_vocab);

@@ -35,7 +35,9 @@ struct SyntheticSpec {
   int n_ctx = 2048;
   float rope_base = 10000.0f;
   bool tied_output = false;
-  int sliding_window = 0;  // gemma2: its window (0: the context, at most 4096, as the 2B's)
+  // gemma2: its window (0: the context, at most 4096, as the 2B's); phi3: its window
+  // (0: the context, as the 128k files; the 4k ones have 2047)
+  int sliding_window = 0;
   // RoPE scaling (llama and qwen2): "none", "linear" (rope.scaling.factor 4) or "llama3"
   // (Llama-3.1's frequency divisors as a rope_freqs.weight tensor)
   std::string rope_scaling = "none";
