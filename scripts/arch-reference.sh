@@ -35,6 +35,8 @@ declare -A models=(
   [gemma2swa]="--preset gemma2-2b --dim 256 --heads 2 --kv-heads 1 --ffn 512 --vocab 4096 --seed 7 --sliding-window 8"
   # Phi-3-mini-4k's window (2047 in the real file) as 8, on the 4k context (short factors).
   [phi3swa]="--preset phi3-mini --layers 2 --dim 768 --heads 8 --kv-heads 4 --ffn 2048 --vocab 4096 --seed 7 --ctx 4096 --sliding-window 8"
+  # Qwen2 with YaRN (factor 4 over an original context of 2048, as Qwen2.5's long-context setting).
+  [qwen2yarn]="--preset llama-110m --arch qwen2 --layers 2 --dim 512 --heads 8 --kv-heads 2 --ffn 1024 --vocab 4096 --seed 7 --ctx 8192 --rope-scaling yarn"
   # Mixtral's 8 experts, 2 per token, and GQA 4:1; Qwen1.5-MoE's 60 fine-grained
   # experts, 4 per token, and a shared expert (narrower than the real ones).
   [mixtral]="--preset mixtral-8x7b --layers 2 --dim 512 --heads 8 --kv-heads 2 --ffn 1024 --vocab 4096 --seed 7"
@@ -42,7 +44,7 @@ declare -A models=(
 )
 # name -> the server's context: Phi-3 past its 4096 trained positions, so that llama.cpp
 # (and the test, through ForwardState::set_context_length) rotates with the long factors.
-declare -A contexts=([gpt2]=512 [phi3]=8192 [gemma2]=512 [gemma2swa]=512 [mixtral]=512 [qwen2moe]=512 [phi3swa]=512)
+declare -A contexts=([gpt2]=512 [phi3]=8192 [gemma2]=512 [gemma2swa]=512 [mixtral]=512 [qwen2moe]=512 [phi3swa]=512 [qwen2yarn]=512)
 archs=("$@")
 [[ ${#archs[@]} -gt 0 ]] || archs=("${!models[@]}")
 

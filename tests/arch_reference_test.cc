@@ -200,6 +200,11 @@ TEST(ArchReferenceTest, Phi3SlidingWindowF32MatchesLlamaCpp) {
 TEST(ArchReferenceTest, Phi3SlidingWindowQ8_0MatchesLlamaCpp) {
   check_architecture("phi3", "q8_0", kQ8Tolerance, kQ8Tolerance, "phi3swa");
 }
+// Qwen2 with YaRN scaling (factor 4 over an original context of 2048).
+TEST(ArchReferenceTest, Qwen2YarnF32MatchesLlamaCpp) { check_architecture("qwen2", "f32", kF32Tolerance, 0.0, "qwen2yarn"); }
+TEST(ArchReferenceTest, Qwen2YarnQ8_0MatchesLlamaCpp) {
+  check_architecture("qwen2", "q8_0", kQ8Tolerance, kQ8Tolerance, "qwen2yarn");
+}
 // Mixtral-shaped (8 experts, 2 per token) and Qwen2-MoE-shaped (60 experts, 4 per token,
 // a shared expert); the routers are F32 in both files, as llama.cpp's quantizer keeps them.
 TEST(ArchReferenceTest, MixtralF32MatchesLlamaCpp) { check_architecture("llama", "f32", kF32Tolerance, 0.0, "mixtral"); }

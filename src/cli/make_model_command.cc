@@ -14,6 +14,7 @@ void add_make_model_command(CLI::App& app) {
     std::string out;
     std::string type = "f32";
     std::string arch;
+    std::string rope_scaling;
     int layers = 0, dim = 0, heads = 0, kv_heads = 0, ffn = 0, vocab = 0, ctx = 0, window = 0;
     int experts = -1, experts_used = 0, expert_ffn = 0;
     uint64_t seed = 1;
@@ -38,6 +39,8 @@ void add_make_model_command(CLI::App& app) {
   cmd->add_option("--experts", opts->experts, "Mixture of experts (llama as Mixtral, qwen2moe): the expert count (0: dense)");
   cmd->add_option("--experts-used", opts->experts_used, "Experts per token (default: the preset's, else 2)");
   cmd->add_option("--expert-ffn", opts->expert_ffn, "Each expert's feed-forward size (default: the preset's, else --ffn)");
+  cmd->add_option("--rope-scaling", opts->rope_scaling,
+                  "llama, qwen2: none, linear (factor 4), yarn (factor 4 over a quarter of the context) or llama3");
   cmd->add_option("--seed", opts->seed, "Random seed")->capture_default_str();
   cmd->add_flag("--tied", opts->tied, "Share the output head with the token embedding (gpt2 presets always do)");
   cmd->callback([opts] {
@@ -52,6 +55,7 @@ void add_make_model_command(CLI::App& app) {
     if (opts->vocab) spec.n_vocab = opts->vocab;
     if (opts->ctx) spec.n_ctx = opts->ctx;
     if (opts->window) spec.sliding_window = opts->window;
+    if (!opts->rope_scaling.empty()) spec.rope_scaling = opts->rope_scaling;
     if (opts->experts >= 0) spec.n_expert = opts->experts;
     if (opts->experts_used) spec.n_expert_used = opts->experts_used;
     if (spec.n_expert > 0 && spec.n_expert_used == 0) spec.n_expert_used = std::min(2, spec.n_expert);

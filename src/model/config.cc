@@ -132,7 +132,7 @@ Result<ModelConfig> ModelConfig::from_gguf(const GgufFile& f) {
   }
   c.rope_attn_factor = static_cast<float>(attn_factor);
   LLMS_ASSIGN_OR_RETURN(std::string scaling, f.get_string_or(p + "rope.scaling.type", "none"));
-  if (scaling == "linear") {
+  if (scaling == "linear" || scaling == "yarn") {
     LLMS_ASSIGN_OR_RETURN(double factor, f.get_float_or(p + "rope.scaling.factor", 1.0));
     if (!(factor >= 1.0) || factor > 1024.0) {
       return invalid_argument(fmt::format("'{}rope.scaling.factor' = {} is out of range [1, 1024]", p, factor));
@@ -140,7 +140,16 @@ Result<ModelConfig> ModelConfig::from_gguf(const GgufFile& f) {
     c.rope_freq_scale = static_cast<float>(1.0 / factor);
   } else if (scaling != "none" && scaling != "longrope") {
     return unimplemented(fmt::format("RoPE scaling '{}' ('{}rope.scaling.type') is not supported (supported: none, "
-                                     "linear, longrope)", scaling, p));
+                                     "linear, yarn, longrope)", scaling, p));
+  }
+  if (scaling == "yarn" && c.rope_freq_scale < 1.0f) {
+    // The ramp's ends and the magnitude correction, as the YaRN paper and llama.cpp.
+    c.yarn_ext_factor = 1.0f;
+    c.rope_attn_factor *= 1.0f + 0.1f * std::log(1.0f / c.rope_freq_scale);
+    if (c.rope_dim != c.head_dim) {
+      return unimplemented("YaRN with RoPE on part of each head is not supported (its magnitude correction "
+                           "would reach the unrotated dimensions)");
+    }
   }
   LLMS_ASSIGN_OR_RETURN(c.sliding_window, get_dim_or(f, p + "attention.sliding_window", 0));
   if (c.sliding_window > 0 && c.sliding_window < c.n_ctx_train) {

@@ -60,7 +60,13 @@ struct ModelConfig {
   // scales every attention score by its square.
   int n_ctx_orig = 0;
   float rope_attn_factor = 1.0f;
-  float rope_freq_scale = 1.0f;  // linear scaling: positions times this
+  float rope_freq_scale = 1.0f;  // linear scaling and YaRN: positions times this
+  // YaRN (`rope.scaling.type = yarn`): each frequency mixes its scaled and unscaled
+  // values by a ramp over the dimensions whose wavelengths lie between n_ctx_orig /
+  // beta_fast and n_ctx_orig / beta_slow turns, and cos and sin are multiplied by
+  // 1 + 0.1 ln(factor) (folded into rope_attn_factor). 0: no YaRN.
+  float yarn_ext_factor = 0.0f;
+  float yarn_beta_fast = 32.0f, yarn_beta_slow = 1.0f;
   // Sliding-window attention (`attention.sliding_window`), 0 if none: a query at p sees
   // keys [p - window + 1, p]. Gemma-2 computes it on its local layers (the even ones, as
   // llama.cpp and the reference code), Phi-3 (the 4k files' 2047) on every layer; other

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 
@@ -35,11 +36,30 @@ void ForwardState::reserve(const ModelConfig& c, int64_t n) {
 
 namespace {
 
-// inv_freq[i] = scale * base^(-2i / rope_dim) / factors[i] (factors may be empty).
+// YaRN's ramp over the rotated pairs: 1 (frequency kept) below the pair whose
+// wavelength turns beta_fast times in n_ctx_orig positions, 0 (frequency scaled) past
+// the one that turns beta_slow times, linear between.
+double yarn_mix(const ModelConfig& c, int i) {
+  auto corr_dim = [&](double turns) {
+    return c.rope_dim * std::log(c.n_ctx_orig / (turns * 2 * M_PI)) / (2 * std::log(static_cast<double>(c.rope_base)));
+  };
+  const double low = std::max(0.0, std::floor(corr_dim(c.yarn_beta_fast)));
+  const double high = std::min(c.rope_dim - 1.0, std::ceil(corr_dim(c.yarn_beta_slow)));
+  const double y = (i - low) / std::max(0.001, high - low);
+  return (1.0 - std::clamp(y, 0.0, 1.0)) * c.yarn_ext_factor;
+}
+
+// inv_freq[i] = scale * base^(-2i / rope_dim) / factors[i] (factors may be empty);
+// with YaRN, scale is mixed with 1 by yarn_mix.
 std::vector<float> inv_freq_table(const ModelConfig& c, const std::vector<float>& factors) {
   std::vector<float> f;
   for (int i = 0; i < c.rope_dim / 2; ++i) {
-    double v = std::pow(static_cast<double>(c.rope_base), -2.0 * i / c.rope_dim) * c.rope_freq_scale;
+    double scale = c.rope_freq_scale;
+    if (c.yarn_ext_factor > 0.0f) {
+      const double mix = yarn_mix(c, i);
+      scale = scale * (1.0 - mix) + mix;
+    }
+    double v = std::pow(static_cast<double>(c.rope_base), -2.0 * i / c.rope_dim) * scale;
     if (!factors.empty()) v /= factors[static_cast<size_t>(i)];
     f.push_back(static_cast<float>(v));
   }

@@ -165,6 +165,24 @@ std::vector<Vec> reference_logits(const GgufFile& f, const std::vector<int32_t>&
     const double linear = f.get_float(arch + ".rope.scaling.factor").value();
     factors.assign(static_cast<size_t>(d / n_head / 2), linear);
   }
+  double mscale_yarn = 1.0;
+  if (f.get_string_or(arch + ".rope.scaling.type", "none").value() == "yarn") {
+    // YaRN (its paper's NTK-by-parts): pair i keeps its frequency where its wavelength
+    // turns more than beta_fast = 32 times over the original context, is divided by
+    // the factor where it turns fewer than beta_slow = 1 times, and between mixes the
+    // two linearly over the pair index; cos and sin times 1 + 0.1 ln(factor).
+    const double s = f.get_float(arch + ".rope.scaling.factor").value();
+    const double n_orig = static_cast<double>(f.get_uint(orig_key).value());
+    const int dims = d / n_head;
+    auto pair_turning = [&](double turns) { return dims * std::log(n_orig / (turns * 2 * M_PI)) / (2 * std::log(base)); };
+    const double lo = std::max(0.0, std::floor(pair_turning(32))), hi = std::min(dims - 1.0, std::ceil(pair_turning(1)));
+    factors.clear();
+    for (int i = 0; i < dims / 2; ++i) {
+      const double keep = 1.0 - std::clamp((i - lo) / std::max(0.001, hi - lo), 0.0, 1.0);
+      factors.push_back(1.0 / ((1.0 - keep) / s + keep));
+    }
+    mscale_yarn = 1.0 + 0.1 * std::log(s);
+  }
   const std::string key_len = arch + ".attention.key_length";
   const int hd = f.has(key_len) ? static_cast<int>(f.get_uint(key_len).value()) : d / n_head;
   // Gemma-2: embedding times sqrt(d), soft caps, norms after each block, GELU gate.
@@ -205,8 +223,8 @@ std::vector<Vec> reference_logits(const GgufFile& f, const std::vector<int32_t>&
         for (size_t i = 0; i < q.size(); ++i) q[i] += bq[i];
         for (size_t i = 0; i < k.size(); ++i) k[i] += bk[i], v[i] += bv[i];
       }
-      rope(q, n_head, hd, static_cast<int64_t>(pos), base, neox, factors, mscale);
-      rope(k, n_kv, hd, static_cast<int64_t>(pos), base, neox, factors, mscale);
+      rope(q, n_head, hd, static_cast<int64_t>(pos), base, neox, factors, mscale * mscale_yarn);
+      rope(k, n_kv, hd, static_cast<int64_t>(pos), base, neox, factors, mscale * mscale_yarn);
       keys[l].push_back(k);
       values[l].push_back(v);
       Vec att(static_cast<size_t>(n_head * hd), 0.0);
@@ -475,6 +493,32 @@ TEST(ModelReferenceTest, GeneratedLlamaWithRopeScalingMatchesDoubleReference) {
     }
     std::filesystem::remove(path);
   }
+}
+
+TEST(ModelReferenceTest, GeneratedQwen2WithYarnMatchesDoubleReference) {
+  SyntheticSpec spec;
+  spec.arch = "qwen2";
+  spec.n_vocab = 300, spec.n_embd = 128, spec.n_layer = 2, spec.n_head = 4, spec.n_head_kv = 2, spec.n_ff = 96;
+  spec.n_ctx = 2048, spec.rope_scaling = "yarn", spec.strong_layers = true, spec.seed = 3;
+  const std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_yarn.gguf";
+  ASSERT_TRUE(write_synthetic_model(spec, path).ok());
+  std::vector<int32_t> tokens;
+  for (int i = 0; i < 64; ++i) tokens.push_back((i * 53 + 7) % 300);
+  check_model(path, tokens);
+  auto model = Model::load(path);
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
+  EXPECT_NEAR((*model)->config().rope_attn_factor, 1.0 + 0.1 * std::log(4.0), 1e-6);
+  // Heads of 32, base 10000, an original context of 512: the pair turning 32 times in
+  // 512 positions is 1.62 (floor 1), the one turning once 7.65 (ceil 8). Pairs 0 and 1
+  // keep their frequency, pairs from 8 are divided by 4, pair 3 mixes 5/7 and 2/7.
+  const std::vector<float>& inv = (*model)->rope_inv_freq(false);
+  ASSERT_EQ(inv.size(), 16u);
+  auto plain = [](int i) { return std::pow(10000.0, -2.0 * i / 32); };
+  EXPECT_NEAR(inv[0], plain(0), 1e-6);
+  EXPECT_NEAR(inv[1], plain(1), 1e-6 * plain(1));
+  EXPECT_NEAR(inv[3], plain(3) * (2.0 / 7 / 4 + 5.0 / 7), 1e-6 * plain(3));
+  for (int i = 8; i < 16; ++i) EXPECT_NEAR(inv[i], plain(i) / 4, 1e-6 * plain(i)) << i;
+  std::filesystem::remove(path);
 }
 
 TEST(ModelReferenceTest, GeneratedGemma2MatchesDoubleReference) {

@@ -41,8 +41,8 @@ Status SyntheticSpec::validate() const {
   }
   if (head_dim == 0 && n_embd % n_head != 0) return invalid_argument(fmt::format("dim {} is not a multiple of heads {}", n_embd, n_head));
   if (n_head % n_head_kv != 0) return invalid_argument(fmt::format("heads {} not a multiple of KV heads {}", n_head, n_head_kv));
-  if (rope_scaling != "none" && rope_scaling != "linear" && rope_scaling != "llama3") {
-    return invalid_argument("rope scaling must be none, linear or llama3, got '" + rope_scaling + "'");
+  if (rope_scaling != "none" && rope_scaling != "linear" && rope_scaling != "llama3" && rope_scaling != "yarn") {
+    return invalid_argument("rope scaling must be none, linear, yarn or llama3, got '" + rope_scaling + "'");
   }
   if (arch != "gpt2" && head_size() % 2 != 0) return invalid_argument("head size must be even (RoPE rotates pairs)");
   if (arch == "gpt2" && n_head_kv != n_head) return invalid_argument("gpt2 has as many KV heads as heads");
@@ -413,6 +413,11 @@ Status write_synthetic_model(const SyntheticSpec& s, const std::string& path) {
   if (s.arch == "qwen2moe") {
     w.set(a + "expert_feed_forward_length", Value::u32(static_cast<uint32_t>(s.expert_ffn())));
     w.set(a + "expert_shared_feed_forward_length", Value::u32(static_cast<uint32_t>(s.shared_ffn())));
+  }
+  if (s.rope_scaling == "yarn") {  // as Qwen2.5's long-context setting: factor 4 over a quarter of the context
+    w.set(a + "rope.scaling.type", Value::string("yarn"));
+    w.set(a + "rope.scaling.factor", Value::f32(4.0f));
+    w.set(a + "rope.scaling.original_context_length", Value::u32(static_cast<uint32_t>(std::max(1, s.n_ctx / 4))));
   }
   if (s.rope_scaling == "linear") {
     w.set(a + "rope.scaling.type", Value::string("linear"));

@@ -38,8 +38,9 @@ struct SyntheticSpec {
   // gemma2: its window (0: the context, at most 4096, as the 2B's); phi3: its window
   // (0: the context, as the 128k files; the 4k ones have 2047)
   int sliding_window = 0;
-  // RoPE scaling (llama and qwen2): "none", "linear" (rope.scaling.factor 4) or "llama3"
-  // (Llama-3.1's frequency divisors as a rope_freqs.weight tensor)
+  // RoPE scaling (llama and qwen2): "none", "linear" (rope.scaling.factor 4), "yarn"
+  // (factor 4 over an original context of n_ctx / 4) or "llama3" (Llama-3.1's
+  // frequency divisors as a rope_freqs.weight tensor)
   std::string rope_scaling = "none";
   // llama and qwen2: the small embedding and larger layer matrices of the gpt2 and phi3
   // models (std 0.14 and 0.04, not 1 and 0.02), so that what attention adds (RoPE)
