@@ -272,6 +272,7 @@ void Engine::admit(const SchedulePlan& plan, int64_t now) {
     metrics_.queue_time.observe(static_cast<double>(now - s.arrival_ns) * 1e-9);
     metrics_.prefix_queries.inc(static_cast<double>(s.prompt_len));
     metrics_.prefix_hits.inc(static_cast<double>(s.cached_prompt_tokens));
+    if (s.waited_for_prefix) metrics_.prefix_clustered.inc();
   }
 }
 

@@ -71,6 +71,9 @@ EngineMetrics::EngineMetrics(Registry& r)
       step_part_time(r.counter_family("llmserve_step_part_seconds_total",
                                       "Step time by part (matmul, attention, ...; pool_wait lies within them); "
                                       "only when the server profiles its steps.",
-                                      {"part"})) {}
+                                      {"part"})),
+      prefix_clustered(r.counter("llmserve_prefix_clustered_requests_total",
+                                 "Requests admitted only after a running request had computed the prompt prefix they "
+                                 "share, so that they took it from the prefix cache (prefix_clustering).")) {}
 
 }  // namespace llms

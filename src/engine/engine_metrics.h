@@ -47,6 +47,7 @@ struct EngineMetrics {
   Histogram& batch_efficiency;      // tokens / budget
   Histogram& prefill_share;         // prefill tokens / tokens, per step
   Family<Counter>& step_part_time;  // by part (StepProfile); only with EngineConfig::profile
+  Counter& prefix_clustered;        // admitted after a running request computed their shared prefix
 };
 
 }  // namespace llms

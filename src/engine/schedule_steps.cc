@@ -95,6 +95,21 @@ void schedule_running(SchedulerContext& ctx, SchedulePlan& plan, int64_t& budget
   }
 }
 
+bool waits_for_shared_prefix(const Sequence& s, const std::vector<Sequence*>& running, int block_size) {
+  if (s.computed > 0 || !s.blocks.table.blocks.empty() || s.prompt_len < block_size) return false;
+  for (const Sequence* r : running) {
+    if (r == &s || r->computed >= r->prompt_len) continue;  // only prompts still being computed
+    const int64_t limit = std::min(s.prompt_len, r->prompt_len);
+    int64_t shared = 0;
+    while (shared < limit && s.tokens[static_cast<size_t>(shared)] == r->tokens[static_cast<size_t>(shared)]) ++shared;
+    const int64_t shared_blocks = shared / block_size * block_size;
+    // The last prompt token is always computed, never shared (KvBlockManager::begin_sequence).
+    const int64_t sharable = std::min(shared_blocks, (s.prompt_len - 1) / block_size * block_size);
+    if (sharable > 0 && r->computed < sharable) return true;
+  }
+  return false;
+}
+
 bool start_sequence(Sequence* s, SchedulerContext& ctx, SchedulePlan& plan, int64_t budget) {
   if (s->blocks.table.blocks.empty() && s->computed == 0) {
     s->computed = ctx.kv.begin_sequence(s->blocks, s->tokens);

@@ -34,6 +34,12 @@ void schedule_running(SchedulerContext& ctx, SchedulePlan& plan, int64_t& budget
 // blocks, when the KV cache has no room.
 bool start_sequence(Sequence* s, SchedulerContext& ctx, SchedulePlan& plan, int64_t budget);
 
+// True when `s` (waiting, holding no blocks) shares at least one whole KV block of its
+// prompt with the prompt of a running sequence that has not computed that shared part
+// yet: admitted now, it would compute the same blocks beside it; a step or a few later,
+// it finds them in the prefix cache.
+bool waits_for_shared_prefix(const Sequence& s, const std::vector<Sequence*>& running, int block_size);
+
 // Adds a chunk of n tokens of s, and n_draft of its proposed tokens after them, to the
 // plan (blocks already reserved).
 void add_chunk(Sequence* s, int64_t n, SchedulePlan& plan, int64_t n_draft = 0);

@@ -18,6 +18,11 @@ class ContinuousScheduler : public Scheduler {
     for (Sequence* s : candidates) {
       if (budget <= 0 || static_cast<int>(ctx.running.size()) >= ctx.config.max_running) break;
       if (std::find(plan.preempted.begin(), plan.preempted.end(), s) != plan.preempted.end()) continue;
+      if (ctx.config.prefix_cache && ctx.config.prefix_clustering &&
+          waits_for_shared_prefix(*s, ctx.running, ctx.kv.block_size())) {
+        s->waited_for_prefix = true;
+        continue;  // admitted once the running one has computed (and cached) the shared blocks
+      }
       int64_t allowance = budget;
       if (s->long_job) {
         if (long_budget <= 0) continue;  // the long-job lane's share is spent; short jobs may still join

@@ -30,6 +30,7 @@ struct Sequence {
   SequenceBlocks blocks;
   bool running = false;         // in the running set (else waiting)
   bool long_job = false;        // in the long-job lane
+  bool waited_for_prefix = false;  // held back while a running sequence computed its shared prefix
 
   std::unique_ptr<Sampler> sampler;
   std::unique_ptr<StreamingDecoder> decoder;
