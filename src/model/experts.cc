@@ -7,14 +7,9 @@
 
 #include "kernels/ops.h"
 #include "model/model.h"
+#include "model/rows.h"
 
 namespace llms {
-namespace {
-
-// Rows run on the pool from this many (as the model's element-wise rows).
-constexpr int64_t kMinParallelRows = 4;
-
-}  // namespace
 
 void Model::expert_ffn(int l, const float* xn, int64_t n, float* out, ForwardState& s, ThreadPool& pool) const {
   const ModelConfig& c = config_;
@@ -42,7 +37,7 @@ void Model::expert_ffn(int l, const float* xn, int64_t n, float* out, ForwardSta
     // Tokens are ascending: all n of them is xn itself.
     const float* in = xn;
     if (m < n) {
-      pool.parallel_for(m, 1, kMinParallelRows, [&](int64_t i0, int64_t i1) {
+      for_rows(pool, m, [&](int64_t i0, int64_t i1) {
         for (int64_t i = i0; i < i1; ++i) std::copy_n(xn + tokens[i] * d, d, gathered + i * d);
       });
       in = gathered;
@@ -53,14 +48,14 @@ void Model::expert_ffn(int l, const float* xn, int64_t n, float* out, ForwardSta
     const char* const whats[] = {"ffn_gate_exps", "ffn_up_exps"};
     products(outs, l, whats, in, m, s, pool);
     part.emplace(s.profile_, StepPart::kElementwise);
-    pool.parallel_for(m, 1, kMinParallelRows, [&](int64_t i0, int64_t i1) {
+    for_rows(pool, m, [&](int64_t i0, int64_t i1) {
       silu_mul(gate + i0 * ff, up + i0 * ff, (i1 - i0) * ff, gate + i0 * ff);
     });
     part.reset();
     product(E.down, l, "ffn_down_exps", gate, m, y, s, pool);
     part.emplace(s.profile_, StepPart::kElementwise);
     // A token appears once per expert: the rows written are distinct.
-    pool.parallel_for(m, 1, kMinParallelRows, [&](int64_t i0, int64_t i1) {
+    for_rows(pool, m, [&](int64_t i0, int64_t i1) {
       for (int64_t i = i0; i < i1; ++i) {
         float* o = out + tokens[i] * d;
         const float* yi = y + i * d;
@@ -73,7 +68,7 @@ void Model::expert_ffn(int l, const float* xn, int64_t n, float* out, ForwardSta
   part.reset();
   dense_ffn(l, xn, n, y, s, pool);
   part.emplace(s.profile_, StepPart::kElementwise);
-  pool.parallel_for(n, 1, kMinParallelRows, [&](int64_t t0, int64_t t1) {
+  for_rows(pool, n, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
       const float* xt = xn + t * d;
       float g = 0.0f;

@@ -1,4 +1,5 @@
 #include "model/model.h"
+#include "model/rows.h"
 
 #include <fmt/format.h>
 
@@ -66,16 +67,6 @@ std::vector<float> inv_freq_table(const ModelConfig& c, const std::vector<float>
   return f;
 }
 
-// Element-wise work on token rows runs on the pool from this many rows: below, waking
-// the workers costs more than the rows (single-stream decode stays on the caller).
-constexpr int64_t kMinParallelRows = 4;
-
-// fn(t0, t1) over rows [0, n), split across the pool. Every op so run works row by
-// row, so the split changes no result.
-template <typename F>
-void for_rows(ThreadPool& pool, int64_t n, F&& fn) {
-  pool.parallel_for(n, 1, kMinParallelRows, fn);
-}
 
 // A thread's row of `n` floats for a position embedding, reused.
 std::vector<float>& position_row_scratch(int64_t n) {
