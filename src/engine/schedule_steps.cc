@@ -13,10 +13,17 @@ double effective_priority(const Sequence& s, const EngineConfig& config, int64_t
   return s.params.priority + lane + std::floor(waited_s / config.aging_s);
 }
 
-void order_waiting(std::vector<Sequence*>& waiting, const EngineConfig& config, int64_t now_ns) {
+void order_waiting(std::vector<Sequence*>& waiting, const EngineConfig& config, int64_t now_ns,
+                   const KvBlockManager* kv) {
+  for (Sequence* s : waiting) {
+    s->cached_hint = kv != nullptr && waiting.size() > 1 && s->blocks.table.blocks.empty()
+                         ? kv->cached_prefix_tokens(std::span<const int32_t>(s->tokens).first(static_cast<size_t>(s->prompt_len)))
+                         : 0;
+  }
   std::stable_sort(waiting.begin(), waiting.end(), [&](const Sequence* a, const Sequence* b) {
     const double pa = effective_priority(*a, config, now_ns), pb = effective_priority(*b, config, now_ns);
     if (pa != pb) return pa > pb;
+    if (a->cached_hint != b->cached_hint) return a->cached_hint > b->cached_hint;
     if (a->arrival_ns != b->arrival_ns) return a->arrival_ns < b->arrival_ns;
     return a->id < b->id;
   });

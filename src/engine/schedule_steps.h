@@ -12,8 +12,13 @@ namespace llms {
 // interactive lane's boost, plus one for every aging_s seconds waited.
 double effective_priority(const Sequence& s, const EngineConfig& config, int64_t now_ns);
 
-// Sorts `waiting` best first: effective priority, then arrival.
-void order_waiting(std::vector<Sequence*>& waiting, const EngineConfig& config, int64_t now_ns);
+// Sorts `waiting` best first: effective priority, then (given the KV manager) the
+// longest prefix in the prefix cache, then arrival. The cache only reorders requests
+// of equal effective priority, and waiting raises it by one every aging_s: a request
+// passed over for ones with longer cached prefixes is first among them within
+// aging_s of their arrival.
+void order_waiting(std::vector<Sequence*>& waiting, const EngineConfig& config, int64_t now_ns,
+                   const KvBlockManager* kv = nullptr);
 
 // The running sequence to preempt for `needy`: lowest priority, then most recently
 // started, among `candidates` (which excludes sequences already in the plan).

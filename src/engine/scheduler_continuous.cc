@@ -12,7 +12,7 @@ class ContinuousScheduler : public Scheduler {
     int64_t budget = ctx.config.max_batch_tokens;
     int64_t long_budget = std::max<int64_t>(1, static_cast<int64_t>(ctx.config.long_job_share * budget));
     schedule_running(ctx, plan, budget, long_budget);
-    order_waiting(ctx.waiting, ctx.config, ctx.now_ns);
+    order_waiting(ctx.waiting, ctx.config, ctx.now_ns, ctx.config.prefix_cache ? &ctx.kv : nullptr);
     // Sequences preempted this step wait for the next one: they just lost their room.
     const std::vector<Sequence*> candidates = ctx.waiting;
     for (Sequence* s : candidates) {

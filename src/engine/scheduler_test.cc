@@ -138,6 +138,42 @@ TEST(SchedulerTest, InteractiveLaneFirstAndAgingPreventsStarvation) {
   EXPECT_EQ(collect(*i).finish.reason, FinishReason::kLength);
 }
 
+// Among equal priorities the longest cached prefix goes first; aging bounds how long
+// a request without one is passed over.
+TEST(SchedulerTest, LongestCachedPrefixFirstWithinAnAgingStep) {
+  EngineConfig c;
+  c.aging_s = 1.0;
+  KvBlockManager kv(64, 16, Hash128{1, 2}, true);
+  std::vector<int32_t> shared;
+  for (int i = 0; i < 40; ++i) shared.push_back(3 + i);
+  {  // A finished request leaves the first two blocks of `shared` cached.
+    SequenceBlocks donor;
+    kv.begin_sequence(donor, shared);
+    ASSERT_TRUE(kv.reserve(donor, 40));
+    kv.commit(donor, shared);
+    kv.release(donor);
+  }
+  EXPECT_EQ(kv.cached_prefix_tokens(shared), 32);
+  Sequence plain, sharing;
+  plain.id = 1, sharing.id = 2;
+  plain.tokens.assign(40, 7);
+  sharing.tokens = shared;
+  plain.prompt_len = sharing.prompt_len = 40;
+  plain.arrival_ns = 0;                 // first to arrive
+  sharing.arrival_ns = 500'000'000;     // half a second later
+  std::vector<Sequence*> w = {&plain, &sharing};
+  order_waiting(w, c, 900'000'000, &kv);
+  EXPECT_EQ(w[0], &sharing);  // same effective priority: its 32 cached tokens go first
+  EXPECT_EQ(sharing.cached_hint, 32);
+  order_waiting(w, c, 900'000'000);  // without the cache: arrival order
+  EXPECT_EQ(w[0], &plain);
+  // One aging step after its arrival the first request outranks the later one.
+  order_waiting(w, c, 1'200'000'000, &kv);
+  EXPECT_EQ(w[0], &plain);
+  // Looking is not a query: the hit-rate counters count admissions only.
+  EXPECT_EQ(kv.stats().queries, 1);  // the donor's begin_sequence
+}
+
 TEST(SchedulerTest, HigherPriorityRunsFirst) {
   EngineConfig c;
   c.max_running = 1;

@@ -31,6 +31,7 @@ struct Sequence {
   bool running = false;         // in the running set (else waiting)
   bool long_job = false;        // in the long-job lane
   bool waited_for_prefix = false;  // held back while a running sequence computed its shared prefix
+  int64_t cached_hint = 0;         // its prompt tokens in the prefix cache when the waiting queue was last ordered
 
   std::unique_ptr<Sampler> sampler;
   std::unique_ptr<StreamingDecoder> decoder;

@@ -77,6 +77,20 @@ int64_t KvBlockManager::begin_sequence(SequenceBlocks& seq, std::span<const int3
   return seq.table.num_tokens;
 }
 
+int64_t KvBlockManager::cached_prefix_tokens(std::span<const int32_t> prompt) const {
+  if (!enabled_ || prompt.empty()) return 0;
+  const int64_t B = block_size_;
+  const int64_t max_blocks = (static_cast<int64_t>(prompt.size()) - 1) / B;
+  Hash128 parent = seed_;
+  int64_t blocks = 0;
+  for (; blocks < max_blocks; ++blocks) {
+    const Hash128 h = chain(parent, prompt.subspan(static_cast<size_t>(blocks * B), static_cast<size_t>(B)));
+    if (!by_hash_.contains(h)) break;
+    parent = h;
+  }
+  return blocks * B;
+}
+
 bool KvBlockManager::reserve(SequenceBlocks& seq, int64_t n) {
   const int64_t need = seq.table.num_tokens + n;
   const size_t before = seq.table.blocks.size();

@@ -68,6 +68,8 @@ class KvBlockManager {
   // never all of the prompt (its last token must be computed to get logits).
   // Returns the number of prompt tokens already in the cache.
   int64_t begin_sequence(SequenceBlocks& seq, std::span<const int32_t> prompt);
+  // The tokens begin_sequence would find cached for `prompt` now, taking nothing.
+  int64_t cached_prefix_tokens(std::span<const int32_t> prompt) const;
 
   // Grows the sequence for `n` more positions; false (and no change) on no room.
   bool reserve(SequenceBlocks& seq, int64_t n);
