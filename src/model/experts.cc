@@ -70,9 +70,7 @@ void Model::expert_ffn(int l, const float* xn, int64_t n, float* out, ForwardSta
   part.emplace(s.profile_, StepPart::kElementwise);
   for_rows(pool, n, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
-      const float* xt = xn + t * d;
-      float g = 0.0f;
-      for (int64_t j = 0; j < d; ++j) g += L.shexp_gate[static_cast<size_t>(j)] * xt[j];
+      const float g = dot_f32(L.shexp_gate.data(), xn + t * d, d);
       const float scale = 1.0f / (1.0f + std::exp(-g));
       float* o = out + t * d;
       const float* yt = y + t * d;

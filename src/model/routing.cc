@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/ops.h"
+
 namespace llms {
 
 void ExpertRouting::route(const float* logits, int64_t n, int n_expert, int k, bool normalize) {
@@ -12,11 +14,8 @@ void ExpertRouting::route(const float* logits, int64_t n, int n_expert, int k, b
   probs_.resize(static_cast<size_t>(n_expert));
   offsets.assign(static_cast<size_t>(n_expert) + 1, 0);
   for (int64_t t = 0; t < n; ++t) {
-    const float* l = logits + t * n_expert;
-    const float mx = *std::max_element(l, l + n_expert);
-    float sum = 0.0f;
-    for (int e = 0; e < n_expert; ++e) sum += (probs_[static_cast<size_t>(e)] = std::exp(l[e] - mx));
-    for (float& p : probs_) p /= sum;
+    std::copy_n(logits + t * n_expert, n_expert, probs_.data());
+    softmax(probs_.data(), n_expert);
     int32_t* ids = chosen_.data() + t * k;
     float* w = chosen_w_.data() + t * k;
     // k passes of a selection: the highest remaining probability, the lower index on ties.
