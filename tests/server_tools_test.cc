@@ -4,12 +4,16 @@
 // (json_schema_check.h), not with the grammar module.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <map>
 #include <set>
+#include <sstream>
 
 #include "json_schema_check.h"
 #include "server_openai_schema.h"
 #include "server_test_util.h"
+#include "io/gguf_file.h"
+#include "tokenizer/chat_template.h"
 
 namespace llms::test {
 namespace {
@@ -267,6 +271,51 @@ TEST_F(ToolsTest, BadToolRequestsAre400NamingTheParameter) {
   EXPECT_EQ(o.status, 400);
   EXPECT_EQ(o.json()["error"]["param"], "messages") << o.body;
   EXPECT_NE(o.body.find("tool_call_id"), std::string::npos) << o.body;
+}
+
+}  // namespace
+}  // namespace llms::test
+
+namespace llms::test {
+namespace {
+
+std::string read_source_file(const std::string& rel) {
+  std::ifstream in(std::string(LLMSERVE_SOURCE_DIR) + "/" + rel, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// A server whose chat template is a Jinja source (Qwen 2.5's published template):
+// the interpreter renders the tools and replayed calls itself, in the template's
+// own words, and the answer's calls are parsed in its <tool_call> format.
+TEST(JinjaToolsTest, TheTemplateWritesTheToolsAndTheCallsParse) {
+  if (!have_stories()) GTEST_SKIP() << "needs " << shared_dir() << "/models/stories260K.gguf";
+  const std::string qwen = read_source_file("tests/data/chat_templates/qwen2.5-instruct.jinja");
+  ASSERT_FALSE(qwen.empty());
+  auto server = start_server(stories_path(), [&](ServeConfig& c) { c.server.chat_template = qwen; });
+  const Json messages = {{{"role", "user"}, {"content", "What is the weather in Paris?"}}};
+  const Json b = {{"messages", messages}, {"tools", tools()}, {"tool_choice", "required"}, {"parallel_tool_calls", false},
+                  {"temperature", 1.0}, {"max_tokens", 300}, {"seed", 3}};
+  const HttpResult r = http_post(server->port(), "/v1/chat/completions", b);
+  ASSERT_EQ(r.status, 200) << r.body;
+  const Json j = r.json();
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "tool_calls") << j;
+  ASSERT_FALSE(j["choices"][0]["message"]["tool_calls"].empty()) << j;
+  expect_valid_call(j["choices"][0]["message"]["tool_calls"][0]);
+
+  // The prompt is the template's rendering with the tools passed as `tools`: its token
+  // count equals the interpreter's rendering here, and differs from the one without tools.
+  GgufFile gguf = GgufFile::open(stories_path()).value();
+  auto tok = Tokenizer::from_gguf(gguf).value();
+  const std::vector<ChatMessage> msgs = {{"user", "What is the weather in Paris?"}};
+  const nlohmann::ordered_json tool_list = nlohmann::ordered_json::parse(tools().dump());
+  const std::string with_tools = apply_model_chat_template(*tok, msgs, true, qwen, tool_list).value();
+  const std::string without = apply_model_chat_template(*tok, msgs, true, qwen).value();
+  EXPECT_NE(with_tools.find("<tools>"), std::string::npos);
+  EXPECT_NE(with_tools.find("\"name\": \"get_weather\""), std::string::npos);
+  EXPECT_EQ(j["usage"]["prompt_tokens"].get<size_t>(), encode_chat_prompt(*tok, with_tools).size());
+  EXPECT_GT(encode_chat_prompt(*tok, with_tools).size(), encode_chat_prompt(*tok, without).size() + 50);
 }
 
 }  // namespace

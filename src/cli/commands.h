@@ -19,6 +19,7 @@ void add_inspect_command(CLI::App& app);
 void add_convert_command(CLI::App& app);
 void add_make_model_command(CLI::App& app);
 void add_tokenize_commands(CLI::App& app);
+void add_chat_template_command(CLI::App& app);
 void add_serve_command(CLI::App& app);
 void add_perplexity_command(CLI::App& app);
 void add_bench_engine_command(CLI::App& app);

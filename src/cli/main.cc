@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
   llms::cli::add_convert_command(app);
   llms::cli::add_make_model_command(app);
   llms::cli::add_tokenize_commands(app);
+  llms::cli::add_chat_template_command(app);
   llms::cli::add_serve_command(app);
   llms::cli::add_perplexity_command(app);
   llms::cli::add_bench_engine_command(app);

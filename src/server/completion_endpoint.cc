@@ -19,14 +19,25 @@ std::optional<ApiError> check_model(const ServerContext& ctx, const std::string&
   return e;
 }
 
-// Tools: the call format of the version's template, the messages with tools and
-// calls written as text, and the grammar of the answer.
-std::optional<ApiError> prepare_tools(CompletionRequest& r, ServingVersion& v, std::optional<ToolCallFormat>* format) {
+// Tools: the call format of the version's template; the tools for a Jinja template
+// that writes them itself (`template_tools`), else the messages with tools and calls
+// written as text; and the grammar of the answer.
+std::optional<ApiError> prepare_tools(CompletionRequest& r, ServingVersion& v, std::optional<ToolCallFormat>* format,
+                                      Json* template_tools) {
   const std::string& tmpl = v.chat_template().empty() ? v.tokenizer().chat_template() : v.chat_template();
   const ToolCallFormat f = tool_call_format_for(tmpl);
   const bool history = std::any_of(r.messages.begin(), r.messages.end(),
                                    [](const ChatMessage& m) { return m.role == "tool" || !m.tool_calls.empty(); });
-  if (r.tools.active() || history) r.messages = tools_as_text(r.messages, r.tools, f);
+  if (r.tools.active() || history) {
+    if (chat_template_renders_tools(tmpl)) {
+      if (r.tools.active()) {
+        *template_tools = Json::array();
+        for (const ToolDefinition& t : r.tools.tools) template_tools->push_back(t.raw);
+      }
+    } else {
+      r.messages = tools_as_text(r.messages, r.tools, f);
+    }
+  }
   if (!r.tools.active()) return std::nullopt;
   *format = f;
   auto g = tool_call_grammar(r.tools, f);
@@ -52,9 +63,12 @@ void start_on(ServerContext& ctx, const std::shared_ptr<HttpExchange>& ex, Compl
   std::vector<PromptInput> prompts;
   std::optional<ToolCallFormat> tool_format;
   if (r.kind == ApiKind::kChat) {
-    if (auto e = prepare_tools(r, *v, &tool_format)) return fail(*e);
+    Json template_tools;
+    if (auto e = prepare_tools(r, *v, &tool_format, &template_tools)) return fail(*e);
     PromptInput p;
-    if (auto e = chat_prompt(r.messages, v->tokenizer(), v->chat_template(), r.add_generation_prompt, &p)) return fail(*e);
+    if (auto e = chat_prompt(r.messages, v->tokenizer(), v->chat_template(), r.add_generation_prompt, &p, template_tools)) {
+      return fail(*e);
+    }
     prompts.push_back(std::move(p));
   } else if (auto e = completion_prompts(r.prompts, v->tokenizer(), !r.split_special_tokens, &prompts)) {
     return fail(*e);

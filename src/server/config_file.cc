@@ -161,6 +161,24 @@ ConfigKey str_key(std::string name, std::string help, Field<std::string> f) {
           }};
 }
 
+// Reads a Jinja chat template from a file into chat_template (llama-server's
+// --chat-template-file); the effective config shows the source under chat_template.
+ConfigKey chat_template_file_key() {
+  auto set = [](ServeConfig& c, const std::string& path) -> Status {
+    if (path.empty()) return ok_status();  // what --print-config writes back
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return invalid_argument(fmt::format("cannot open chat template file '{}'", path));
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    if (ss.str().empty()) return invalid_argument(fmt::format("chat template file '{}' is empty", path));
+    c.server.chat_template = ss.str();
+    return ok_status();
+  };
+  return {"chat_template_file", ConfigType::kString,
+          "Read the chat template (Jinja) from this file; it then shows as chat_template", set,
+          [](const ServeConfig&) { return std::string("\"\""); }};
+}
+
 constexpr const char* kRedacted = "(redacted)";
 
 // A string that must never be printed: get() says only whether it is set.
@@ -285,6 +303,7 @@ std::vector<ConfigKey> make_keys() {
               SRV(shutdown_delay_s)),
       num_key("shutdown_timeout", "Seconds in-flight requests get to finish on SIGTERM", SRV(shutdown_timeout_s)),
       str_key("chat_template", "Chat template name, Jinja source or \"plain\" (default: the model's)", SRV(chat_template)),
+      chat_template_file_key(),
       batching_key(),
       int_key("max_batch_tokens", "Tokens per forward pass (decodes + prefill chunks)", ENG(max_batch_tokens), 1, kBig),
       int_key("max_running", "Sequences in the running set", ENG(max_running), 1, kBig),

@@ -42,7 +42,8 @@ std::optional<ApiError> completion_prompts(const std::vector<PromptSpec>& prompt
 }
 
 std::optional<ApiError> chat_prompt(const std::vector<ChatMessage>& msgs, const Tokenizer& tok,
-                                    const std::string& chat_template, bool add_generation_prompt, PromptInput* out) {
+                                    const std::string& chat_template, bool add_generation_prompt, PromptInput* out,
+                                    const nlohmann::ordered_json& tools) {
   if (chat_template == kPlainChatTemplate) {
     std::string text;
     for (const auto& m : msgs) {
@@ -54,7 +55,7 @@ std::optional<ApiError> chat_prompt(const std::vector<ChatMessage>& msgs, const 
     *out = text_prompt(text, tok, /*parse_special=*/true);
     return std::nullopt;
   }
-  auto rendered = apply_model_chat_template(tok, msgs, add_generation_prompt, chat_template);
+  auto rendered = apply_model_chat_template(tok, msgs, add_generation_prompt, chat_template, tools);
   if (!rendered.ok()) return bad_request(rendered.status().message(), "messages");
   *out = PromptInput{encode_chat_prompt(tok, rendered.value()), rendered.value()};
   return std::nullopt;

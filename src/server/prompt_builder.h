@@ -32,7 +32,9 @@ std::optional<ApiError> completion_prompts(const std::vector<PromptSpec>& prompt
                                            std::vector<PromptInput>* out);
 
 // `chat_template`: "" for the model's own, kPlainChatTemplate, or a name/Jinja source.
+// `tools`: the request's tools for a Jinja template that writes them (null: none).
 std::optional<ApiError> chat_prompt(const std::vector<ChatMessage>& messages, const Tokenizer& tok,
-                                    const std::string& chat_template, bool add_generation_prompt, PromptInput* out);
+                                    const std::string& chat_template, bool add_generation_prompt, PromptInput* out,
+                                    const nlohmann::ordered_json& tools = nullptr);
 
 }  // namespace llms

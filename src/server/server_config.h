@@ -40,7 +40,7 @@ struct ServerConfig {
   std::string prefix_hash = "xxh3";  // the events' block keys: the cache's own (xxh3) or vLLM's sha256-cbor
   std::string prefix_hash_seed;      // sha256-cbor's seed (vLLM's PYTHONHASHSEED, llm-d's hashSeed)
   std::string metrics_compat = "vllm";  // also show the gateway-read metrics under vLLM's names; "none": not
-  std::string chat_template;         // "" = the model's (or "plain" when it has none), a name, or "plain"
+  std::string chat_template;         // "" = the model's (or "plain" when it has none), a family name, a Jinja source, or "plain"
 
   Status validate() const;
 };

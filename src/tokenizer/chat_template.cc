@@ -6,6 +6,7 @@
 
 #include "base/log.h"
 #include "tokenizer/chat_formats.h"
+#include "tokenizer/jinja_template.h"
 
 namespace llms {
 
@@ -129,13 +130,18 @@ Result<std::string> render_chat_template(ChatTemplateKind kind, const std::vecto
 
 Result<std::string> apply_chat_template(const std::string& template_name_or_jinja_source,
                                         const std::vector<ChatMessage>& msgs, bool add_generation_prompt,
-                                        const ChatTemplateTokens& tokens) {
+                                        const ChatTemplateTokens& tokens, const nlohmann::ordered_json& tools) {
+  if (!is_family_name(template_name_or_jinja_source)) {
+    auto parsed = JinjaTemplate::parse(template_name_or_jinja_source);
+    if (parsed.ok()) return parsed->render(chat_template_context(msgs, add_generation_prompt, tokens, tools));
+  }
   LLMS_ASSIGN_OR_RETURN(const ChatTemplateKind kind, detect_chat_template(template_name_or_jinja_source));
   return render_chat_template(kind, msgs, add_generation_prompt, tokens);
 }
 
 Result<std::string> apply_model_chat_template(const Tokenizer& tok, const std::vector<ChatMessage>& msgs,
-                                              bool add_generation_prompt, const std::string& override_name) {
+                                              bool add_generation_prompt, const std::string& override_name,
+                                              const nlohmann::ordered_json& tools) {
   const std::string& source = override_name.empty() ? tok.chat_template() : override_name;
   if (source.empty()) {
     return invalid_argument(
@@ -145,7 +151,7 @@ Result<std::string> apply_model_chat_template(const Tokenizer& tok, const std::v
   ChatTemplateTokens tokens;
   tokens.bos = tok.token_text(tok.bos_id());
   tokens.eos = tok.token_text(tok.eos_id());
-  return apply_chat_template(source, msgs, add_generation_prompt, tokens);
+  return apply_chat_template(source, msgs, add_generation_prompt, tokens, tools);
 }
 
 std::vector<int32_t> encode_chat_prompt(const Tokenizer& tok, std::string_view prompt) {
@@ -157,17 +163,55 @@ std::vector<int32_t> encode_chat_prompt(const Tokenizer& tok, std::string_view p
   return tok.encode(prompt, opts);
 }
 
+bool is_family_name(std::string_view name) {
+  if (name == "mistral") return true;
+  for (const auto& f : kFamilies) {
+    if (name == f.name) return true;
+  }
+  return false;
+}
+
+namespace {
+
+// A Jinja source the interpreter cannot run falls back to its family, said once here.
+Status check_jinja_source(const std::string& source, const char* whose) {
+  auto parsed = JinjaTemplate::parse(source);
+  if (parsed.ok()) {
+    log_info("chat template: {} Jinja template, interpreted", whose);
+    return ok_status();
+  }
+  auto kind = detect_chat_template(source);
+  if (!kind.ok()) {
+    return invalid_argument(fmt::format("{} ({}), and it is not one of the hand-written families either: {}",
+                                        parsed.status().message(), whose, kind.status().message()));
+  }
+  log_warn("{}; {} template is rendered as the hand-written family '{}' instead", parsed.status().message(), whose,
+           chat_template_name(*kind));
+  return ok_status();
+}
+
+}  // namespace
+
 Result<std::string> resolve_chat_template(const std::string& configured, const Tokenizer& tok) {
   if (configured == kPlainChatTemplate) return configured;
   if (!configured.empty()) {
+    if (is_family_name(configured)) return configured;
     auto kind = detect_chat_template(configured);
-    if (!kind.ok()) return invalid_argument("chat_template: " + kind.status().message());
+    const bool looks_like_jinja = configured.find_first_of("{}%") != std::string::npos;
+    if (!kind.ok() && !looks_like_jinja) return invalid_argument("chat_template: " + kind.status().message());
+    if (Status s = check_jinja_source(configured, "the configured"); !s.ok()) {
+      return invalid_argument("chat_template: " + s.message());
+    }
     return configured;
   }
   if (tok.chat_template().empty()) {
     log_warn("the model has no chat template: chat requests use \"plain\" (message texts joined); "
              "choose one with --chat-template");
     return std::string(kPlainChatTemplate);
+  }
+  if (Status s = check_jinja_source(tok.chat_template(), "the model's"); !s.ok()) {
+    // Completions still work; chat requests answer with this error until a template is chosen.
+    log_warn("{}; chat requests will fail: choose a template with --chat-template NAME", s.message());
   }
   return std::string();
 }

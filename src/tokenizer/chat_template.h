@@ -1,7 +1,10 @@
 // Chat templates: turn an OpenAI-style list of messages into the prompt text a chat
-// model was trained on. There is no Jinja interpreter here: the model's
-// tokenizer.chat_template source is recognised as one of the supported families by
-// its distinctive markers, and that family's published template is rendered by hand
+// model was trained on. A model's tokenizer.chat_template (or a Jinja source given
+// with --chat-template) is run by the Jinja interpreter (jinja_template.h) with the
+// variables transformers passes: messages, tools, add_generation_prompt, bos_token,
+// eos_token. A template that uses Jinja the interpreter does not support is recognised
+// as one of the hand-written families below by its distinctive markers (a warning is
+// logged once, at load), and that family's published template is rendered by hand
 // (including its whitespace and its errors, e.g. roles that must alternate).
 //
 // Families (names accepted by --chat-template):
@@ -33,7 +36,10 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "base/status.h"
+#include "tokenizer/jinja_value.h"
 #include "tokenizer/tokenizer.h"
 
 namespace llms {
@@ -80,6 +86,9 @@ struct ChatTemplateTokens {
   std::string eos;
 };
 
+// Whether `name` names a hand-written family (not a Jinja source).
+bool is_family_name(std::string_view name);
+
 // The canonical names, in the order of ChatTemplateKind.
 std::vector<std::string_view> chat_template_names();
 std::string_view chat_template_name(ChatTemplateKind kind);
@@ -88,18 +97,35 @@ std::string_view chat_template_name(ChatTemplateKind kind);
 // INVALID_ARGUMENT naming the --chat-template option when nothing matches.
 Result<ChatTemplateKind> detect_chat_template(std::string_view name_or_source);
 
-// Renders `msgs` with the family of `template_name_or_jinja_source`. With
-// `add_generation_prompt` the prompt ends with the assistant's turn opening.
+// Renders `msgs`: a family name with that family's renderer, a Jinja source with the
+// interpreter (or, when it cannot run the source, with the family its markers name).
+// With `add_generation_prompt` the prompt ends with the assistant's turn opening.
+// `tools`: the request's tools in the OpenAI shape ([{"type": "function", ...}]),
+// given to Jinja templates as `tools`; null for none (the template sees None).
 Result<std::string> apply_chat_template(const std::string& template_name_or_jinja_source,
                                         const std::vector<ChatMessage>& msgs, bool add_generation_prompt,
-                                        const ChatTemplateTokens& tokens = {});
+                                        const ChatTemplateTokens& tokens = {},
+                                        const nlohmann::ordered_json& tools = nullptr);
 Result<std::string> render_chat_template(ChatTemplateKind kind, const std::vector<ChatMessage>& msgs,
                                          bool add_generation_prompt, const ChatTemplateTokens& tokens = {});
 
 // For a loaded model: `override_name` when not empty, else the file's
 // tokenizer.chat_template; BOS/EOS texts come from the vocabulary.
 Result<std::string> apply_model_chat_template(const Tokenizer& tok, const std::vector<ChatMessage>& msgs,
-                                              bool add_generation_prompt, const std::string& override_name = "");
+                                              bool add_generation_prompt, const std::string& override_name = "",
+                                              const nlohmann::ordered_json& tools = nullptr);
+
+// The variables a Jinja chat template sees, as transformers passes them: messages as
+// dicts (content None when null; tool_calls with their arguments parsed from JSON
+// text, as vLLM passes them; tool_call_id and name where set), tools (None when
+// null), add_generation_prompt, bos_token, eos_token.
+jinja::Value chat_template_context(const std::vector<ChatMessage>& msgs, bool add_generation_prompt,
+                                   const ChatTemplateTokens& tokens, const nlohmann::ordered_json& tools);
+
+// Whether the template runs as Jinja and writes the tools it is given (probed by
+// rendering a conversation with one tool). Templates that do not get tools and
+// calls written into the message texts instead (server/tool_calls.h).
+bool chat_template_renders_tools(const std::string& template_name_or_jinja_source);
 
 // Encodes a rendered prompt: control tokens in it are recognised, and the vocabulary's
 // BOS is added only when the prompt does not already start with it.
