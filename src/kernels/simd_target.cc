@@ -1,27 +1,16 @@
 #include "kernels/simd_target.h"
 
-#if defined(__x86_64__)
-#include <cpuid.h>
-#endif
-
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 
 #include "base/check.h"
+#include "base/cpu_features.h"
 #include "base/log.h"
 
 namespace llms {
 namespace {
-
-#if defined(__x86_64__)
-// From CPUID directly: clang before 15 does not know "f16c" in __builtin_cpu_supports.
-bool cpu_has_f16c() {
-  unsigned a = 0, b = 0, c = 0, d = 0;
-  return __get_cpuid(1, &a, &b, &c, &d) != 0 && (c & bit_F16C) != 0;
-}
-#endif
 
 bool cpu_has_avx2() {
 #if defined(__x86_64__)

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <vector>
 
+#include "base/cpu_features.h"
 #include "base/random.h"
 #include "quant/row_convert.h"
 
@@ -18,7 +19,7 @@ __attribute__((target("f16c"))) uint16_t hw_f32_to_f16(float f) {
 }
 __attribute__((target("f16c"))) float hw_f16_to_f32(uint16_t h) { return _cvtsh_ss(h); }
 
-bool have_f16c() { return __builtin_cpu_supports("f16c"); }
+bool have_f16c() { return cpu_has_f16c(); }
 
 TEST(HalfTest, EveryF16RoundTripsThroughF32) {
   for (uint32_t h = 0; h < 65536; ++h) {

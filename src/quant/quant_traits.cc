@@ -7,6 +7,7 @@
 #include <immintrin.h>
 #endif
 
+#include "base/cpu_features.h"
 #include "quant/half.h"
 
 namespace llms {
@@ -34,7 +35,7 @@ __attribute__((target("avx,f16c"))) void f16_to_float_f16c(const uint16_t* s, fl
   }
   for (; i < n; ++i) dst[i] = f16_to_f32(s[i]);
 }
-const bool kHaveF16c = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+const bool kHaveF16c = cpu_has_f16c();
 #endif
 
 void f16_to_float(const void* src, float* dst, int64_t n) {
