@@ -8,6 +8,7 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "engine/kv_sizing.h"
+#include "engine/slo.h"
 
 namespace llms {
 namespace {
@@ -154,6 +155,7 @@ Result<std::shared_ptr<RequestHandle>> Engine::submit(RequestParams params, doub
   seq->arrival_ns = clock_();
   const double timeout = params.timeout_s > 0 ? params.timeout_s : config_.default_timeout_s;
   seq->deadline_ns = seq->arrival_ns + static_cast<int64_t>(timeout * 1e9);
+  seq->slo = resolve_slo(params, config_);
   seq->params = std::move(params);
   auto handle = seq->handle;
   {

@@ -64,6 +64,11 @@ Status EngineConfig::validate() const {
   if (!(long_job_factor >= 1)) return bad("long_job_factor", "must be >= 1");
   if (!(long_job_share > 0 && long_job_share <= 1)) return bad("long_job_share", "must be in (0, 1]");
   if (!(aging_s > 0)) return bad("aging", "must be > 0");
+  for (const auto& [name, v] : {std::pair{"slo_ttft_ms", slo_interactive.ttft_ms}, {"slo_itl_ms", slo_interactive.itl_ms},
+                                {"slo_batch_ttft_ms", slo_batch.ttft_ms}, {"slo_batch_itl_ms", slo_batch.itl_ms}}) {
+    if (!(v >= 0)) return bad(name, "must be >= 0 (0: no target)");
+  }
+  if (!(slo_percentile >= 0.5 && slo_percentile <= 1)) return bad("slo_percentile", "must be in [0.5, 1]");
   if (threads < 0) return bad("threads", "must be >= 0");
   if (spec_tokens < 1 || spec_tokens > 16) return bad("spec_tokens", fmt::format("{} is not in 1..16", spec_tokens));
   if (spec_ngram_max < 1 || spec_ngram_max > 8) return bad("spec_ngram_max", fmt::format("{} is not in 1..8", spec_ngram_max));

@@ -12,6 +12,12 @@
 
 namespace llms {
 
+// Latency targets; 0 means none (slo.h says how they are used).
+struct SloTarget {
+  double ttft_ms = 0;  // time to first token
+  double itl_ms = 0;   // each inter-token interval, at EngineConfig::slo_percentile
+};
+
 enum class SpeculativeMode {
   kOff,
   kNgram,  // prompt lookup (proposer.h)
@@ -64,6 +70,9 @@ struct EngineConfig {
   double long_job_share = 0.25;   // most of a step's budget the long-job lane may take
   double aging_s = 5.0;           // waiting this long raises effective priority by one
   int interactive_boost = 10;     // priority advantage of the interactive lane
+  SloTarget slo_interactive;      // targets of interactive-lane requests without their own
+  SloTarget slo_batch;            // targets of batch-lane requests without their own
+  double slo_percentile = 0.99;   // an ITL target holds for this share of a request's intervals
 
   int threads = 0;                // kernel threads; 0 = one per core
   bool profile = false;           // time each step's parts (Engine::step_profile())

@@ -74,6 +74,12 @@ EngineMetrics::EngineMetrics(Registry& r)
                                       {"part"})),
       prefix_clustered(r.counter("llmserve_prefix_clustered_requests_total",
                                  "Requests admitted only after a running request had computed the prompt prefix they "
-                                 "share, so that they took it from the prefix cache (prefix_clustering).")) {}
+                                 "share, so that they took it from the prefix cache (prefix_clustering).")),
+      slo_requests(r.counter_family("llmserve_slo_requests_total",
+                                    "Finished requests with a latency target, by target (ttft, itl) and result "
+                                    "(met, missed).",
+                                    {"slo", "result"})),
+      slo_goodput_tokens(r.counter("llmserve_slo_goodput_tokens_total",
+                                   "Generated tokens of requests that met every latency target they had.")) {}
 
 }  // namespace llms

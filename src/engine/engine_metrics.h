@@ -48,6 +48,8 @@ struct EngineMetrics {
   Histogram& prefill_share;         // prefill tokens / tokens, per step
   Family<Counter>& step_part_time;  // by part (StepProfile); only with EngineConfig::profile
   Counter& prefix_clustered;        // admitted after a running request computed their shared prefix
+  Family<Counter>& slo_requests;    // by slo (ttft, itl) and result (met, missed); requests with a target
+  Counter& slo_goodput_tokens;      // generated tokens of requests that met every target they had
 };
 
 }  // namespace llms

@@ -6,6 +6,7 @@
 
 #include "engine/engine.h"
 #include "engine/output_check.h"
+#include "engine/slo.h"
 
 namespace llms {
 
@@ -29,6 +30,7 @@ void Engine::on_token(Sequence& s, int32_t token, const float* logits, int64_t n
     metrics_.ttft.observe(static_cast<double>(now - s.arrival_ns) * 1e-9);
   } else {
     metrics_.itl.observe(static_cast<double>(now - s.last_token_ns) * 1e-9);
+    note_itl(s, now - s.last_token_ns);
   }
   s.last_token_ns = now;
   metrics_.generation_tokens.inc();
@@ -92,6 +94,11 @@ void Engine::finish(Sequence& s, FinishReason reason, const std::string& message
   std::erase(waiting_, &s);
   std::erase(running_, &s);
   metrics_.finished.with({finish_reason_name(reason)}).inc();
+  if (const SloOutcome slo = slo_outcome(s, config_.slo_percentile); slo.any()) {
+    if (slo.has_ttft) metrics_.slo_requests.with({"ttft", slo.ttft_met ? "met" : "missed"}).inc();
+    if (slo.has_itl) metrics_.slo_requests.with({"itl", slo.itl_met ? "met" : "missed"}).inc();
+    if (slo.all_met()) metrics_.slo_goodput_tokens.inc(static_cast<double>(s.generated()));
+  }
   if (reason == FinishReason::kTimeout) metrics_.timeouts.inc();
   metrics_.prompt_tokens.inc(static_cast<double>(s.prompt_len));
   metrics_.e2e.observe(fe.timings.e2e_s);

@@ -17,6 +17,7 @@
 #include <variant>
 #include <vector>
 
+#include "engine/engine_config.h"
 #include "engine/finish_reason.h"
 #include "engine/sampler.h"
 #include "grammar/compiled_grammar.h"
@@ -36,6 +37,7 @@ struct RequestParams {
   bool ignore_eos = false;
   int priority = 0;          // higher runs first
   Lane lane = Lane::kInteractive;
+  SloTarget slo;             // this request's own targets (0: its lane's)
   double timeout_s = 0;      // queueing + generation; 0 = the engine's default
   int top_logprobs = -1;     // -1: no logprobs; 0..20: the chosen token's and this many alternatives
   bool speculative = true;   // false: never speculate for this request (when the engine does)

@@ -4,13 +4,14 @@
 #include <cmath>
 
 #include "base/check.h"
+#include "engine/slo.h"
 
 namespace llms {
 
 double effective_priority(const Sequence& s, const EngineConfig& config, int64_t now_ns) {
   const double waited_s = static_cast<double>(std::max<int64_t>(0, now_ns - s.arrival_ns)) * 1e-9;
   const double lane = s.params.lane == Lane::kInteractive ? config.interactive_boost : 0;
-  return s.params.priority + lane + std::floor(waited_s / config.aging_s);
+  return s.params.priority + lane + std::floor(waited_s / config.aging_s) + slo_urgency(s, now_ns);
 }
 
 void order_waiting(std::vector<Sequence*>& waiting, const EngineConfig& config, int64_t now_ns,
@@ -23,6 +24,8 @@ void order_waiting(std::vector<Sequence*>& waiting, const EngineConfig& config, 
   std::stable_sort(waiting.begin(), waiting.end(), [&](const Sequence* a, const Sequence* b) {
     const double pa = effective_priority(*a, config, now_ns), pb = effective_priority(*b, config, now_ns);
     if (pa != pb) return pa > pb;
+    const int64_t da = ttft_deadline_ns(*a), db = ttft_deadline_ns(*b);
+    if (da != db) return da != 0 && (db == 0 || da < db);  // earliest deadline first; none last
     if (a->cached_hint != b->cached_hint) return a->cached_hint > b->cached_hint;
     if (a->arrival_ns != b->arrival_ns) return a->arrival_ns < b->arrival_ns;
     return a->id < b->id;

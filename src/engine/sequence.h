@@ -32,6 +32,9 @@ struct Sequence {
   bool long_job = false;        // in the long-job lane
   bool waited_for_prefix = false;  // held back while a running sequence computed its shared prefix
   int64_t cached_hint = 0;         // its prompt tokens in the prefix cache when the waiting queue was last ordered
+  SloTarget slo;                   // the targets it is held to (slo.h)
+  int64_t itl_intervals = 0;       // inter-token intervals measured against slo.itl_ms
+  int64_t itl_over = 0;            // of them, longer than slo.itl_ms
 
   std::unique_ptr<Sampler> sampler;
   std::unique_ptr<StreamingDecoder> decoder;

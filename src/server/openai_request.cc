@@ -218,6 +218,29 @@ std::optional<ApiError> read_stream(const Json& b, CompletionRequest* r) {
   return std::nullopt;
 }
 
+// "slo": {"ttft_ms": N, "itl_ms": N}: this request's latency targets (engine/slo.h).
+std::optional<ApiError> read_slo(const Json& b, SloTarget* out) {
+  if (!has_field(b, "slo")) return std::nullopt;
+  const Json& slo = b.at("slo");
+  if (!slo.is_object()) return bad_request("'slo' must be an object with ttft_ms and/or itl_ms", "slo");
+  for (auto it = slo.begin(); it != slo.end(); ++it) {
+    if (it.key() != "ttft_ms" && it.key() != "itl_ms") {
+      return bad_request(fmt::format("unknown field 'slo.{}' (ttft_ms, itl_ms)", it.key()), "slo");
+    }
+  }
+  for (const auto& [key, field] : {std::pair{"ttft_ms", &out->ttft_ms}, {"itl_ms", &out->itl_ms}}) {
+    if (auto e = read_number(slo, key, 0.0, 1e9, field)) {
+      e->message = "slo: " + e->message;
+      e->param = "slo";
+      return e;
+    }
+  }
+  if ((has_field(slo, "ttft_ms") && out->ttft_ms <= 0) || (has_field(slo, "itl_ms") && out->itl_ms <= 0)) {
+    return bad_request("'slo' targets must be > 0 ms", "slo");
+  }
+  return std::nullopt;
+}
+
 std::optional<ApiError> read_extensions(const Json& b, CompletionRequest* r) {
   RequestParams& p = r->params;
   LLMS_API_TRY(read_bool(b, "ignore_eos", &p.ignore_eos));
@@ -229,6 +252,7 @@ std::optional<ApiError> read_extensions(const Json& b, CompletionRequest* r) {
   LLMS_API_TRY(read_number(b, "timeout", 0.0, 1e7, &timeout));
   if (has_field(b, "timeout") && timeout <= 0) return bad_request("'timeout' must be > 0 seconds", "timeout");
   p.timeout_s = timeout;
+  LLMS_API_TRY(read_slo(b, &p.slo));
   std::string lane;
   LLMS_API_TRY(read_string(b, "lane", &lane));
   if (lane == "batch") {

@@ -14,7 +14,7 @@ TEST(OpenAiRequestTest, ReadsEveryParameter) {
   auto e = parse(R"({"model":"m","n":2,"stream":true,"stream_options":{"include_usage":true},"echo":true,
       "max_tokens":7,"temperature":0.5,"top_p":0.9,"top_k":40,"min_p":0.1,"stop":["a","b"],"seed":-3,
       "presence_penalty":1,"frequency_penalty":-1,"user":"u","priority":5,"timeout":2.5,"ignore_eos":true,
-      "lane":"batch","prompt":["once",[1,2]]})",
+      "lane":"batch","slo":{"ttft_ms":250,"itl_ms":40.5},"prompt":["once",[1,2]]})",
                  ApiKind::kCompletion, &r);
   ASSERT_FALSE(e) << e->message;
   EXPECT_EQ(r.n, 2);
@@ -28,6 +28,8 @@ TEST(OpenAiRequestTest, ReadsEveryParameter) {
   EXPECT_DOUBLE_EQ(r.params.timeout_s, 2.5);
   EXPECT_TRUE(r.params.ignore_eos);
   EXPECT_EQ(r.params.lane, Lane::kBatch);
+  EXPECT_DOUBLE_EQ(r.params.slo.ttft_ms, 250);
+  EXPECT_DOUBLE_EQ(r.params.slo.itl_ms, 40.5);
   EXPECT_EQ(r.params.top_logprobs, -1);
   ASSERT_EQ(r.prompts.size(), 2u);
   EXPECT_FALSE(r.prompts[0].is_tokens);
@@ -92,6 +94,10 @@ TEST(OpenAiRequestTest, BadValuesNameTheParameter) {
       {R"({"logit_bias":{"1":500}})", ApiKind::kChat, "logit_bias"},
       {R"({"timeout":0})", ApiKind::kChat, "timeout"},
       {R"({"lane":"fast"})", ApiKind::kChat, "lane"},
+      {R"({"slo":250})", ApiKind::kChat, "slo"},
+      {R"({"slo":{"ttft":250}})", ApiKind::kChat, "slo"},
+      {R"({"slo":{"ttft_ms":0}})", ApiKind::kChat, "slo"},
+      {R"({"slo":{"itl_ms":"5"}})", ApiKind::kChat, "slo"},
       {R"({"presence_penalty":-2.5})", ApiKind::kChat, "presence_penalty"},
       {R"({"seed":"1"})", ApiKind::kChat, "seed"},
       {R"({"model":7})", ApiKind::kChat, "model"},
