@@ -50,10 +50,8 @@ bool constrain_logits(GrammarMatcher& m, std::span<const float> logits, bool ign
   if (ignore_eos) {
     for (const int32_t id : m.grammar().vocab().eog_ids()) (*mask)[static_cast<size_t>(id) >> 5] &= ~(1u << (id & 31));
   }
-  out->assign(logits.begin(), logits.end());
-  apply_token_mask(*mask, *out);
-  const size_t covered = std::min(out->size(), mask->size() * 32);
-  std::fill(out->begin() + static_cast<ptrdiff_t>(covered), out->end(), -std::numeric_limits<float>::infinity());
+  out->resize(logits.size());
+  masked_copy(*mask, logits, *out);
   return std::any_of(mask->begin(), mask->end(), [](uint32_t w) { return w != 0; });
 }
 

@@ -150,17 +150,24 @@ void GrammarMatcher::remember(const MatchState& s, std::span<const uint32_t> mas
   cache_[state_key(s)] = CachedMask{s.tops, s.can_end, std::vector<uint32_t>(mask.begin(), mask.end())};
 }
 
-void apply_token_mask(std::span<const uint32_t> mask, std::span<float> logits) {
+void masked_copy(std::span<const uint32_t> mask, std::span<const float> logits, std::span<float> out) {
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-  for (size_t w = 0; w < mask.size(); ++w) {
+  const size_t n = logits.size();
+  for (size_t w = 0; w < mask.size() && w * 32 < n; ++w) {
     const uint32_t bits = mask[w];
-    if (bits == ~0u) continue;
     const size_t base = w * 32;
-    const size_t end = std::min(logits.size(), base + 32);
-    for (size_t i = base; i < end; ++i) {
-      if (!((bits >> (i - base)) & 1)) logits[i] = kNegInf;
+    const size_t end = std::min(n, base + 32);
+    if (bits == 0) {
+      std::fill(out.begin() + static_cast<ptrdiff_t>(base), out.begin() + static_cast<ptrdiff_t>(end), kNegInf);
+    } else if (bits == ~0u) {
+      std::copy(logits.begin() + static_cast<ptrdiff_t>(base), logits.begin() + static_cast<ptrdiff_t>(end),
+                out.begin() + static_cast<ptrdiff_t>(base));
+    } else {
+      for (size_t i = base; i < end; ++i) out[i] = (bits >> (i - base)) & 1 ? logits[i] : kNegInf;
     }
   }
+  const size_t covered = std::min(n, mask.size() * 32);
+  std::fill(out.begin() + static_cast<ptrdiff_t>(covered), out.end(), kNegInf);
 }
 
 }  // namespace llms

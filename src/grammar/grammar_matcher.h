@@ -81,8 +81,10 @@ class GrammarMatcher {
   std::vector<uint32_t> checked_;
 };
 
-// Sets logits[i] to -infinity for every token i not in `mask`.
-void apply_token_mask(std::span<const uint32_t> mask, std::span<float> logits);
+// out[i] = logits[i] for every token i in `mask`, else -infinity (ids past the mask
+// too), in one pass: whole words of the mask are copied or filled, so a sparse mask
+// over a large vocabulary costs about one copy of the row. out.size() == logits.size().
+void masked_copy(std::span<const uint32_t> mask, std::span<const float> logits, std::span<float> out);
 
 inline bool mask_has(std::span<const uint32_t> mask, int32_t id) { return (mask[static_cast<size_t>(id) >> 5] >> (id & 31)) & 1; }
 

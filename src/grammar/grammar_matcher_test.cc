@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+#include <random>
 #include <thread>
 
 #include "base/random.h"
@@ -233,6 +235,34 @@ TEST(CompiledGrammar, PointsAreClassifiedOnFirstUse) {
   EXPECT_EQ(lazy->stats().num_classified, st.num_points);
   EXPECT_EQ(lazy->stats().num_accepted, eager->stats().num_accepted);
   EXPECT_EQ(lazy->stats().num_uncertain, eager->stats().num_uncertain);
+}
+
+}  // namespace
+}  // namespace llms
+
+namespace llms {
+namespace {
+
+// masked_copy against the element-by-element rule, on masks mixing empty, full and
+// partial words, a vocabulary that is not a multiple of 32, and ids past the mask.
+TEST(MaskedCopyTest, EqualsTheElementRule) {
+  std::mt19937 rng(7);
+  for (const size_t n : {1u, 31u, 32u, 33u, 1000u, 50257u}) {
+    for (const size_t words : {(n + 31) / 32, n / 32}) {
+      std::vector<uint32_t> mask(words);
+      for (auto& w : mask) {
+        const unsigned kind = rng() % 3;
+        w = kind == 0 ? 0u : kind == 1 ? ~0u : static_cast<uint32_t>(rng());
+      }
+      std::vector<float> logits(n), out(n, 123.0f);
+      for (auto& x : logits) x = static_cast<float>(static_cast<int>(rng() % 2001) - 1000) / 100.0f;
+      masked_copy(mask, logits, out);
+      for (size_t i = 0; i < n; ++i) {
+        const bool allowed = i / 32 < mask.size() && ((mask[i / 32] >> (i % 32)) & 1);
+        ASSERT_EQ(out[i], allowed ? logits[i] : -std::numeric_limits<float>::infinity()) << "n " << n << " i " << i;
+      }
+    }
+  }
 }
 
 }  // namespace
