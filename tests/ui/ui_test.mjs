@@ -1,0 +1,145 @@
+// The dashboard and playground in a real browser: Debian's Chromium, headless, driven
+// by playwright-core (which downloads nothing). Against `llmserve serve` on stories260K
+// it checks that the charts fill after a few requests, that a playground answer streams
+// in piece by piece with its TTFT and tokens/s, that a bad parameter shows the server's
+// error message, and that the page runs under the server's CSP without a console error.
+// Saves screenshots into OUT_DIR.
+//   node ui_test.mjs LLMSERVE_BIN MODEL.gguf OUT_DIR [CHROMIUM]
+// run_ui_test.sh installs what it needs and turns a missing piece into a skip.
+import { spawn } from "node:child_process";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { chromium } from "playwright-core";
+
+const [bin, model, outDir, browserPath = "/usr/bin/chromium"] = process.argv.slice(2);
+if (!bin || !model || !outDir) {
+  console.error("usage: node ui_test.mjs LLMSERVE_BIN MODEL.gguf OUT_DIR [CHROMIUM]");
+  process.exit(2);
+}
+mkdirSync(outDir, { recursive: true });
+
+function check(cond, what) {
+  if (!cond) throw new Error(`FAILED: ${what}`);
+  console.log(`ok: ${what}`);
+}
+
+// Starts the server on a free port; resolves to its base URL once it listens.
+function startServer() {
+  const proc = spawn(bin, ["serve", "-m", model, "--port", "0", "--threads", "1"], { stdio: ["ignore", "pipe", "pipe"] });
+  let log = "";
+  const url = new Promise((resolve, reject) => {
+    const onData = (d) => {
+      log += d;
+      const m = /http:\/\/127\.0\.0\.1:\d+/.exec(log);
+      if (m) resolve(m[0]);
+    };
+    proc.stdout.on("data", onData);
+    proc.stderr.on("data", (d) => (log += d));
+    proc.on("exit", (code) => reject(new Error(`the server exited (${code}) before listening:\n${log}`)));
+  });
+  return { proc, url };
+}
+
+async function complete(base, prompt, maxTokens) {
+  const r = await fetch(`${base}/v1/completions`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ prompt, max_tokens: maxTokens, temperature: 0.8 }),
+  });
+  if (r.status !== 200) throw new Error(`completion: ${r.status} ${await r.text()}`);
+}
+
+const server = startServer();
+const profile = mkdtempSync(join(tmpdir(), "llmserve-ui-chromium-"));
+let context;
+try {
+  const base = await server.url;
+  console.log(`server at ${base}`);
+  for (let i = 0; i < 6; i++) await complete(base, `Once upon a time ${i}`, 32);
+
+  context = await chromium.launchPersistentContext(profile, {
+    executablePath: browserPath,
+    headless: true,
+    viewport: { width: 1400, height: 1000 },
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+      "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+  });
+  const page = context.pages()[0] ?? (await context.newPage());
+  // Every console error and uncaught exception, tagged with the step it happened in.
+  let step = "load";
+  const problems = [];
+  page.on("console", (m) => {
+    if (m.type() === "error") problems.push({ step, text: m.text() });
+  });
+  page.on("pageerror", (e) => problems.push({ step, text: `uncaught: ${e.message}` }));
+  // CSP violations, reported by the page itself (they also reach the console).
+  await page.addInitScript(() => {
+    window.__csp = [];
+    document.addEventListener("securitypolicyviolation", (e) =>
+      window.__csp.push(`${e.violatedDirective} ${e.blockedURI}`));
+  });
+
+  // The dashboard.
+  const resp = await page.goto(`${base}/`);
+  check(resp.status() === 200, "GET / answers 200");
+  const csp = resp.headers()["content-security-policy"] ?? "";
+  check(csp.includes("script-src 'self'") && !csp.includes("unsafe-inline"), `the page carries a strict CSP (${csp})`);
+  await page.waitForFunction(() => {
+    const charts = [...document.querySelectorAll(".chart")];
+    return charts.length >= 6 && charts.every((c) => Number(c.dataset.points) > 0);
+  }, null, { timeout: 15000 });
+  const points = await page.$$eval(".chart", (cs) => cs.map((c) => `${c.dataset.chart}=${c.dataset.points}`));
+  check(points.length >= 6, `every chart is filled: ${points.join(" ")}`);
+  check(await page.locator("canvas").count() >= 6, "the charts are drawn on canvases");
+  const tiles = await page.locator("#tiles").innerText();
+  check(/requests\s+6/.test(tiles), "the tiles count the 6 requests");
+  check(await page.locator("#reasons .bar-row").count() >= 1, "finish reasons are shown");
+  check(await page.locator("#versions tbody tr").count() === 1, "the serving version is listed");
+  await page.screenshot({ path: join(outDir, "dashboard.png"), fullPage: true });
+
+  // The playground: an answer that arrives piece by piece.
+  step = "playground";
+  await page.click("nav button[data-tab=playground]");
+  await page.selectOption("select[name=mode]", "completion");
+  await page.fill("input[name=max_tokens]", "120");
+  await page.fill("textarea[name=prompt]", "Once upon a time, there was a little dog");
+  await page.evaluate(() => {
+    // The output's length at every change the page makes while the answer streams.
+    window.__lengths = [];
+    const out = document.getElementById("output");
+    new MutationObserver(() => window.__lengths.push(out.textContent.length)).observe(out, { childList: true, characterData: true, subtree: true });
+  });
+  await page.click("#send");
+  await page.waitForFunction(() => document.getElementById("answer-stats").textContent.includes("tokens/s"), null, { timeout: 20000 });
+  const lengths = await page.evaluate(() => window.__lengths);
+  const chunks = Number(await page.locator("#output").getAttribute("data-chunks"));
+  const grew = lengths.every((n, i) => i === 0 || n >= lengths[i - 1]);
+  check(chunks >= 10, `the answer arrived as ${chunks} streamed pieces`);
+  check(lengths.length >= 2 && grew && lengths[lengths.length - 1] > lengths[0],
+    `the text grew over ${lengths.length} updates (${lengths[0]} → ${lengths[lengths.length - 1]} characters)`);
+  const answerStats = await page.locator("#answer-stats").innerText();
+  check(/TTFT \d+ ms/.test(answerStats) && /[\d.]+ tokens\/s/.test(answerStats), `TTFT and tokens/s are shown: ${answerStats}`);
+  check(await page.locator("#play-error").isHidden(), "no error is shown for a good request");
+  await page.screenshot({ path: join(outDir, "playground.png"), fullPage: true });
+
+  // A bad parameter: the server's message, not a generic failure.
+  step = "bad-parameter";
+  await page.fill("input[name=top_p]", "7");
+  await page.click("#send");
+  await page.locator("#play-error").waitFor({ state: "visible", timeout: 10000 });
+  const error = await page.locator("#play-error").innerText();
+  check(error.startsWith("400") && error.includes("top_p"), `the server's error message is shown: ${error}`);
+  await page.screenshot({ path: join(outDir, "playground-error.png"), fullPage: true });
+
+  // The deliberate 400 is the one console error the browser may log (a failed resource).
+  const unexpected = problems.filter((p) => !(p.step === "bad-parameter" && /status of 400/.test(p.text)));
+  check(unexpected.length === 0, `no console errors or uncaught exceptions ${JSON.stringify(unexpected)}`);
+  const violations = await page.evaluate(() => window.__csp);
+  check(violations.length === 0, `no CSP violations ${JSON.stringify(violations)}`);
+  console.log(`screenshots in ${outDir}`);
+} finally {
+  await context?.close();
+  server.proc.kill("SIGTERM");
+  rmSync(profile, { recursive: true, force: true });
+}

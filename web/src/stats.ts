@@ -1,0 +1,104 @@
+// The shape of GET /v1/stats (docs/api.md) and the series the charts derive from it.
+export interface StepColumns {
+  t_ms: number[];
+  duration_s: number[];
+  batch_tokens: number[];
+  prefill_tokens: number[];
+  token_budget: number[];
+  batch_size: number[];
+  running: number[];
+  waiting: number[];
+  kv_blocks_used: number[];
+  kv_blocks_total: number[];
+  rss_bytes: number[];
+}
+
+export interface RequestColumns {
+  t_ms: number[];
+  queue_s: number[];
+  ttft_s: number[];
+  itl_s: number[];
+  e2e_s: number[];
+  compute_s: number[];
+  prompt_tokens: number[];
+  cached_prompt_tokens: number[];
+  completion_tokens: number[];
+  priority: number[];
+  finish_reason: string[];
+}
+
+export interface Percentiles {
+  p50: number;
+  p90: number;
+  p99: number;
+  count: number;
+}
+
+export interface VersionRow {
+  name: string;
+  role: string;
+  share: number;
+  completed: number;
+  failed: number;
+  abnormal: number;
+  quality_kl: number;
+  quality_perplexity: number;
+}
+
+export interface Stats {
+  model: string;
+  version: string;
+  now_ms: number;
+  uptime_s: number;
+  window: number;
+  engine: {
+    running: number;
+    waiting: number;
+    kv_blocks_total: number;
+    kv_blocks_used: number;
+    kv_usage: number;
+    rss_bytes: number;
+    overloaded: boolean;
+    steps: number;
+    preemptions: number;
+  };
+  totals: {
+    requests: number;
+    steps: number;
+    prompt_tokens: number;
+    completion_tokens: number;
+    finish_reasons: Record<string, number>;
+  };
+  summary: {
+    ttft_s: Percentiles;
+    itl_s: Percentiles;
+    e2e_s: Percentiles;
+    generation_tokens_per_s: number;
+    finish_reasons: Record<string, number>;
+  };
+  versions: VersionRow[];
+  steps: StepColumns;
+  requests: RequestColumns;
+}
+
+// Tokens per second in one-second bins over the window's steps: generated (decode)
+// and prompt (prefill) tokens. Times in seconds, as uPlot's time axis wants.
+export function tokenRate(s: StepColumns): [number[], number[], number[]] {
+  const t: number[] = [];
+  const decode: number[] = [];
+  const prefill: number[] = [];
+  for (let i = 0; i < s.t_ms.length; i++) {
+    const sec = Math.floor(s.t_ms[i] / 1000);
+    if (t.length === 0 || t[t.length - 1] !== sec) {
+      t.push(sec);
+      decode.push(0);
+      prefill.push(0);
+    }
+    decode[decode.length - 1] += s.batch_tokens[i] - s.prefill_tokens[i];
+    prefill[prefill.length - 1] += s.prefill_tokens[i];
+  }
+  return [t, decode, prefill];
+}
+
+export const seconds = (ms: number[]): number[] => ms.map((v) => v / 1000);
+export const millis = (s: number[]): number[] => s.map((v) => v * 1000);
