@@ -98,29 +98,59 @@ try {
   check(await page.locator("#versions tbody tr").count() === 1, "the serving version is listed");
   await page.screenshot({ path: join(outDir, "dashboard.png"), fullPage: true });
 
-  // The playground: an answer that arrives piece by piece.
+  // The playground: answers that arrive piece by piece, from both endpoints.
   step = "playground";
   await page.click("nav button[data-tab=playground]");
-  await page.selectOption("select[name=mode]", "completion");
+  await page.fill("input[name=max_tokens]", "80");
+  // On loopback a tiny model's whole answer can reach the page in one read; a slow
+  // network (16 KB/s, Chromium's own throttling) makes the stream's pacing visible.
+  const cdp = await context.newCDPSession(page);
+  await cdp.send("Network.enable");
+  await cdp.send("Network.emulateNetworkConditions",
+    { offline: false, latency: 0, downloadThroughput: 16 * 1024, uploadThroughput: -1 });
+  for (const mode of ["chat", "completion"]) {
+    await page.selectOption("select[name=mode]", mode);
+    await page.fill("textarea[name=prompt]", "Once upon a time, there was a little dog");
+    await page.evaluate(() => {
+      // The output's length, and when, at every change the page makes while the answer streams.
+      window.__observer?.disconnect();
+      window.__lengths = [];
+      window.__times = [];
+      const out = document.getElementById("output");
+      window.__observer = new MutationObserver(() => {
+        if (out.textContent.length === 0) return; // the page clearing the last answer
+        window.__lengths.push(out.textContent.length);
+        window.__times.push(performance.now());
+      });
+      window.__observer.observe(out, { childList: true, characterData: true, subtree: true });
+    });
+    await page.click("#send");
+    await page.waitForFunction(() => document.getElementById("answer-stats").textContent.includes("tokens/s"), null,
+      { timeout: 20000 });
+    const lengths = await page.evaluate(() => window.__lengths);
+    const times = await page.evaluate(() => window.__times);
+    const chunks = Number(await page.locator("#output").getAttribute("data-chunks"));
+    const grew = lengths.every((n, i) => i === 0 || n >= lengths[i - 1]);
+    check(chunks >= 40, `${mode}: the answer arrived as ${chunks} streamed pieces`);
+    check(lengths.length >= 2 && grew && lengths[lengths.length - 1] > lengths[0],
+      `${mode}: the text grew over ${lengths.length} updates (${lengths[0]} → ${lengths[lengths.length - 1]} characters)`);
+    // Not all at once at the end: the updates came as the tokens did, over time.
+    const spread = times[times.length - 1] - times[0];
+    const moments = new Set(times.map((t) => Math.floor(t / 20))).size;
+    check(spread > 100 && moments >= 5,
+      `${mode}: the updates came at ${moments} moments 20 ms apart or more, over ${spread.toFixed(0)} ms`);
+    const answerStats = await page.locator("#answer-stats").innerText();
+    check(/TTFT \d+ ms/.test(answerStats) && /[\d.]+ tokens\/s/.test(answerStats),
+      `${mode}: TTFT and tokens/s are shown: ${answerStats}`);
+    check(await page.locator("#play-error").isHidden(), `${mode}: no error is shown for a good request`);
+  }
+  // The screenshot shows an answer at the server's own speed.
+  await cdp.send("Network.emulateNetworkConditions",
+    { offline: false, latency: 0, downloadThroughput: -1, uploadThroughput: -1 });
   await page.fill("input[name=max_tokens]", "120");
-  await page.fill("textarea[name=prompt]", "Once upon a time, there was a little dog");
-  await page.evaluate(() => {
-    // The output's length at every change the page makes while the answer streams.
-    window.__lengths = [];
-    const out = document.getElementById("output");
-    new MutationObserver(() => window.__lengths.push(out.textContent.length)).observe(out, { childList: true, characterData: true, subtree: true });
-  });
   await page.click("#send");
-  await page.waitForFunction(() => document.getElementById("answer-stats").textContent.includes("tokens/s"), null, { timeout: 20000 });
-  const lengths = await page.evaluate(() => window.__lengths);
-  const chunks = Number(await page.locator("#output").getAttribute("data-chunks"));
-  const grew = lengths.every((n, i) => i === 0 || n >= lengths[i - 1]);
-  check(chunks >= 10, `the answer arrived as ${chunks} streamed pieces`);
-  check(lengths.length >= 2 && grew && lengths[lengths.length - 1] > lengths[0],
-    `the text grew over ${lengths.length} updates (${lengths[0]} → ${lengths[lengths.length - 1]} characters)`);
-  const answerStats = await page.locator("#answer-stats").innerText();
-  check(/TTFT \d+ ms/.test(answerStats) && /[\d.]+ tokens\/s/.test(answerStats), `TTFT and tokens/s are shown: ${answerStats}`);
-  check(await page.locator("#play-error").isHidden(), "no error is shown for a good request");
+  await page.waitForFunction(() => document.getElementById("answer-stats").textContent.includes("tokens/s"), null,
+    { timeout: 20000 });
   await page.screenshot({ path: join(outDir, "playground.png"), fullPage: true });
 
   // A bad parameter: the server's message, not a generic failure.

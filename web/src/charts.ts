@@ -10,6 +10,7 @@ interface SeriesSpec {
   stroke: string;
   scale?: string;
   dots?: boolean; // per-request samples: points, no line
+  steps?: boolean; // per-step state: held until the next step, not interpolated
 }
 
 interface ChartSpec {
@@ -21,6 +22,7 @@ interface ChartSpec {
 }
 
 const MIB = 1024 * 1024;
+const stepped = uPlot.paths.stepped!({ align: 1 });
 
 const specs: ChartSpec[] = [
   {
@@ -36,8 +38,8 @@ const specs: ChartSpec[] = [
     id: "queue",
     title: "Running and waiting requests",
     series: [
-      { label: "running", stroke: "#16a34a" },
-      { label: "waiting", stroke: "#dc2626" },
+      { label: "running", stroke: "#16a34a", steps: true },
+      { label: "waiting", stroke: "#dc2626", steps: true },
     ],
     data: (s) => [seconds(s.steps.t_ms), s.steps.running, s.steps.waiting],
   },
@@ -46,8 +48,8 @@ const specs: ChartSpec[] = [
     title: "Memory: KV cache (% of blocks) and RSS (MiB)",
     right: "MiB",
     series: [
-      { label: "KV used %", stroke: "#7c3aed" },
-      { label: "RSS MiB", stroke: "#0891b2", scale: "r" },
+      { label: "KV used %", stroke: "#7c3aed", steps: true },
+      { label: "RSS MiB", stroke: "#0891b2", scale: "r", steps: true },
     ],
     data: (s) => [
       seconds(s.steps.t_ms),
@@ -60,8 +62,8 @@ const specs: ChartSpec[] = [
     title: "Batch efficiency (% of the token budget) and batch size",
     right: "sequences",
     series: [
-      { label: "efficiency %", stroke: "#ea580c" },
-      { label: "sequences", stroke: "#64748b", scale: "r" },
+      { label: "efficiency %", stroke: "#ea580c", steps: true },
+      { label: "sequences", stroke: "#64748b", scale: "r", steps: true },
     ],
     data: (s) => [
       seconds(s.steps.t_ms),
@@ -113,7 +115,7 @@ function options(spec: ChartSpec, width: number): uPlot.Options {
         stroke: s.stroke,
         scale: s.scale ?? "y",
         width: 1.5,
-        paths: s.dots ? () => null : undefined,
+        paths: s.dots ? () => null : s.steps ? stepped : undefined,
         points: s.dots ? { show: true, size: 5, fill: s.stroke } : { show: false },
       })),
     ],

@@ -81,23 +81,27 @@ export interface Stats {
   requests: RequestColumns;
 }
 
-// Tokens per second in one-second bins over the window's steps: generated (decode)
-// and prompt (prefill) tokens. Times in seconds, as uPlot's time axis wants.
+// Tokens per second over the window's steps, generated (decode) and prompt (prefill),
+// in about 40 bins of equal width (50 ms to 10 s, so that a short burst and an hour
+// both draw as a curve); bins without a step count zero. Times in seconds, as uPlot's
+// time axis wants.
 export function tokenRate(s: StepColumns): [number[], number[], number[]] {
-  const t: number[] = [];
-  const decode: number[] = [];
-  const prefill: number[] = [];
-  for (let i = 0; i < s.t_ms.length; i++) {
-    const sec = Math.floor(s.t_ms[i] / 1000);
-    if (t.length === 0 || t[t.length - 1] !== sec) {
-      t.push(sec);
-      decode.push(0);
-      prefill.push(0);
-    }
-    decode[decode.length - 1] += s.batch_tokens[i] - s.prefill_tokens[i];
-    prefill[prefill.length - 1] += s.prefill_tokens[i];
+  const n = s.t_ms.length;
+  if (n === 0) return [[], [], []];
+  const first = s.t_ms[0];
+  const span = s.t_ms[n - 1] - first;
+  const width = Math.min(10000, Math.max(50, span / 40));
+  const bins = Math.floor(span / width) + 1;
+  const t = Array.from({ length: bins }, (_, i) => (first + (i + 0.5) * width) / 1000);
+  const decode = new Array<number>(bins).fill(0);
+  const prefill = new Array<number>(bins).fill(0);
+  for (let i = 0; i < n; i++) {
+    const b = Math.min(bins - 1, Math.floor((s.t_ms[i] - first) / width));
+    decode[b] += s.batch_tokens[i] - s.prefill_tokens[i];
+    prefill[b] += s.prefill_tokens[i];
   }
-  return [t, decode, prefill];
+  const perSecond = (v: number) => (v * 1000) / width;
+  return [t, decode.map(perSecond), prefill.map(perSecond)];
 }
 
 export const seconds = (ms: number[]): number[] => ms.map((v) => v / 1000);
