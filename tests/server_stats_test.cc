@@ -5,6 +5,7 @@
 
 #include <regex>
 
+#include "command_util.h"
 #include "server_test_util.h"
 
 namespace llms::test {
@@ -177,6 +178,17 @@ TEST(ServerUiTest, NoUiAnswers404ButKeepsTheStats) {
   EXPECT_EQ(http_get(server->port(), "/").status, 404);
   EXPECT_EQ(http_get(server->port(), "/ui/index.html").status, 404);
   EXPECT_EQ(http_get(server->port(), "/v1/stats").status, 200);
+}
+
+TEST(ServerUiTest, NoUiFlagAndStatsWindowKeyReachTheConfig) {
+  const std::string serve = std::string(LLMSERVE_BIN) + " serve -m " + synthetic_path();
+  const CmdResult r = run_command(serve + " --no-ui --stats-window 16 --print-config 2>&1");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("ui = false"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("stats_window = 16"), std::string::npos) << r.out;
+  const CmdResult bad = run_command(serve + " --stats-window -1 --print-config 2>&1");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.out.find("stats_window"), std::string::npos) << bad.out;
 }
 
 TEST(ServerUiTest, WithAnApiKeyThePageIsOpenAndTheStatsAreNot) {

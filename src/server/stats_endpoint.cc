@@ -27,7 +27,7 @@ void handle_stats(ServerContext& ctx, const HttpRequest&, std::shared_ptr<HttpEx
                   {"now_ms", unix_ms()},
                   {"uptime_s", unix_seconds() - ctx.created},
                   {"window", w.capacity},
-                  {"engine", engine_json(current->engine().snapshot(), static_cast<double>(process_rss_bytes()))},
+                  {"engine", engine_json(current->engine().snapshot(), process_rss_bytes())},
                   {"totals", std::move(totals)},
                   {"summary", window_summary(w)},
                   {"versions", versions_json(ctx.versions.state(), ctx.versions.loaded())},

@@ -114,7 +114,7 @@ Json versions_json(const VersionSetState& state, const std::vector<VersionPtr>& 
   return out;
 }
 
-Json engine_json(const EngineSnapshot& s, double rss_bytes) {
+Json engine_json(const EngineSnapshot& s, int64_t rss_bytes) {
   return Json{{"running", s.running},
               {"waiting", s.waiting},
               {"kv_blocks_total", s.kv_blocks_total},

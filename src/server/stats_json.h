@@ -7,6 +7,7 @@
 // Thread-safety: pure functions over snapshots.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,6 @@ Json window_summary(const StatsWindowSnapshot& w);
 // the quality gauges of each loaded version.
 Json versions_json(const VersionSetState& state, const std::vector<VersionPtr>& loaded);
 // The engine's live gauges.
-Json engine_json(const EngineSnapshot& s, double rss_bytes);
+Json engine_json(const EngineSnapshot& s, int64_t rss_bytes);
 
 }  // namespace llms
