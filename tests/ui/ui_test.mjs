@@ -25,8 +25,9 @@ function check(cond, what) {
 }
 
 // Starts the server on a free port; resolves to its base URL once it listens.
-function startServer() {
-  const proc = spawn(bin, ["serve", "-m", model, "--port", "0", "--threads", "1"], { stdio: ["ignore", "pipe", "pipe"] });
+function startServer(extra = []) {
+  const args = ["serve", "-m", model, "--port", "0", "--threads", "1", ...extra];
+  const proc = spawn(bin, args, { stdio: ["ignore", "pipe", "pipe"] });
   let log = "";
   const url = new Promise((resolve, reject) => {
     const onData = (d) => {
@@ -50,7 +51,8 @@ async function complete(base, prompt, maxTokens) {
   if (r.status !== 200) throw new Error(`completion: ${r.status} ${await r.text()}`);
 }
 
-const server = startServer();
+const servers = [startServer()];
+const server = servers[0];
 const profile = mkdtempSync(join(tmpdir(), "llmserve-ui-chromium-"));
 let context;
 try {
@@ -162,14 +164,33 @@ try {
   check(error.startsWith("400") && error.includes("top_p"), `the server's error message is shown: ${error}`);
   await page.screenshot({ path: join(outDir, "playground-error.png"), fullPage: true });
 
-  // The deliberate 400 is the one console error the browser may log (a failed resource).
-  const unexpected = problems.filter((p) => !(p.step === "bad-parameter" && /status of 400/.test(p.text)));
+  // A server with an API key: the page loads without one, says why the stats fail,
+  // and fills once the key is typed.
+  step = "api-key";
+  const key = "sk-dashboard-browser-test";
+  servers.push(startServer(["--api-key", key]));
+  const keyed = await servers[1].url;
+  await page.goto(`${keyed}/`);
+  await page.locator("#stats-error").waitFor({ state: "visible", timeout: 10000 });
+  const refused = await page.locator("#stats-error").innerText();
+  check(refused.includes("401"), `without a key the page shows the server's refusal: ${refused}`);
+  await page.fill("#api-key", key);
+  await page.locator("#api-key").dispatchEvent("change");
+  // (A poll sent just before the key was typed may still log its 401.)
+  await page.waitForFunction(() => /requests\s*\d/.test(document.getElementById("tiles").textContent), null,
+    { timeout: 10000 });
+  check(await page.locator("#stats-error").isHidden(), "with the key the stats load");
+
+  // The deliberate 400 and 401s are the console errors the browser may log (failed resources).
+  const expected = (p) => (p.step === "bad-parameter" && /status of 400/.test(p.text)) ||
+    (p.step === "api-key" && /status of 401/.test(p.text));
+  const unexpected = problems.filter((p) => !expected(p));
   check(unexpected.length === 0, `no console errors or uncaught exceptions ${JSON.stringify(unexpected)}`);
   const violations = await page.evaluate(() => window.__csp);
   check(violations.length === 0, `no CSP violations ${JSON.stringify(violations)}`);
   console.log(`screenshots in ${outDir}`);
 } finally {
   await context?.close();
-  server.proc.kill("SIGTERM");
+  for (const srv of servers) srv.proc.kill("SIGTERM");
   rmSync(profile, { recursive: true, force: true });
 }
