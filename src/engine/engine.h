@@ -11,7 +11,7 @@
 // engine's vocabulary; the engine thread masks their logits before sampling, in the
 // same batch as every other request.
 //
-// Thread-safety: submit(), cached(), compile_grammar(), snapshot(), begin_drain(),
+// Thread-safety: submit(), cached(), compile_grammar(), snapshot(), stats_window(), begin_drain(),
 // wake() from any thread; step() from one thread at a time, never while the engine thread runs.
 #pragma once
 

@@ -2,7 +2,8 @@
 // by playwright-core (which downloads nothing). Against `llmserve serve` on stories260K
 // it checks that the charts fill after a few requests, that a playground answer streams
 // in piece by piece with its TTFT and tokens/s, that a bad parameter shows the server's
-// error message, and that the page runs under the server's CSP without a console error.
+// error message, that a server with an API key gets the key typed into the page, and
+// that the page runs under the server's CSP without a console error.
 // Saves screenshots into OUT_DIR.
 //   node ui_test.mjs LLMSERVE_BIN MODEL.gguf OUT_DIR [CHROMIUM]
 // run_ui_test.sh installs what it needs and turns a missing piece into a skip.
@@ -58,7 +59,12 @@ let context;
 try {
   const base = await server.url;
   console.log(`server at ${base}`);
-  for (let i = 0; i < 6; i++) await complete(base, `Once upon a time ${i}`, 32);
+  // Three rounds of four concurrent requests of different lengths: batches of several
+  // sequences, and requests that end at different times.
+  const answerTokens = [24, 48, 96, 160];
+  for (let round = 0; round < 3; round++) {
+    await Promise.all(answerTokens.map((n, i) => complete(base, `Once upon a time ${round} ${i}`, n)));
+  }
 
   context = await chromium.launchPersistentContext(profile, {
     executablePath: browserPath,
@@ -95,7 +101,7 @@ try {
   check(points.length >= 6, `every chart is filled: ${points.join(" ")}`);
   check(await page.locator("canvas").count() >= 6, "the charts are drawn on canvases");
   const tiles = await page.locator("#tiles").innerText();
-  check(/requests\s+6/.test(tiles), "the tiles count the 6 requests");
+  check(/requests\s+12/.test(tiles), "the tiles count the 12 requests");
   check(await page.locator("#reasons .bar-row").count() >= 1, "finish reasons are shown");
   check(await page.locator("#versions tbody tr").count() === 1, "the serving version is listed");
   await page.screenshot({ path: join(outDir, "dashboard.png"), fullPage: true });
