@@ -9,6 +9,7 @@
 // run_ui_test.sh installs what it needs and turns a missing piece into a skip.
 import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { createServer, connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium } from "playwright-core";
@@ -52,8 +53,54 @@ async function complete(base, prompt, maxTokens) {
   if (r.status !== 200) throw new Error(`completion: ${r.status} ${await r.text()}`);
 }
 
+// A slow network between the page and a server: a TCP relay that passes what the page
+// sends at once and what the server answers in slices of 256 bytes, one every 10 ms
+// (25 KB/s a connection). On loopback a tiny model's whole answer can reach the page in
+// one read, which would hide whether the page shows it as it streams; through the relay
+// the stream's pacing is visible. Resolves to the relay's base URL.
+function slowRelay(target, relays) {
+  const { hostname, port } = new URL(target);
+  const relay = createServer((client) => {
+    const upstream = connect(Number(port), hostname);
+    const pending = [];
+    let timer = null;
+    let ended = false;
+    const drip = () => {
+      if (pending.length === 0) {
+        clearInterval(timer);
+        timer = null;
+        if (ended) client.end();
+        return;
+      }
+      client.write(pending[0].subarray(0, 256));
+      pending[0] = pending[0].subarray(256);
+      if (pending[0].length === 0) pending.shift();
+    };
+    upstream.on("data", (d) => {
+      pending.push(d);
+      timer ??= setInterval(drip, 10);
+    });
+    upstream.on("end", () => {
+      ended = true;
+      timer ??= setInterval(drip, 10);
+    });
+    client.on("data", (d) => upstream.write(d));
+    const close = () => {
+      clearInterval(timer);
+      client.destroy();
+      upstream.destroy();
+    };
+    client.on("close", close);
+    client.on("error", close);
+    upstream.on("error", close);
+  });
+  relays.push(relay);
+  return new Promise((resolve) => relay.listen(0, "127.0.0.1", () => resolve(`http://127.0.0.1:${relay.address().port}`)));
+}
+
 const servers = [startServer()];
 const server = servers[0];
+const relays = [];
 const profile = mkdtempSync(join(tmpdir(), "llmserve-ui-chromium-"));
 let context;
 try {
@@ -81,11 +128,12 @@ try {
     if (m.type() === "error") problems.push({ step, text: m.text() });
   });
   page.on("pageerror", (e) => problems.push({ step, text: `uncaught: ${e.message}` }));
-  // CSP violations, reported by the page itself (they also reach the console).
+  // CSP violations, reported by every page loaded (they also reach the console).
+  const violations = [];
+  await page.exposeFunction("reportCspViolation", (v) => violations.push(v));
   await page.addInitScript(() => {
-    window.__csp = [];
     document.addEventListener("securitypolicyviolation", (e) =>
-      window.__csp.push(`${e.violatedDirective} ${e.blockedURI}`));
+      window.reportCspViolation(`${e.violatedDirective} ${e.blockedURI}`));
   });
 
   // The dashboard.
@@ -108,14 +156,9 @@ try {
 
   // The playground: answers that arrive piece by piece, from both endpoints.
   step = "playground";
+  await page.goto(`${await slowRelay(base, relays)}/`);
   await page.click("nav button[data-tab=playground]");
   await page.fill("input[name=max_tokens]", "80");
-  // On loopback a tiny model's whole answer can reach the page in one read; a slow
-  // network (16 KB/s, Chromium's own throttling) makes the stream's pacing visible.
-  const cdp = await context.newCDPSession(page);
-  await cdp.send("Network.enable");
-  await cdp.send("Network.emulateNetworkConditions",
-    { offline: false, latency: 0, downloadThroughput: 16 * 1024, uploadThroughput: -1 });
   for (const mode of ["chat", "completion"]) {
     await page.selectOption("select[name=mode]", mode);
     await page.fill("textarea[name=prompt]", "Once upon a time, there was a little dog");
@@ -153,8 +196,10 @@ try {
     check(await page.locator("#play-error").isHidden(), `${mode}: no error is shown for a good request`);
   }
   // The screenshot shows an answer at the server's own speed.
-  await cdp.send("Network.emulateNetworkConditions",
-    { offline: false, latency: 0, downloadThroughput: -1, uploadThroughput: -1 });
+  await page.goto(`${base}/`);
+  await page.click("nav button[data-tab=playground]");
+  await page.selectOption("select[name=mode]", "completion");
+  await page.fill("textarea[name=prompt]", "Once upon a time, there was a little dog");
   await page.fill("input[name=max_tokens]", "120");
   await page.click("#send");
   await page.waitForFunction(() => document.getElementById("answer-stats").textContent.includes("tokens/s"), null,
@@ -192,11 +237,11 @@ try {
     (p.step === "api-key" && /status of 401/.test(p.text));
   const unexpected = problems.filter((p) => !expected(p));
   check(unexpected.length === 0, `no console errors or uncaught exceptions ${JSON.stringify(unexpected)}`);
-  const violations = await page.evaluate(() => window.__csp);
   check(violations.length === 0, `no CSP violations ${JSON.stringify(violations)}`);
   console.log(`screenshots in ${outDir}`);
 } finally {
   await context?.close();
   for (const srv of servers) srv.proc.kill("SIGTERM");
+  for (const relay of relays) relay.close();
   rmSync(profile, { recursive: true, force: true });
 }

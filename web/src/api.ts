@@ -1,19 +1,13 @@
-// Requests to the server the page came from, with the API key the user typed (kept in
-// sessionStorage only, so it leaves with the tab).
-const KEY_STORAGE = "llmserve.api_key";
+// Requests to the server the page came from, with the API key the user typed. The key
+// stays in this page's memory only: nothing stores it, and a reload asks again.
+let key = "";
 
-export function apiKey(): string {
-  return sessionStorage.getItem(KEY_STORAGE) ?? "";
-}
-
-export function setApiKey(key: string): void {
-  if (key) sessionStorage.setItem(KEY_STORAGE, key);
-  else sessionStorage.removeItem(KEY_STORAGE);
+export function setApiKey(value: string): void {
+  key = value;
 }
 
 export function apiFetch(path: string, init: RequestInit = {}): Promise<Response> {
   const headers = new Headers(init.headers);
-  const key = apiKey();
   if (key) headers.set("Authorization", `Bearer ${key}`);
   return fetch(path, { ...init, headers });
 }

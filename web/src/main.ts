@@ -1,5 +1,5 @@
 import "./style.css";
-import { apiKey, setApiKey } from "./api";
+import { setApiKey } from "./api";
 import { startDashboard } from "./dashboard";
 import { startPlayground } from "./playground";
 
@@ -18,7 +18,6 @@ function tabs(): void {
 
 function keyInput(): void {
   const input = document.querySelector<HTMLInputElement>("#api-key")!;
-  input.value = apiKey();
   input.addEventListener("change", () => setApiKey(input.value.trim()));
 }
 
