@@ -52,6 +52,9 @@ echo "== first lines of $URL/metrics (histogram buckets left out):"
 METRICS=$(curl -s "$URL/metrics")
 echo "$METRICS" | grep -v -e '^#' -e '_bucket{' | head -n 20 || true
 
+echo "== the dashboard: $URL/ ($(curl -s -o /dev/null -w '%{http_code}, %{size_download} bytes' "$URL/")); its data:"
+curl -s "$URL/v1/stats" | head -c 300 && echo " ..."
+
 echo "== stopping the server (SIGTERM)"
 kill -TERM $SERVER
 trap - EXIT

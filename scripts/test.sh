@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/deps.sh
-install_deps
+install_test_deps
 
 PRESET="${LLMSERVE_TEST_PRESET:-release}"
 cmake --preset "$PRESET" >/dev/null

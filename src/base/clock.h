@@ -18,6 +18,12 @@ inline int64_t unix_seconds() {
       .count();
 }
 
+// Wall-clock milliseconds since the epoch (time axes of the dashboard's samples).
+inline int64_t unix_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 class Stopwatch {
  public:
   Stopwatch() : start_(now_ns()) {}

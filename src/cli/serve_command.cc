@@ -21,6 +21,7 @@ struct Options {
   std::map<std::string, std::string> values;  // key → text, for the flags given
   std::map<std::string, CLI::Option*> flags;
   std::string kv_type;  // shorthand for kv_k_type and kv_v_type
+  bool no_ui = false;   // shorthand for ui = false
 };
 
 ServeConfig effective_config(const Options& o) {
@@ -31,6 +32,7 @@ ServeConfig effective_config(const Options& o) {
       if (Status s = set_config_value(c, key, o.kv_type); !s.ok()) fail(s.with_context("--kv-type"));
     }
   }
+  if (o.no_ui) c.server.ui = false;
   for (const auto& k : config_keys()) {
     const CLI::Option* opt = o.flags.at(k.name);
     if (opt->count() == 0) continue;
@@ -88,6 +90,7 @@ void add_serve_command(CLI::App& app) {
     o->flags[k.name] = opt;
   }
   cmd->add_option("--kv-type", o->kv_type, "KV cache type of keys and values (f32, f16, bf16, q8_0, q4_0)");
+  cmd->add_flag("--no-ui", o->no_ui, "Do not serve the dashboard and playground at / (same as --ui false)");
   cmd->callback([o] { run(*o); });
 }
 

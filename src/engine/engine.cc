@@ -76,6 +76,7 @@ Engine::Engine(std::unique_ptr<ModelRunner> runner, const Tokenizer& tokenizer, 
       result_cache_(config.result_cache_bytes),
       grammar_cache_(tokenizer, kGrammarCacheEntries),
       status_(metrics_, admission_, config.memory_limit_bytes > 0 ? config.memory_limit_bytes : machine_memory_bytes()),
+      stats_window_(config.stats_window),
       clock_(now_ns) {
   if (config.speculative == SpeculativeMode::kNgram) proposer_ = std::make_unique<NgramProposer>(config.spec_ngram_max);
   kv_.set_listener(config_.kv_events.get());
@@ -287,6 +288,19 @@ void Engine::observe_step(const SchedulePlan& plan, double step_s) {
   metrics_.prefill_share.observe(static_cast<double>(plan.prefill_tokens) / static_cast<double>(plan.num_tokens));
   metrics_.prefill_tokens_computed.inc(static_cast<double>(plan.prefill_tokens));
   if (runner_->expert_count() > 0) expert_metrics_.observe(runner_->expert_load(), runner_->expert_count());
+  StepSample sample;
+  sample.unix_ms = unix_ms();
+  sample.duration_s = step_s;
+  sample.batch_tokens = static_cast<int32_t>(plan.num_tokens);
+  sample.prefill_tokens = static_cast<int32_t>(plan.prefill_tokens);
+  sample.token_budget = config_.max_batch_tokens;
+  sample.batch_size = static_cast<int32_t>(plan.chunks.size());
+  sample.running = static_cast<int32_t>(running_.size());
+  sample.waiting = static_cast<int32_t>(waiting_.size());
+  sample.kv_blocks_used = kv_.num_used();
+  sample.kv_blocks_total = kv_.num_blocks();
+  sample.rss_bytes = static_cast<int64_t>(metrics_.rss_bytes.value());
+  stats_window_.record_step(sample);
 }
 
 Status Engine::run_plan(const SchedulePlan& plan) {

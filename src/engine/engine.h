@@ -11,7 +11,7 @@
 // engine's vocabulary; the engine thread masks their logits before sampling, in the
 // same batch as every other request.
 //
-// Thread-safety: submit(), cached(), compile_grammar(), snapshot(), begin_drain(),
+// Thread-safety: submit(), cached(), compile_grammar(), snapshot(), stats_window(), begin_drain(),
 // wake() from any thread; step() from one thread at a time, never while the engine thread runs.
 #pragma once
 
@@ -38,6 +38,7 @@
 #include "engine/request.h"
 #include "engine/result_cache.h"
 #include "engine/scheduler.h"
+#include "engine/stats_window.h"
 #include "kv/kv_block_manager.h"
 #include "metrics/metrics.h"
 #include "model/model.h"
@@ -92,6 +93,8 @@ class Engine {
   // Where the steps' time went (EngineConfig::profile); read it after stop(), or from
   // the engine thread in manual mode.
   const StepProfile& step_profile() const { return profile_; }
+  // The last steps and requests, for the dashboard; any thread.
+  StatsWindowSnapshot stats_window() const { return stats_window_.snapshot(); }
   const EngineConfig& config() const { return config_; }
   int context_length() const { return context_length_; }
   int vocab_size() const { return runner_->vocab_size(); }
@@ -123,6 +126,7 @@ class Engine {
   // -1 when the grammar leaves no token (the sequence is then finished).
   int32_t sample_next(Sequence& s, const float*& logits);
   void finish(Sequence& s, FinishReason reason, const std::string& message = "");
+  void record_request_sample(const Sequence& s, const FinishEvent& fe);
   void publish(int64_t now, bool force_rss);
   void cancel_remaining(const std::string& why);
   // Sleeps until a submission, a cancel or wake(), stop(), the scheduler's timer or
@@ -147,6 +151,7 @@ class Engine {
   ResultCache result_cache_;
   GrammarCache grammar_cache_;
   EngineStatus status_;
+  StatsWindow stats_window_;
   std::function<int64_t()> clock_;
 
   // Engine-thread state.

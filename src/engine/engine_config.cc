@@ -44,6 +44,9 @@ Status EngineConfig::validate() const {
   };
   if (max_batch_tokens < 1) return bad("max_batch_tokens", "must be >= 1");
   if (max_running < 1) return bad("max_running", "must be >= 1");
+  if (stats_window < 0 || stats_window > kMaxStatsWindow) {
+    return bad("stats_window", fmt::format("{} is not in 0..{}", stats_window, kMaxStatsWindow));
+  }
   if (max_batch_size < 1) return bad("max_batch_size", "must be >= 1");
   if (max_delay_ms < 0) return bad("max_delay_ms", "must be >= 0");
   LLMS_RETURN_IF_ERROR(check_kv_block_size(block_size, "kv_block_size"));

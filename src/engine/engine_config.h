@@ -35,6 +35,9 @@ enum class BatchingPolicy {
 const char* batching_policy_name(BatchingPolicy p);
 Result<BatchingPolicy> parse_batching_policy(const std::string& name);
 
+// Samples of each kind the dashboard's window may keep (about 100 bytes each).
+inline constexpr int kMaxStatsWindow = 1 << 20;
+
 struct EngineConfig {
   BatchingPolicy batching = BatchingPolicy::kContinuous;
   int max_batch_tokens = 512;    // tokens per forward pass (decodes + prefill chunks)
@@ -76,6 +79,7 @@ struct EngineConfig {
 
   int threads = 0;                // kernel threads; 0 = one per core
   bool profile = false;           // time each step's parts (Engine::step_profile())
+  int stats_window = 1024;        // steps and requests the dashboard's window keeps (stats_window.h)
 
   SpeculativeMode speculative = SpeculativeMode::kOff;
   int spec_tokens = 4;            // most tokens proposed per sequence and step (K)

@@ -75,6 +75,7 @@ Result<ApiKeys> ApiKeys::load(const ServerConfig& c) {
 
 bool ApiKeys::protects(std::string_view path) const {
   if (keys_.empty() || path == "/health" || path == "/ready") return false;
+  if (path == "/" || path.starts_with("/ui/")) return false;  // the dashboard's files; its API calls carry the key
   return path != "/metrics" || protect_metrics_;
 }
 

@@ -1,6 +1,7 @@
 // ApiKeys: access control by bearer key. With keys configured (--api-key, and the
 // lines of --api-key-file), every request must carry `Authorization: Bearer KEY` except
-// the probes GET /health and /ready, and /metrics unless protect_metrics; the answer
+// the probes GET /health and /ready, the dashboard's files (/ and /ui/...; the page
+// sends the key the user types with its API calls), and /metrics unless protect_metrics; the answer
 // without a valid key is 401 in the OpenAI error shape. Keys are compared in constant
 // time (the time depends on the presented key's length only, never on where it first
 // differs or on the keys' lengths), and no key is ever logged.

@@ -22,10 +22,14 @@ TEST(ApiKeysTest, WhichPathsAndWhichHeaders) {
   auto keys = ApiKeys::from_keys({"k1", "k2"}, /*protect_metrics=*/false);
   ASSERT_TRUE(keys.ok());
   const ApiKeys& k = keys.value();
-  for (const char* p : {"/v1/completions", "/v1/models/x", "/tokenize", "/detokenize", "/", "/other"}) {
+  for (const char* p : {"/v1/completions", "/v1/models/x", "/v1/stats", "/tokenize", "/detokenize", "/other", "/ui",
+                        "/uix/a.js"}) {
     EXPECT_TRUE(k.protects(p)) << p;
   }
-  for (const char* p : {"/health", "/ready", "/metrics"}) EXPECT_FALSE(k.protects(p)) << p;
+  // The probes, the scrape, and the dashboard's files (the page sends the key itself).
+  for (const char* p : {"/health", "/ready", "/metrics", "/", "/ui/index.html", "/ui/assets/index-1.js"}) {
+    EXPECT_FALSE(k.protects(p)) << p;
+  }
   EXPECT_TRUE(ApiKeys::from_keys({"k"}, true).value().protects("/metrics"));
   EXPECT_FALSE(ApiKeys().protects("/v1/completions"));
 

@@ -80,6 +80,7 @@ TEST(ConfigFileTest, ValidationErrorsNameRealKeys) {
       [](EngineConfig& e) { e.memory_limit_bytes = -1; }, [](EngineConfig& e) { e.default_timeout_s = 0; },
       [](EngineConfig& e) { e.long_job_factor = 0.5; }, [](EngineConfig& e) { e.long_job_share = 0; },
       [](EngineConfig& e) { e.aging_s = 0; },            [](EngineConfig& e) { e.threads = -1; },
+      [](EngineConfig& e) { e.stats_window = -1; },
   };
   ASSERT_TRUE(EngineConfig{}.validate().ok());
   for (size_t i = 0; i < breakers.size(); ++i) {

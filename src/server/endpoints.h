@@ -24,6 +24,10 @@ void handle_detokenize(ServerContext& ctx, const HttpRequest& req, std::shared_p
 void handle_health(ServerContext& ctx, const HttpRequest& req, std::shared_ptr<HttpExchange> ex);
 void handle_ready(ServerContext& ctx, const HttpRequest& req, std::shared_ptr<HttpExchange> ex);
 void handle_metrics(ServerContext& ctx, const HttpRequest& req, std::shared_ptr<HttpExchange> ex);
+// GET /v1/stats: the dashboard's window of steps and requests (stats_json.h)
+void handle_stats(ServerContext& ctx, const HttpRequest& req, std::shared_ptr<HttpExchange> ex);
+// GET / and GET /ui/...: the dashboard's files (ui_assets.h); routed only while ServerConfig::ui
+void handle_ui(ServerContext& ctx, const HttpRequest& req, std::shared_ptr<HttpExchange> ex);
 
 // The request header that pins a request to a loaded version, and the response header
 // that says which version answered.

@@ -78,8 +78,8 @@ Result<std::unique_ptr<LlmServer>> LlmServer::start(const ServeConfig& config) {
 Status LlmServer::init() {
   LLMS_ASSIGN_OR_RETURN(ApiKeys keys, ApiKeys::load(config_.server));  // a bad key file fails before the model loads
   if (keys.enabled()) {
-    log_info("API keys: {} configured; requests need 'Authorization: Bearer KEY' (open: /health, /ready{})", keys.size(),
-             config_.server.protect_metrics ? "" : ", /metrics");
+    log_info("API keys: {} configured; requests need 'Authorization: Bearer KEY' (open: /health, /ready{}{})",
+             keys.size(), config_.server.protect_metrics ? "" : ", /metrics", config_.server.ui ? ", the page at / and /ui/" : "");
   }
   LLMS_ASSIGN_OR_RETURN(const std::string admin_token, read_admin_token(config_.server.admin_token_file));
   registry_ = std::make_unique<Registry>();

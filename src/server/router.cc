@@ -24,16 +24,21 @@ Router::Router(ServerContext& ctx, ApiKeys keys) : ctx_(ctx), keys_(std::move(ke
       {"GET", "/health", handle_health},
       {"GET", "/ready", handle_ready},
       {"GET", "/metrics", handle_metrics},
+      {"GET", "/v1/stats", handle_stats},
       {"GET", "/admin/versions", handle_admin},
       {"POST", "/admin/deploy", handle_admin},
       {"POST", "/admin/promote", handle_admin},
       {"POST", "/admin/abort", handle_admin},
       {"POST", "/admin/rollback", handle_admin},
   };
+  if (ctx.config.server.ui) {  // else / and /ui/ answer 404 like any unknown path
+    routes_.push_back({"GET", "/", handle_ui});
+    routes_.push_back({"GET", "/ui/", handle_ui});
+  }
 }
 
 bool Router::Route::matches(std::string_view p) const {
-  if (path.back() != '/') return p == path;
+  if (path == "/" || path.back() != '/') return p == path;
   return p.size() > path.size() && p.substr(0, path.size()) == path;
 }
 

@@ -31,7 +31,7 @@ class Router {
   using Endpoint = std::function<void(ServerContext&, const HttpRequest&, std::shared_ptr<HttpExchange>)>;
   struct Route {
     std::string method;
-    std::string path;  // exact, or a prefix when it ends with '/'
+    std::string path;  // exact, or a prefix when it ends with '/' (but "/" itself is exact)
     Endpoint fn;
     bool matches(std::string_view p) const;
   };

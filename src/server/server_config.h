@@ -41,6 +41,7 @@ struct ServerConfig {
   std::string prefix_hash_seed;      // sha256-cbor's seed (vLLM's PYTHONHASHSEED, llm-d's hashSeed)
   std::string metrics_compat = "vllm";  // also show the gateway-read metrics under vLLM's names; "none": not
   std::string chat_template;         // "" = the model's (or "plain" when it has none), a family name, a Jinja source, or "plain"
+  bool ui = true;                    // the dashboard and playground at / (docs/ui.md); --no-ui: 404 there
 
   Status validate() const;
 };
