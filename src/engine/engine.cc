@@ -80,6 +80,13 @@ Engine::Engine(std::unique_ptr<ModelRunner> runner, const Tokenizer& tokenizer, 
       clock_(now_ns) {
   if (config.speculative == SpeculativeMode::kNgram) proposer_ = std::make_unique<NgramProposer>(config.spec_ngram_max);
   kv_.set_listener(config_.kv_events.get());
+  step_config_ = config_;
+  if (config_.autotune != AutotuneMode::kOff) {
+    tuner_ = std::make_unique<AutoTuner>(
+        AutotuneBounds{std::min(config_.autotune_min_batch_tokens, config_.max_batch_tokens), config_.max_batch_tokens,
+                       config_.max_running},
+        config_.slo_interactive.itl_ms * 1e-3);
+  }
   if (config_.profile) {
     profile_.set_enabled(true);
     runner_->set_profile(&profile_);
@@ -231,7 +238,7 @@ bool Engine::step() {
   part.reset();
   propose_drafts();
   part.emplace(&profile_, StepPart::kSchedule);
-  SchedulerContext ctx{waiting_, running_, kv_, config_, now};
+  SchedulerContext ctx{waiting_, running_, kv_, step_config_, now};
   const SchedulePlan plan = scheduler_->schedule(ctx);
   admit(plan, now);
   if (plan.chunks.empty()) {
@@ -284,16 +291,17 @@ void Engine::observe_step(const SchedulePlan& plan, double step_s) {
   metrics_.step_time.observe(step_s);
   metrics_.batch_size.observe(static_cast<double>(plan.chunks.size()));
   metrics_.batch_tokens.observe(static_cast<double>(plan.num_tokens));
-  metrics_.batch_efficiency.observe(static_cast<double>(plan.num_tokens) / config_.max_batch_tokens);
+  metrics_.batch_efficiency.observe(static_cast<double>(plan.num_tokens) / step_config_.max_batch_tokens);
   metrics_.prefill_share.observe(static_cast<double>(plan.prefill_tokens) / static_cast<double>(plan.num_tokens));
   metrics_.prefill_tokens_computed.inc(static_cast<double>(plan.prefill_tokens));
   if (runner_->expert_count() > 0) expert_metrics_.observe(runner_->expert_load(), runner_->expert_count());
+  if (tuner_) tune(plan, step_s);
   StepSample sample;
   sample.unix_ms = unix_ms();
   sample.duration_s = step_s;
   sample.batch_tokens = static_cast<int32_t>(plan.num_tokens);
   sample.prefill_tokens = static_cast<int32_t>(plan.prefill_tokens);
-  sample.token_budget = config_.max_batch_tokens;
+  sample.token_budget = step_config_.max_batch_tokens;
   sample.batch_size = static_cast<int32_t>(plan.chunks.size());
   sample.running = static_cast<int32_t>(running_.size());
   sample.waiting = static_cast<int32_t>(waiting_.size());
@@ -301,6 +309,28 @@ void Engine::observe_step(const SchedulePlan& plan, double step_s) {
   sample.kv_blocks_total = kv_.num_blocks();
   sample.rss_bytes = static_cast<int64_t>(metrics_.rss_bytes.value());
   stats_window_.record_step(sample);
+}
+
+// The auto-tuner's decision, reported (gauges, a log line when it changes) and, with
+// autotune = on, applied to the next steps' budget and cap.
+void Engine::tune(const SchedulePlan& plan, double step_s) {
+  if (!tuner_->observe(plan.num_tokens, static_cast<int64_t>(plan.chunks.size()), step_s)) return;
+  const AutotuneDecision& d = tuner_->decision();
+  const bool apply = config_.autotune == AutotuneMode::kOn;
+  metrics_.autotune_batch_tokens.set(d.batch_tokens);
+  metrics_.autotune_max_running.set(d.max_running);
+  metrics_.autotune_predicted_step.set(d.predicted_step_s);
+  if (d.changed) {
+    metrics_.autotune_decisions.with({apply ? "applied" : "observed"}).inc();
+    log_info("autotune ({}): max_batch_tokens {}, max_running {}, predicted step {:.2f} ms (fit: {:.2f} ms + {:.2f} "
+             "us/token + {:.2f} us/sequence)",
+             autotune_mode_name(config_.autotune), d.batch_tokens, d.max_running, d.predicted_step_s * 1e3,
+             tuner_->fixed_s() * 1e3, tuner_->per_token_s() * 1e6, tuner_->per_sequence_s() * 1e6);
+  }
+  if (apply) {
+    step_config_.max_batch_tokens = d.batch_tokens;
+    step_config_.max_running = d.max_running;
+  }
 }
 
 Status Engine::run_plan(const SchedulePlan& plan) {
@@ -406,7 +436,7 @@ void Engine::stop() {
 void Engine::wait_for_work(int64_t cap_ns) {
   const int64_t now = clock_();
   int64_t wake_at = now + cap_ns;
-  SchedulerContext ctx{waiting_, running_, kv_, config_, now};
+  SchedulerContext ctx{waiting_, running_, kv_, step_config_, now};
   if (const int64_t t = scheduler_->next_wake_ns(ctx); t > 0) wake_at = std::min(wake_at, t);
   for (const Sequence* s : waiting_) wake_at = std::min(wake_at, s->deadline_ns);
   std::unique_lock<std::mutex> lock(mu_);

@@ -35,6 +35,7 @@
 #include "engine/grammar_cache.h"
 #include "engine/model_runner.h"
 #include "engine/proposer.h"
+#include "engine/autotune.h"
 #include "engine/request.h"
 #include "engine/result_cache.h"
 #include "engine/scheduler.h"
@@ -127,6 +128,7 @@ class Engine {
   int32_t sample_next(Sequence& s, const float*& logits);
   void finish(Sequence& s, FinishReason reason, const std::string& message = "");
   void record_request_sample(const Sequence& s, const FinishEvent& fe);
+  void tune(const SchedulePlan& plan, double step_s);
   void publish(int64_t now, bool force_rss);
   void cancel_remaining(const std::string& why);
   // Sleeps until a submission, a cancel or wake(), stop(), the scheduler's timer or
@@ -137,6 +139,8 @@ class Engine {
   std::unique_ptr<ModelRunner> runner_;
   const Tokenizer& tokenizer_;
   EngineConfig config_;
+  EngineConfig step_config_;          // config_ with the auto-tuner's budget and cap (engine thread)
+  std::unique_ptr<AutoTuner> tuner_;  // null with autotune = off
   Hash128 model_identity_;
   int context_length_;
   std::unique_ptr<Registry> own_registry_;

@@ -72,6 +72,7 @@ Status EngineConfig::validate() const {
     if (!(v >= 0)) return bad(name, "must be >= 0 (0: no target)");
   }
   if (!(slo_percentile >= 0.5 && slo_percentile <= 1)) return bad("slo_percentile", "must be in [0.5, 1]");
+  if (autotune_min_batch_tokens < 1) return bad("autotune_min_batch_tokens", "must be >= 1");
   if (threads < 0) return bad("threads", "must be >= 0");
   if (spec_tokens < 1 || spec_tokens > 16) return bad("spec_tokens", fmt::format("{} is not in 1..16", spec_tokens));
   if (spec_ngram_max < 1 || spec_ngram_max > 8) return bad("spec_ngram_max", fmt::format("{} is not in 1..8", spec_ngram_max));

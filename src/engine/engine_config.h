@@ -7,6 +7,7 @@
 #include <string>
 
 #include "base/status.h"
+#include "engine/autotune.h"
 #include "kv/kv_events.h"
 #include "tensor/dtype.h"
 
@@ -76,6 +77,10 @@ struct EngineConfig {
   SloTarget slo_interactive;      // targets of interactive-lane requests without their own
   SloTarget slo_batch;            // targets of batch-lane requests without their own
   double slo_percentile = 0.99;   // an ITL target holds for this share of a request's intervals
+  // Holds max_batch_tokens and max_running where the interactive ITL target is met
+  // (autotune.h); the configured values are the upper bounds.
+  AutotuneMode autotune = AutotuneMode::kOff;
+  int autotune_min_batch_tokens = 32;
 
   int threads = 0;                // kernel threads; 0 = one per core
   bool profile = false;           // time each step's parts (Engine::step_profile())

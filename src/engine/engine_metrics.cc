@@ -80,6 +80,15 @@ EngineMetrics::EngineMetrics(Registry& r)
                                     "(met, missed).",
                                     {"slo", "result"})),
       slo_goodput_tokens(r.counter("llmserve_slo_goodput_tokens_total",
-                                   "Generated tokens of requests that met every latency target they had.")) {}
+                                   "Generated tokens of requests that met every latency target they had.")),
+      autotune_batch_tokens(r.gauge("llmserve_autotune_batch_tokens",
+                                    "The auto-tuner's step token budget (applied with autotune = on, proposed with "
+                                    "observe).")),
+      autotune_max_running(r.gauge("llmserve_autotune_max_running", "The auto-tuner's running-sequence cap.")),
+      autotune_predicted_step(r.gauge("llmserve_autotune_predicted_step_seconds",
+                                      "The step time the auto-tuner's fitted model predicts at its budget.")),
+      autotune_decisions(r.counter_family("llmserve_autotune_decisions_total",
+                                          "Changes of the auto-tuner's budget or cap, applied or only observed.",
+                                          {"mode"})) {}
 
 }  // namespace llms

@@ -50,6 +50,10 @@ struct EngineMetrics {
   Counter& prefix_clustered;        // admitted after a running request computed their shared prefix
   Family<Counter>& slo_requests;    // by slo (ttft, itl) and result (met, missed); requests with a target
   Counter& slo_goodput_tokens;      // generated tokens of requests that met every target they had
+  Gauge& autotune_batch_tokens;     // the auto-tuner's budget (applied or, observing, proposed)
+  Gauge& autotune_max_running;      // its running cap
+  Gauge& autotune_predicted_step;   // the step time it predicts there (seconds)
+  Family<Counter>& autotune_decisions;  // changes, by applied/observed
 };
 
 }  // namespace llms

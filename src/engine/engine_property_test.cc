@@ -59,6 +59,7 @@ RequestParams random_request(Rng& rng, int vocab) {
   }
   if (rng.below(8) == 0) p.timeout_s = 0.005 + rng.uniform() * 0.05;
   p.speculative = rng.below(2) == 0;  // half the requests verify proposed tokens
+  if (rng.below(3) == 0) p.slo = {1 + rng.uniform() * 20, rng.below(2) ? 0.5 + rng.uniform() : 0};  // deadline-first
   return p;
 }
 
@@ -70,7 +71,11 @@ std::unique_ptr<Engine> make_engine(EngineConfig c, int32_t blocks) {
   return std::make_unique<Engine>(std::move(runner), *f.tokenizer, c, f.model->identity(), blocks, 64);
 }
 
-TEST(EnginePropertyTest, RandomWorkloadEndsOnceFreesEverythingAndMatchesSoloRuns) {
+// Random arrivals, lengths, priorities, lanes, latency targets, sampling, timeouts
+// and cancels on a tiny pool: every request ends once, the pool ends empty, and every
+// output equals the request's solo run. With `autotune` the budget and cap move under
+// it (the ITL target is far below this model's steps, so the tuner cuts them).
+void check_random_workload(AutotuneMode autotune) {
   Fixture& f = fixture();
   EngineConfig c;
   c.block_size = 8;
@@ -79,6 +84,9 @@ TEST(EnginePropertyTest, RandomWorkloadEndsOnceFreesEverythingAndMatchesSoloRuns
   c.kv_high_watermark = c.kv_low_watermark = 1.0;
   c.speculative = SpeculativeMode::kNgram;
   c.spec_ngram_max = 2;
+  c.autotune = autotune;
+  c.autotune_min_batch_tokens = 8;
+  c.slo_interactive.itl_ms = 0.05;
   auto engine = make_engine(c, /*blocks=*/14);  // 112 token slots for up to 8 sequences of up to 60
   testing::ManualClock clock;
   engine->set_clock(clock.fn());
@@ -122,7 +130,13 @@ TEST(EnginePropertyTest, RandomWorkloadEndsOnceFreesEverythingAndMatchesSoloRuns
   const EngineSnapshot snap = engine->snapshot();
   EXPECT_EQ(snap.kv_blocks_used, 0);
   EXPECT_EQ(snap.running, 0);
-  EXPECT_GT(snap.preemptions, 0) << "the pool should be small enough to force preemption";
+  if (autotune == AutotuneMode::kOff) {
+    EXPECT_GT(snap.preemptions, 0) << "the pool should be small enough to force preemption";
+  } else {
+    const std::string text = engine->registry().render();
+    EXPECT_NE(text.find("llmserve_autotune_decisions_total{mode=\"applied\""), std::string::npos)
+        << "the tuner never changed the budget";
+  }
   EXPECT_GT(snap.spec_draft_tokens, 0);
   EXPECT_GT(snap.spec_accepted_tokens, 0);
   EXPECT_LT(snap.spec_accepted_tokens, snap.spec_draft_tokens);
@@ -154,6 +168,12 @@ TEST(EnginePropertyTest, RandomWorkloadEndsOnceFreesEverythingAndMatchesSoloRuns
   EXPECT_GT(reasons[FinishReason::kCancelled], 0);
   EXPECT_GT(reasons[FinishReason::kTimeout], 0);
 }
+
+TEST(EnginePropertyTest, RandomWorkloadEndsOnceFreesEverythingAndMatchesSoloRuns) {
+  check_random_workload(AutotuneMode::kOff);
+}
+
+TEST(EnginePropertyTest, RandomWorkloadWithTheAutoTunerOn) { check_random_workload(AutotuneMode::kOn); }
 
 }  // namespace
 }  // namespace llms

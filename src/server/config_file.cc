@@ -216,6 +216,18 @@ ConfigKey batching_key() {
           [](const ServeConfig& c) { return toml_string(batching_policy_name(c.engine.batching)); }};
 }
 
+ConfigKey autotune_key() {
+  auto set = [](ServeConfig& c, const std::string& v) -> Status {
+    auto m = parse_autotune_mode(v);
+    if (!m.ok()) return invalid_argument("autotune: " + m.status().message());
+    c.engine.autotune = m.value();
+    return ok_status();
+  };
+  return {"autotune", ConfigType::kString,
+          "Hold max_batch_tokens and max_running where slo_itl_ms is met: off, observe (report only) or on", set,
+          [](const ServeConfig& c) { return toml_string(autotune_mode_name(c.engine.autotune)); }};
+}
+
 ConfigKey speculative_key() {
   auto set = [](ServeConfig& c, const std::string& v) -> Status {
     auto m = parse_speculative_mode(v);
@@ -348,6 +360,9 @@ std::vector<ConfigKey> make_keys() {
               ENG(slo_batch.ttft_ms)),
       num_key("slo_batch_itl_ms", "Inter-token latency target of batch-lane requests (ms; 0: none)",
               ENG(slo_batch.itl_ms)),
+      autotune_key(),
+      int_key("autotune_min_batch_tokens", "Smallest step token budget the auto-tuner may choose",
+              ENG(autotune_min_batch_tokens), 1, kBig),
       num_key("slo_percentile", "Share of a request's inter-token intervals its ITL target holds for (0.5..1)",
               ENG(slo_percentile)),
       int_key("threads", "Kernel threads (0: one per core)", ENG(threads), 0, 4096),

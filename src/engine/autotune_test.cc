@@ -1,0 +1,106 @@
+// The auto-tuner on a known step-cost model (t = a + b tokens + c sequences, with
+// noise), driven step by step: it finds the budget the model predicts, holds it, and
+// follows a load step without oscillating.
+#include "engine/autotune.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+namespace llms {
+namespace {
+
+constexpr double kA = 0.002, kB = 0.00005, kC = 0.0001;  // 2 ms, 50 us/token, 100 us/sequence
+
+struct Sim {
+  AutoTuner tuner;
+  std::mt19937 rng{11};
+  int changes = 0;
+  std::vector<int> budgets;  // after each decision
+
+  // One step at the tuner's current budget: about `mean_seqs` decodes (requests
+  // finish and join) plus a prefill share of what is left of the budget (waiting
+  // prompts come and go), timed by the model.
+  void step(int mean_seqs, double noise) {
+    const int spread = mean_seqs / 4;
+    const int seqs = mean_seqs + std::uniform_int_distribution<int>(-spread, spread)(rng);
+    const int budget = tuner.decision().batch_tokens;
+    const int prefill = static_cast<int>(std::uniform_int_distribution<int>(0, std::max(0, budget - seqs))(rng));
+    const int tokens = seqs + prefill;
+    const double jitter = 1.0 + std::uniform_real_distribution<double>(-noise, noise)(rng);
+    if (tuner.observe(tokens, seqs, (kA + kB * tokens + kC * seqs) * jitter)) {
+      changes += tuner.decision().changed;
+      budgets.push_back(tuner.decision().batch_tokens);
+    }
+  }
+};
+
+// The budget whose step, with `seqs` sequences, takes margin * target.
+int ideal_budget(double target_s, int seqs, double margin = 0.9) {
+  return static_cast<int>(std::floor((margin * target_s - kA - kC * seqs) / kB));
+}
+
+TEST(AutoTunerTest, FitsTheStepCostAndConvergesToTheBudgetThatMeetsTheTarget) {
+  Sim sim{AutoTuner({32, 2048, 64}, /*itl_target_s=*/0.020)};
+  for (int i = 0; i < 3000; ++i) sim.step(16, 0.05);
+  EXPECT_NEAR(sim.tuner.fixed_s(), kA, 0.0005);
+  EXPECT_NEAR(sim.tuner.per_token_s(), kB, kB * 0.1);
+  EXPECT_NEAR(sim.tuner.per_sequence_s(), kC, kC * 0.5);
+  const int want = ideal_budget(0.020, 16);  // 288
+  EXPECT_NEAR(sim.tuner.decision().batch_tokens, want, 0.2 * want);
+  // The cap: the most decode-only sequences under the target, bounded by 64.
+  EXPECT_EQ(sim.tuner.decision().max_running, 64);
+  EXPECT_LE(sim.tuner.decision().predicted_step_s, 0.020);
+  // It got there in a few moves and then held still.
+  EXPECT_LE(sim.changes, 4);
+  const std::vector<int> tail(sim.budgets.end() - 40, sim.budgets.end());
+  EXPECT_TRUE(std::all_of(tail.begin(), tail.end(), [&](int b) { return b == tail.front(); }));
+}
+
+TEST(AutoTunerTest, FollowsALoadStepWithoutOscillating) {
+  Sim sim{AutoTuner({32, 2048, 64}, 0.020)};
+  for (int i = 0; i < 3000; ++i) sim.step(8, 0.1);
+  const int before = sim.tuner.decision().batch_tokens;
+  EXPECT_NEAR(before, ideal_budget(0.020, 8), 0.2 * ideal_budget(0.020, 8));
+  const size_t at_step = sim.budgets.size();
+  for (int i = 0; i < 6000; ++i) sim.step(48, 0.1);  // six times the sequences
+  const int after = sim.tuner.decision().batch_tokens;
+  EXPECT_NEAR(after, ideal_budget(0.020, 48), 0.2 * ideal_budget(0.020, 48));
+  EXPECT_LT(after, before);
+  // After the step the budget only goes down (no back and forth), in a few moves.
+  int moves = 0;
+  for (size_t i = at_step + 1; i < sim.budgets.size(); ++i) {
+    EXPECT_LE(sim.budgets[i], sim.budgets[i - 1]) << "decision " << i;
+    moves += sim.budgets[i] != sim.budgets[i - 1];
+  }
+  EXPECT_LE(moves, 4);
+}
+
+TEST(AutoTunerTest, CapsTheRunningSequencesWhenDecodesAloneMissTheTarget) {
+  // 4 ms target: even 64 decode-only sequences take 2 + 64 * 0.15 = 11.6 ms.
+  Sim sim{AutoTuner({32, 2048, 64}, 0.004)};
+  for (int i = 0; i < 3000; ++i) sim.step(12, 0.05);
+  const int want_cap = static_cast<int>(std::floor((0.9 * 0.004 - kA) / (kB + kC)));  // 10
+  EXPECT_NEAR(sim.tuner.decision().max_running, want_cap, 0.2 * want_cap + 1);
+  EXPECT_EQ(sim.tuner.decision().batch_tokens, 32);  // the lower bound
+}
+
+TEST(AutoTunerTest, WithoutATargetTheBoundsStandForThroughput) {
+  Sim sim{AutoTuner({32, 2048, 64}, 0)};
+  for (int i = 0; i < 1000; ++i) sim.step(16, 0.05);
+  EXPECT_EQ(sim.tuner.decision().batch_tokens, 2048);
+  EXPECT_EQ(sim.tuner.decision().max_running, 64);
+  EXPECT_EQ(sim.changes, 0);
+}
+
+TEST(AutoTunerTest, ModesParse) {
+  EXPECT_EQ(parse_autotune_mode("observe").value(), AutotuneMode::kObserve);
+  EXPECT_EQ(parse_autotune_mode("on").value(), AutotuneMode::kOn);
+  EXPECT_EQ(parse_autotune_mode("off").value(), AutotuneMode::kOff);
+  EXPECT_FALSE(parse_autotune_mode("auto").ok());
+}
+
+}  // namespace
+}  // namespace llms
