@@ -6,6 +6,8 @@
 #include <charconv>
 #include <cmath>
 
+#include "base/utf8.h"
+
 namespace llms::jinja {
 
 Value Value::none() {
@@ -474,21 +476,9 @@ std::string from_code_points(std::u32string_view s) {
   std::string out;
   for (char32_t cp : s) {
     if (cp >= 0xDC80 && cp <= 0xDCFF) {
-      out += static_cast<char>(cp - 0xDC00);
-    } else if (cp < 0x80) {
-      out += static_cast<char>(cp);
-    } else if (cp < 0x800) {
-      out += static_cast<char>(0xc0 | (cp >> 6));
-      out += static_cast<char>(0x80 | (cp & 0x3f));
-    } else if (cp < 0x10000) {
-      out += static_cast<char>(0xe0 | (cp >> 12));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
-      out += static_cast<char>(0x80 | (cp & 0x3f));
+      out += static_cast<char>(cp - 0xDC00);  // a byte that was not UTF-8, as it came
     } else {
-      out += static_cast<char>(0xf0 | (cp >> 18));
-      out += static_cast<char>(0x80 | ((cp >> 12) & 0x3f));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
-      out += static_cast<char>(0x80 | (cp & 0x3f));
+      utf8_append(out, cp);
     }
   }
   return out;
