@@ -81,7 +81,10 @@ Engine::Engine(std::unique_ptr<ModelRunner> runner, const Tokenizer& tokenizer, 
   if (config.speculative == SpeculativeMode::kNgram) proposer_ = std::make_unique<NgramProposer>(config.spec_ngram_max);
   kv_.set_listener(config_.kv_events.get());
   step_config_ = config_;
-  if (config_.autotune != AutotuneMode::kOff) {
+  if (config_.autotune != AutotuneMode::kOff && config_.batching == BatchingPolicy::kDynamic) {
+    batch_tuner_ = std::make_unique<DynamicBatchTuner>(
+        BatchTunerBounds{config_.max_batch_size, config_.max_delay_ms, config_.slo_interactive.ttft_ms * 1e-3});
+  } else if (config_.autotune != AutotuneMode::kOff) {
     tuner_ = std::make_unique<AutoTuner>(
         AutotuneBounds{std::min(config_.autotune_min_batch_tokens, config_.max_batch_tokens), config_.max_batch_tokens,
                        config_.max_running},
@@ -209,6 +212,7 @@ void Engine::intake() {
     recent_costs_.push_back(s.cost());
     if (recent_costs_.size() > kCostWindow) recent_costs_.pop_front();
     if (ResultCache::key_for(model_identity_, s.params)) replay_[s.id];
+    if (batch_tuner_) batch_tuner_->arrival(s.arrival_ns);
     waiting_.push_back(&s);
     sequences_.emplace(s.id, std::move(up));
   }
@@ -230,6 +234,7 @@ bool Engine::step() {
   const int64_t now = clock_();
   intake();
   reap(now);
+  track_batch(nullptr, now);
   if (waiting_.empty() && running_.empty()) {
     publish(now, false);
     profile_.discard_step();
@@ -241,6 +246,7 @@ bool Engine::step() {
   SchedulerContext ctx{waiting_, running_, kv_, step_config_, now};
   const SchedulePlan plan = scheduler_->schedule(ctx);
   admit(plan, now);
+  track_batch(&plan, now);
   if (plan.chunks.empty()) {
     publish(now, false);
     profile_.discard_step();
@@ -259,6 +265,7 @@ bool Engine::step() {
     }
   }
   observe_step(plan, step_s);
+  track_batch(nullptr, clock_());
   publish(clock_(), false);
   part.reset();
   if (profile_.enabled()) {
@@ -330,6 +337,36 @@ void Engine::tune(const SchedulePlan& plan, double step_s) {
   if (apply) {
     step_config_.max_batch_tokens = d.batch_tokens;
     step_config_.max_running = d.max_running;
+  }
+}
+
+void Engine::track_batch(const SchedulePlan* plan, int64_t now) {
+  if (!batch_tuner_) return;
+  if (batch_size_ > 0 && running_.empty()) {
+    const int size = batch_size_;
+    batch_size_ = 0;
+    if (batch_tuner_->batch_done(size, static_cast<double>(now - batch_start_ns_) * 1e-9, now)) {
+      const BatchTunerDecision& d = batch_tuner_->decision();
+      const bool apply = config_.autotune == AutotuneMode::kOn;
+      metrics_.autotune_max_batch_size.set(d.max_batch_size);
+      metrics_.autotune_max_delay.set(d.max_delay_ms * 1e-3);
+      metrics_.autotune_arrival_rate.set(d.arrival_rate);
+      if (d.changed) {
+        metrics_.autotune_decisions.with({apply ? "applied" : "observed"}).inc();
+        log_info("autotune ({}): max_batch_size {}, max_delay_ms {:.1f}, arrivals {:.2f}/s, predicted batch {:.1f} ms "
+                 "(fit: {:.1f} ms + {:.1f} ms/request)",
+                 autotune_mode_name(config_.autotune), d.max_batch_size, d.max_delay_ms, d.arrival_rate,
+                 d.predicted_batch_s * 1e3, batch_tuner_->fixed_s() * 1e3, batch_tuner_->per_request_s() * 1e3);
+      }
+      if (apply) {
+        step_config_.max_batch_size = d.max_batch_size;
+        step_config_.max_delay_ms = d.max_delay_ms;
+      }
+    }
+  }
+  if (plan && batch_size_ == 0 && !plan->admitted.empty()) {
+    batch_size_ = static_cast<int>(plan->admitted.size());
+    batch_start_ns_ = now;
   }
 }
 

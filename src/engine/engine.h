@@ -36,6 +36,7 @@
 #include "engine/model_runner.h"
 #include "engine/proposer.h"
 #include "engine/autotune.h"
+#include "engine/batch_tuner.h"
 #include "engine/request.h"
 #include "engine/result_cache.h"
 #include "engine/scheduler.h"
@@ -129,6 +130,9 @@ class Engine {
   void finish(Sequence& s, FinishReason reason, const std::string& message = "");
   void record_request_sample(const Sequence& s, const FinishEvent& fe);
   void tune(const SchedulePlan& plan, double step_s);
+  // The dynamic batch in progress (batch tuner): ended when the running set is empty,
+  // started when `plan` (if any) admits into an empty one.
+  void track_batch(const SchedulePlan* plan, int64_t now);
   void publish(int64_t now, bool force_rss);
   void cancel_remaining(const std::string& why);
   // Sleeps until a submission, a cancel or wake(), stop(), the scheduler's timer or
@@ -140,7 +144,10 @@ class Engine {
   const Tokenizer& tokenizer_;
   EngineConfig config_;
   EngineConfig step_config_;          // config_ with the auto-tuner's budget and cap (engine thread)
-  std::unique_ptr<AutoTuner> tuner_;  // null with autotune = off
+  std::unique_ptr<AutoTuner> tuner_;  // continuous batching with autotune != off
+  std::unique_ptr<DynamicBatchTuner> batch_tuner_;  // dynamic batching with autotune != off
+  int batch_size_ = 0;                // requests of the dynamic batch in progress; 0: none
+  int64_t batch_start_ns_ = 0;
   Hash128 model_identity_;
   int context_length_;
   std::unique_ptr<Registry> own_registry_;

@@ -73,6 +73,9 @@ Status EngineConfig::validate() const {
   }
   if (!(slo_percentile >= 0.5 && slo_percentile <= 1)) return bad("slo_percentile", "must be in [0.5, 1]");
   if (autotune_min_batch_tokens < 1) return bad("autotune_min_batch_tokens", "must be >= 1");
+  if (autotune != AutotuneMode::kOff && batching == BatchingPolicy::kNone) {
+    return bad("autotune", "batching = none runs one request at a time: there is nothing to tune");
+  }
   if (threads < 0) return bad("threads", "must be >= 0");
   if (spec_tokens < 1 || spec_tokens > 16) return bad("spec_tokens", fmt::format("{} is not in 1..16", spec_tokens));
   if (spec_ngram_max < 1 || spec_ngram_max > 8) return bad("spec_ngram_max", fmt::format("{} is not in 1..8", spec_ngram_max));

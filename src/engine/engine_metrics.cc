@@ -87,8 +87,14 @@ EngineMetrics::EngineMetrics(Registry& r)
       autotune_max_running(r.gauge("llmserve_autotune_max_running", "The auto-tuner's running-sequence cap.")),
       autotune_predicted_step(r.gauge("llmserve_autotune_predicted_step_seconds",
                                       "The step time the auto-tuner's fitted model predicts at its budget.")),
+      autotune_max_batch_size(r.gauge("llmserve_autotune_max_batch_size",
+                                      "Dynamic batching: the batch tuner's batch size (applied or proposed).")),
+      autotune_max_delay(r.gauge("llmserve_autotune_max_delay_seconds",
+                                 "Dynamic batching: the batch tuner's wait for a full batch.")),
+      autotune_arrival_rate(r.gauge("llmserve_autotune_arrival_rate",
+                                    "Dynamic batching: the arrival rate the batch tuner measured (requests/s).")),
       autotune_decisions(r.counter_family("llmserve_autotune_decisions_total",
-                                          "Changes of the auto-tuner's budget or cap, applied or only observed.",
+                                          "Changes of the auto-tuner's settings, applied or only observed.",
                                           {"mode"})) {}
 
 }  // namespace llms

@@ -53,6 +53,9 @@ struct EngineMetrics {
   Gauge& autotune_batch_tokens;     // the auto-tuner's budget (applied or, observing, proposed)
   Gauge& autotune_max_running;      // its running cap
   Gauge& autotune_predicted_step;   // the step time it predicts there (seconds)
+  Gauge& autotune_max_batch_size;   // dynamic batching: the batch tuner's batch size
+  Gauge& autotune_max_delay;        // its delay (seconds)
+  Gauge& autotune_arrival_rate;     // the arrival rate it measured (requests per second)
   Family<Counter>& autotune_decisions;  // changes, by applied/observed
 };
 

@@ -74,8 +74,9 @@ std::unique_ptr<Engine> make_engine(EngineConfig c, int32_t blocks) {
 // Random arrivals, lengths, priorities, lanes, latency targets, sampling, timeouts
 // and cancels on a tiny pool: every request ends once, the pool ends empty, and every
 // output equals the request's solo run. With `autotune` the budget and cap move under
-// it (the ITL target is far below this model's steps, so the tuner cuts them).
-void check_random_workload(AutotuneMode autotune) {
+// it (the ITL target is far below this model's steps, so the tuner cuts them). With
+// the dynamic policy the batch tuner moves the batch size and delay instead.
+void check_random_workload(AutotuneMode autotune, BatchingPolicy batching = BatchingPolicy::kContinuous) {
   Fixture& f = fixture();
   EngineConfig c;
   c.block_size = 8;
@@ -84,6 +85,9 @@ void check_random_workload(AutotuneMode autotune) {
   c.kv_high_watermark = c.kv_low_watermark = 1.0;
   c.speculative = SpeculativeMode::kNgram;
   c.spec_ngram_max = 2;
+  c.batching = batching;
+  c.max_batch_size = 8;
+  c.max_delay_ms = 50;  // arrivals come every 4 ms: the tuner waits less for 8
   c.autotune = autotune;
   c.autotune_min_batch_tokens = 8;
   c.slo_interactive.itl_ms = 0.05;
@@ -130,9 +134,9 @@ void check_random_workload(AutotuneMode autotune) {
   const EngineSnapshot snap = engine->snapshot();
   EXPECT_EQ(snap.kv_blocks_used, 0);
   EXPECT_EQ(snap.running, 0);
-  if (autotune == AutotuneMode::kOff) {
+  if (autotune == AutotuneMode::kOff && batching == BatchingPolicy::kContinuous) {
     EXPECT_GT(snap.preemptions, 0) << "the pool should be small enough to force preemption";
-  } else {
+  } else if (autotune == AutotuneMode::kOn) {
     const std::string text = engine->registry().render();
     EXPECT_NE(text.find("llmserve_autotune_decisions_total{mode=\"applied\""), std::string::npos)
         << "the tuner never changed the budget";
@@ -174,6 +178,10 @@ TEST(EnginePropertyTest, RandomWorkloadEndsOnceFreesEverythingAndMatchesSoloRuns
 }
 
 TEST(EnginePropertyTest, RandomWorkloadWithTheAutoTunerOn) { check_random_workload(AutotuneMode::kOn); }
+
+TEST(EnginePropertyTest, RandomWorkloadWithDynamicBatchingAndTheBatchTunerOn) {
+  check_random_workload(AutotuneMode::kOn, BatchingPolicy::kDynamic);
+}
 
 }  // namespace
 }  // namespace llms

@@ -1,7 +1,9 @@
 // Dynamic (request-level) batching, the classic server batcher: when the running batch
 // is empty, wait until max_batch_size requests are queued or the oldest has waited
 // max_delay_ms, take them as one batch, and run that batch to completion before the
-// next. "none" is the same with batches of one and no waiting.
+// next. "none" is the same with batches of one and no waiting. The size and delay are
+// read from the step's config each time, so the batch tuner (batch_tuner.h) can move
+// them.
 #include <algorithm>
 
 #include "engine/schedule_steps.h"
@@ -10,12 +12,11 @@ namespace llms {
 
 class DynamicScheduler : public Scheduler {
  public:
-  DynamicScheduler(int max_batch_size, double max_delay_ms, bool fixed)
-      : max_batch_size_(max_batch_size), max_delay_ms_(max_delay_ms), fixed_(fixed) {}
+  explicit DynamicScheduler(bool fixed) : fixed_(fixed) {}
 
   SchedulePlan schedule(SchedulerContext& ctx) override {
     SchedulePlan plan;
-    const int batch_size = fixed_ ? 1 : std::min(max_batch_size_, ctx.config.max_running);
+    const int batch_size = fixed_ ? 1 : std::min(ctx.config.max_batch_size, ctx.config.max_running);
     int64_t budget = ctx.config.max_batch_tokens;
     int64_t long_budget = budget;  // one batch at a time: no lane sharing
     if (ctx.running.empty() && !ctx.waiting.empty()) {
@@ -35,7 +36,7 @@ class DynamicScheduler : public Scheduler {
 
   int64_t next_wake_ns(const SchedulerContext& ctx) const override {
     if (!ctx.running.empty() || ctx.waiting.empty() || fixed_) return 0;
-    return oldest_arrival(ctx) + static_cast<int64_t>(max_delay_ms_ * 1e6);
+    return oldest_arrival(ctx) + delay_ns(ctx);
   }
 
  private:
@@ -47,11 +48,11 @@ class DynamicScheduler : public Scheduler {
 
   bool batch_ready(const SchedulerContext& ctx, int batch_size) const {
     if (fixed_ || static_cast<int>(ctx.waiting.size()) >= batch_size) return true;
-    return ctx.now_ns - oldest_arrival(ctx) >= static_cast<int64_t>(max_delay_ms_ * 1e6);
+    return ctx.now_ns - oldest_arrival(ctx) >= delay_ns(ctx);
   }
 
-  int max_batch_size_;
-  double max_delay_ms_;
+  static int64_t delay_ns(const SchedulerContext& ctx) { return static_cast<int64_t>(ctx.config.max_delay_ms * 1e6); }
+
   bool fixed_;
 };
 
@@ -61,8 +62,8 @@ std::unique_ptr<Scheduler> make_scheduler(const EngineConfig& config) {
   switch (config.batching) {
     case BatchingPolicy::kContinuous: return make_continuous_scheduler();
     case BatchingPolicy::kDynamic:
-      return std::make_unique<DynamicScheduler>(config.max_batch_size, config.max_delay_ms, false);
-    case BatchingPolicy::kNone: return std::make_unique<DynamicScheduler>(1, 0, true);
+      return std::make_unique<DynamicScheduler>(false);
+    case BatchingPolicy::kNone: return std::make_unique<DynamicScheduler>(true);
   }
   return nullptr;
 }
