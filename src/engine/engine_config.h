@@ -55,7 +55,9 @@ struct EngineConfig {
   bool prefix_cache = true;
   // A waiting request whose prompt shares whole KV blocks with a running sequence's
   // prompt that is still being computed waits until those blocks are computed, then
-  // takes them from the prefix cache, instead of computing the same prefix beside it.
+  // takes them from the prefix cache, instead of computing the same prefix beside it;
+  // and among waiting requests of equal effective priority, the one with the longest
+  // cached prefix goes first. false: first come, first served.
   bool prefix_clustering = true;
   int64_t result_cache_bytes = 64 << 20;  // completed deterministic outputs; 0 disables
   int context_length = 0;        // 0: the model's training context

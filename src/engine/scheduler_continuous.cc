@@ -12,14 +12,16 @@ class ContinuousScheduler : public Scheduler {
     int64_t budget = ctx.config.max_batch_tokens;
     int64_t long_budget = std::max<int64_t>(1, static_cast<int64_t>(ctx.config.long_job_share * budget));
     schedule_running(ctx, plan, budget, long_budget);
-    order_waiting(ctx.waiting, ctx.config, ctx.now_ns, ctx.config.prefix_cache ? &ctx.kv : nullptr);
+    // Longest cached prefix first among equals: part of prefix clustering (without it,
+    // first come first served).
+    const bool clustering = ctx.config.prefix_cache && ctx.config.prefix_clustering;
+    order_waiting(ctx.waiting, ctx.config, ctx.now_ns, clustering ? &ctx.kv : nullptr);
     // Sequences preempted this step wait for the next one: they just lost their room.
     const std::vector<Sequence*> candidates = ctx.waiting;
     for (Sequence* s : candidates) {
       if (budget <= 0 || static_cast<int>(ctx.running.size()) >= ctx.config.max_running) break;
       if (std::find(plan.preempted.begin(), plan.preempted.end(), s) != plan.preempted.end()) continue;
-      if (ctx.config.prefix_cache && ctx.config.prefix_clustering &&
-          waits_for_shared_prefix(*s, ctx.running, ctx.kv.block_size())) {
+      if (clustering && waits_for_shared_prefix(*s, ctx.running, ctx.kv.block_size())) {
         s->waited_for_prefix = true;
         continue;  // admitted once the running one has computed (and cached) the shared blocks
       }

@@ -174,6 +174,36 @@ TEST(SchedulerTest, LongestCachedPrefixFirstWithinAnAgingStep) {
   EXPECT_EQ(kv.stats().queries, 1);  // the donor's begin_sequence
 }
 
+// The order by cached prefix is part of prefix clustering: with it off, waiting
+// requests of equal priority go in arrival order even when a later one's prefix is
+// cached (first come, first served).
+TEST(SchedulerTest, CachedPrefixOrderOnlyWithPrefixClustering) {
+  for (const bool clustering : {true, false}) {
+    EngineConfig c;
+    c.max_running = 1;
+    c.prefix_clustering = clustering;
+    Harness h(c);
+    const std::vector<int32_t> shared = prompt_of(40, 100);  // 100..139
+    h.submit(greedy_request(shared, 1));
+    h.engine->run_until_idle();  // its two whole blocks stay cached
+    auto blocker = h.submit(greedy_request(prompt_of(2), 2));
+    h.engine->step();
+    auto plain = h.submit(greedy_request(prompt_of(40, 50), 1));  // arrives first; starts at token 50
+    h.clock.advance_ms(1);
+    std::vector<int32_t> longer = shared;
+    longer.insert(longer.end(), 8, 7);
+    auto sharing = h.submit(greedy_request(longer, 1));  // 32 tokens cached: starts at token 132
+    h.engine->run_until_idle();
+    std::vector<int32_t> starts;
+    for (const auto& call : h.runner->calls) {
+      if (call[0].first_token == 50 || call[0].first_token == 132) starts.push_back(call[0].first_token);
+    }
+    const std::vector<int32_t> want = clustering ? std::vector<int32_t>{132, 50} : std::vector<int32_t>{50, 132};
+    EXPECT_EQ(starts, want) << "prefix_clustering " << clustering;
+    for (auto* r : {&blocker, &plain, &sharing}) EXPECT_EQ(collect(**r).finish.reason, FinishReason::kLength);
+  }
+}
+
 TEST(SchedulerTest, HigherPriorityRunsFirst) {
   EngineConfig c;
   c.max_running = 1;

@@ -224,7 +224,9 @@ ConfigKey autotune_key() {
     return ok_status();
   };
   return {"autotune", ConfigType::kString,
-          "Hold max_batch_tokens and max_running where slo_itl_ms is met: off, observe (report only) or on", set,
+          "Hold max_batch_tokens and max_running where slo_itl_ms is met (dynamic batching: max_batch_size and "
+          "max_delay_ms from the arrival rate): off, observe (report only) or on",
+          set,
           [](const ServeConfig& c) { return toml_string(autotune_mode_name(c.engine.autotune)); }};
 }
 
@@ -333,7 +335,8 @@ std::vector<ConfigKey> make_keys() {
       dtype_key("kv_v_type", "KV cache type of values", ENG(v_type)),
       bool_key("prefix_cache", "Share KV blocks of identical prompt prefixes", ENG(prefix_cache)),
       bool_key("prefix_clustering",
-               "Admit a request that shares a prefix with one still computing it after that prefix is cached",
+               "Admit a request that shares a prefix with one still computing it after that prefix is cached, and "
+               "the longest cached prefix first among equals (false: first come, first served)",
                ENG(prefix_clustering)),
       i64_key("result_cache_bytes", "Result cache for deterministic requests (0: off)", ENG(result_cache_bytes),
               ConfigType::kBytes),

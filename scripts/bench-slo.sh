@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# The SLO goodput benchmark: open-loop Poisson load at several rates, from light to
+# overload, against `llmserve serve` run with the auto-tuner and with each of a sweep
+# of fixed step token budgets. Goodput is the output tokens per second of requests that
+# met both latency targets (TTFT and TPOT, as `bench serve --goodput` judges them).
+#
+#   scripts/bench-slo.sh MODEL.gguf [--rates 2,4,8,12,16] [--ttft-ms 1000] [--itl-ms 50]
+#       [--budgets 32,64,128,256,512] [--input-len 32] [--output-len 64] [--seconds 20]
+#       [--batching continuous|dynamic] [--sizes 1,2,4,8,16] [--out DIR]
+#
+# Settings run interleaved: for each rate, every setting in turn (the order rotated from
+# rate to rate), each on a freshly started server, so that a drift of the machine's
+# speed falls on all of them. With --batching dynamic the sweep is over
+# max_batch_size (--sizes, max_delay_ms 20) and the tuner is the batch tuner.
+# Prints a markdown table (goodput per setting and rate, the tuner against the best
+# fixed setting) and writes it with the raw results (results.jsonl) to --out.
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=scripts/server-lib.sh
+source "$here/scripts/server-lib.sh"
+llmserve=${LLMSERVE:-$here/build/release/src/cli/llmserve}
+model=${1:?usage: bench-slo.sh MODEL.gguf [options]}
+shift
+rates=2,4,8,12,16 ttft=1000 itl=50 budgets=32,64,128,256,512 sizes=1,2,4,8,16 input_len=32 output_len=64
+seconds=20 batching=continuous out=
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --rates) rates=$2 ;;
+    --ttft-ms) ttft=$2 ;;
+    --itl-ms) itl=$2 ;;
+    --budgets) budgets=$2 ;;
+    --sizes) sizes=$2 ;;
+    --input-len) input_len=$2 ;;
+    --output-len) output_len=$2 ;;
+    --seconds) seconds=$2 ;;
+    --batching) batching=$2 ;;
+    --out) out=$2 ;;
+    *) echo "unknown option $1" >&2; exit 2 ;;
+  esac
+  shift 2
+done
+[[ -f $model ]] || { echo "no model file $model" >&2; exit 2; }
+work=$(mktemp -d)
+out=${out:-$work}
+mkdir -p "$out"
+pid=
+cleanup() {
+  [[ -n $pid ]] && stop "$pid"
+  [[ $out == "$work" ]] || rm -rf "$work"
+}
+trap cleanup EXIT
+port=18941
+results=$out/results.jsonl
+: >"$results"
+
+IFS=, read -r -a rate_list <<<"$rates"
+slo=(--slo-ttft-ms "$ttft" --slo-itl-ms "$itl")
+settings=()
+if [[ $batching == dynamic ]]; then
+  IFS=, read -r -a size_list <<<"$sizes"
+  top=${size_list[-1]}
+  for s in "${size_list[@]}"; do settings+=("size $s|--batching dynamic --max-batch-size $s --max-delay-ms 20"); done
+  settings+=("tuner|--batching dynamic --max-batch-size $top --max-delay-ms 20 --autotune on")
+else
+  IFS=, read -r -a budget_list <<<"$budgets"
+  low=${budget_list[0]} top=${budget_list[-1]}
+  for b in "${budget_list[@]}"; do settings+=("budget $b|--max-batch-tokens $b"); done
+  settings+=("tuner|--max-batch-tokens $top --autotune on --autotune-min-batch-tokens $low")
+fi
+
+started=$(date +%s)
+for ((r = 0; r < ${#rate_list[@]}; r++)); do
+  rate=${rate_list[$r]}
+  prompts=$(python3 -c "print(max(30, round($rate * $seconds)))")
+  for ((k = 0; k < ${#settings[@]}; k++)); do
+    IFS='|' read -r label flags <<<"${settings[$(((k + r) % ${#settings[@]}))]}"
+    echo "== rate $rate: $label" >&2
+    # shellcheck disable=SC2086
+    "$llmserve" serve -m "$model" --port "$port" --threads "$(nproc)" "${slo[@]}" $flags >"$work/server.log" 2>&1 &
+    pid=$!
+    wait_ready "http://127.0.0.1:$port/ready" "$pid" || { tail -5 "$work/server.log"; exit 1; }
+    name="r${rate}_$(echo "$label" | tr -c 'A-Za-z0-9' '_')"
+    "$llmserve" bench serve --base-url "http://127.0.0.1:$port" --ignore-eos --seed "$r" --warmup 4 \
+      --num-prompts "$prompts" --request-rate "$rate" --input-len "$input_len" --output-len "$output_len" \
+      --goodput "ttft:$ttft" "tpot:$itl" --save-result "$work/$name.json" >"$work/$name.log" 2>&1 ||
+      { tail -5 "$work/$name.log"; exit 1; }
+    grep -h "autotune (on)" "$work/server.log" | tail -1 | sed 's/^/   last decision: /' >&2 || true
+    stop "$pid"; pid=
+    python3 - "$work/$name.json" "$label" "$rate" "$output_len" >>"$results" <<'PY'
+import json, sys
+path, label, rate, output_len = sys.argv[1:]
+r = json.load(open(path))
+print(json.dumps({"setting": label, "rate": float(rate), "goodput_tok_s": r["request_goodput"] * int(output_len),
+                  "output_tok_s": r["output_throughput"], "p99_ttft_ms": r["p99_ttft_ms"], "p99_itl_ms": r["p99_itl_ms"],
+                  "mean_tpot_ms": r["mean_tpot_ms"], "completed": r["completed"], "failed": r["failed"]}))
+PY
+  done
+done
+elapsed=$(( $(date +%s) - started ))
+
+python3 - "$results" "$elapsed" "$(basename "$model")" "$ttft" "$itl" "$batching" >"$out/TABLE.md" <<'PY'
+import json, sys
+results, elapsed, model, ttft, itl, batching = sys.argv[1:]
+rows = [json.loads(l) for l in open(results)]
+rates = sorted({r["rate"] for r in rows})
+settings = list(dict.fromkeys(r["setting"] for r in rows))
+get = {(r["setting"], r["rate"]): r for r in rows}
+fmt = lambda x: f"{x:g}"
+print(f"{model}, {batching} batching, SLO TTFT {ttft} ms and TPOT {itl} ms; goodput in output tok/s of requests "
+      f"that met both ({int(elapsed) // 60} min)\n")
+print("| setting | " + " | ".join(f"{fmt(r)} req/s" for r in rates) + " | sum |")
+print("|---|" + "---|" * (len(rates) + 1))
+for s in settings:
+    g = [get[(s, r)]["goodput_tok_s"] for r in rates]
+    print(f"| {s} | " + " | ".join(f"{x:.0f}" for x in g) + f" | {sum(g):.0f} |")
+fixed = [s for s in settings if s != "tuner"]
+best = [max(get[(s, r)]["goodput_tok_s"] for s in fixed) for r in rates]
+tuner = [get[("tuner", r)]["goodput_tok_s"] for r in rates]
+print("| best fixed at each rate | " + " | ".join(f"{x:.0f}" for x in best) + " | |")
+print("| tuner / best fixed | " + " | ".join(f"{t / b:.2f}" if b > 0 else "-" for t, b in zip(tuner, best)) + " | |")
+print()
+print("p99 TTFT / p99 ITL (ms):\n")
+print("| setting | " + " | ".join(f"{fmt(r)} req/s" for r in rates) + " |")
+print("|---|" + "---|" * len(rates))
+for s in settings:
+    print(f"| {s} | " + " | ".join(f"{get[(s, r)]['p99_ttft_ms']:.0f} / {get[(s, r)]['p99_itl_ms']:.0f}" for r in rates) + " |")
+failed = sum(r["failed"] for r in rows)
+print(f"\nFailed requests: {failed}.")
+PY
+cat "$out/TABLE.md"
