@@ -132,7 +132,7 @@ Result<std::string> apply_chat_template(const std::string& template_name_or_jinj
                                         const std::vector<ChatMessage>& msgs, bool add_generation_prompt,
                                         const ChatTemplateTokens& tokens, const nlohmann::ordered_json& tools) {
   if (!is_family_name(template_name_or_jinja_source)) {
-    auto parsed = JinjaTemplate::parse(template_name_or_jinja_source);
+    auto parsed = parse_chat_template_cached(template_name_or_jinja_source);
     if (parsed.ok()) return parsed->render(chat_template_context(msgs, add_generation_prompt, tokens, tools));
   }
   LLMS_ASSIGN_OR_RETURN(const ChatTemplateKind kind, detect_chat_template(template_name_or_jinja_source));
@@ -175,7 +175,7 @@ namespace {
 
 // A Jinja source the interpreter cannot run falls back to its family, said once here.
 Status check_jinja_source(const std::string& source, const char* whose) {
-  auto parsed = JinjaTemplate::parse(source);
+  auto parsed = parse_chat_template_cached(source);
   if (parsed.ok()) {
     log_info("chat template: {} Jinja template, interpreted", whose);
     return ok_status();

@@ -39,6 +39,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/status.h"
+#include "tokenizer/jinja_template.h"
 #include "tokenizer/jinja_value.h"
 #include "tokenizer/tokenizer.h"
 
@@ -121,6 +122,11 @@ Result<std::string> apply_model_chat_template(const Tokenizer& tok, const std::v
 // null), add_generation_prompt, bos_token, eos_token.
 jinja::Value chat_template_context(const std::vector<ChatMessage>& msgs, bool add_generation_prompt,
                                    const ChatTemplateTokens& tokens, const nlohmann::ordered_json& tools);
+
+// JinjaTemplate::parse(source), once per distinct source: the results (templates or
+// errors) of the last 8 sources are kept, so that a server parses its template once,
+// not for every request. Thread-safe.
+Result<JinjaTemplate> parse_chat_template_cached(const std::string& source);
 
 // Whether the template runs as Jinja and writes the tools it is given (probed by
 // rendering a conversation with one tool). Templates that do not get tools and

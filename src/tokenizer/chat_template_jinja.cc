@@ -2,6 +2,9 @@
 // and the probe for tool support.
 #include <fmt/format.h>
 
+#include <list>
+#include <mutex>
+
 #include "tokenizer/chat_template.h"
 #include "tokenizer/jinja_template.h"
 
@@ -56,9 +59,28 @@ Value chat_template_context(const std::vector<ChatMessage>& msgs, bool add_gener
   return ctx;
 }
 
+Result<JinjaTemplate> parse_chat_template_cached(const std::string& source) {
+  static std::mutex mu;
+  static std::list<std::pair<std::string, Result<JinjaTemplate>>> recent;  // most recent first
+  constexpr size_t kKept = 8;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    for (auto it = recent.begin(); it != recent.end(); ++it) {
+      if (it->first != source) continue;
+      recent.splice(recent.begin(), recent, it);
+      return recent.front().second;
+    }
+  }
+  Result<JinjaTemplate> parsed = JinjaTemplate::parse(source);  // outside the lock: parsing takes a while
+  std::lock_guard<std::mutex> lock(mu);
+  recent.emplace_front(source, parsed);
+  if (recent.size() > kKept) recent.pop_back();
+  return parsed;
+}
+
 bool chat_template_renders_tools(const std::string& source) {
   if (is_family_name(source)) return false;
-  auto parsed = JinjaTemplate::parse(source);
+  auto parsed = parse_chat_template_cached(source);
   if (!parsed.ok()) return false;
   const nlohmann::ordered_json tools = nlohmann::ordered_json::array(
       {{{"type", "function"},

@@ -2,9 +2,12 @@
 // produces (written out by hand from that template, whitespace included).
 #include "tokenizer/chat_template.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tokenizer/chat_formats.h"
@@ -237,6 +240,43 @@ TEST(ChatTemplateToolsTest, MistralWritesToolResults) {
               std::string::npos)
         << *r;
   }
+}
+
+// The parse cache gives what parsing gives, for templates and errors alike, across
+// more distinct sources than it keeps, and from several threads at once.
+TEST(ChatTemplateCacheTest, CachedParsesRenderAsFreshOnes) {
+  const std::vector<ChatMessage> msgs = {{"user", "hi"}};
+  const jinja::Value ctx = chat_template_context(msgs, true, {}, nullptr);
+  std::vector<std::string> sources;
+  for (int i = 0; i < 12; ++i) {
+    sources.push_back(fmt::format("{{% for m in messages %}}<{}>{{{{ m.content }}}}{{% endfor %}}", i));
+  }
+  sources.push_back("{% for m in messages %}");  // unclosed: an error
+  for (int pass = 0; pass < 2; ++pass) {
+    for (const std::string& src : sources) {
+      auto fresh = JinjaTemplate::parse(src);
+      auto cached = parse_chat_template_cached(src);
+      ASSERT_EQ(fresh.ok(), cached.ok()) << src;
+      if (!fresh.ok()) {
+        EXPECT_EQ(fresh.status().message(), cached.status().message());
+        continue;
+      }
+      EXPECT_EQ(*fresh->render(ctx), *cached->render(ctx)) << src;
+    }
+  }
+  std::vector<std::thread> threads;
+  std::atomic<int> wrong{0};
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 200; ++i) {
+        const int k = (i * 7 + t) % 12;
+        auto r = parse_chat_template_cached(sources[static_cast<size_t>(k)]);
+        if (!r.ok() || *r->render(ctx) != fmt::format("<{}>hi", k)) ++wrong;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(wrong.load(), 0);
 }
 
 }  // namespace
