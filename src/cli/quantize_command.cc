@@ -141,7 +141,7 @@ void add_quantize_command(CLI::App& app) {
   cmd->add_option("in", o->in, "Input GGUF")->required();
   cmd->add_option("out", o->out, "Output GGUF")->required();
   cmd->add_option("--type", o->type, "f32, f16, bf16, q8_0, q6_k, q5_k, q5_0, q4_k, q4_0, iq4_nl, iq4_xs, q3_k");
-  cmd->add_option("--imatrix", o->imatrix, "Importance file from `llmserve imatrix`: importance-weighted rounding");
+  cmd->add_option("--imatrix", o->imatrix, "Importance file from `llmserve imatrix` or llama-imatrix (GGUF or .dat): importance-weighted rounding");
   cmd->add_option("--target-bpw", o->target_bpw, "Plan every matrix's type for this many bits per weight (needs --calib)");
   cmd->add_option("--target-size", o->target_size, "Plan every matrix's type for a file of this many bytes (needs --calib)");
   cmd->add_option("--max-kl", o->max_kl, "Plan the smallest file whose KL divergence (nats/token) stays within this (needs --calib)");

@@ -75,11 +75,19 @@ int layer_of(const std::string& name) {
   return std::atoi(name.c_str() + 4);
 }
 
-// The importance of `t`'s input channels, or empty.
+// The importance of `t`'s input channels: [cols], or [n_expert * cols] for a stacked
+// expert tensor; empty when there is none (check_importance_fits refused misfits).
 std::vector<float> importance_of(const GgufTensorInfo& t, const QuantizeOptions& o) {
   if (o.importance == nullptr || t.n_dims < 2) return {};
-  std::vector<float> imp = o.importance->importance(t.name);
-  return static_cast<int64_t>(imp.size()) == t.ne[0] ? imp : std::vector<float>{};
+  std::vector<float> imp = o.importance->tensor_importance(t.name);
+  const auto n = static_cast<int64_t>(imp.size());
+  return n == t.ne[0] || n == t.num_elements() / t.ne[1] ? imp : std::vector<float>{};
+}
+
+// The weights for row `r` of `t`: the whole vector, or its expert's slice of it.
+const float* row_importance(const std::vector<float>& imp, const GgufTensorInfo& t, int64_t r) {
+  if (imp.empty()) return nullptr;
+  return static_cast<int64_t>(imp.size()) == t.ne[0] ? imp.data() : imp.data() + (r / t.ne[1]) * t.ne[0];
 }
 
 struct Measured {
@@ -94,13 +102,14 @@ Measured measure(const GgufTensorInfo& t, DType type, const std::vector<float>& 
   std::mutex mu;
   Measured total;
   double werr = 0, wref = 0;
-  const float* w = imp.empty() ? nullptr : imp.data();
+  const bool weighted = !imp.empty();
   pool.parallel_for(rows, 1, 8, [&](int64_t r0, int64_t r1) {
     std::vector<float> x(static_cast<size_t>(cols)), y(static_cast<size_t>(cols));
     std::vector<uint8_t> q(static_cast<size_t>(dtype_row_bytes(type, cols)));
     QuantErrorStats local;
     double le = 0, lr = 0;
     for (int64_t r = r0; r < r1; ++r) {
+      const float* w = row_importance(imp, t, r);
       dequantize_row(t.dtype, t.data + r * src_row, x.data(), cols);
       quantize_row_weighted(type, x.data(), w, q.data(), cols);
       dequantize_row(type, q.data(), y.data(), cols);
@@ -114,7 +123,7 @@ Measured measure(const GgufTensorInfo& t, DType type, const std::vector<float>& 
     total.stats.merge(local);
     werr += le, wref += lr;
   });
-  if (w != nullptr) total.weighted_error = wref > 0 ? werr / wref : 0;
+  if (weighted) total.weighted_error = wref > 0 ? werr / wref : 0;
   return total;
 }
 
@@ -224,6 +233,7 @@ Result<QuantizeReport> quantize_model(const std::string& in_path, const std::str
   const auto arch = in.get_string_or("general.architecture", "");
   const auto blocks = in.get_uint_or((arch.ok() ? *arch : std::string()) + ".block_count", 1);
   const int n_layers = std::max<int>(1, blocks.ok() ? static_cast<int>(*blocks) : 1);
+  if (o.importance != nullptr) LLMS_RETURN_IF_ERROR(check_importance_fits(*o.importance, in));
   for (const auto& t : in.tensors()) {
     if (!can_dequantize(t.dtype)) {
       return unimplemented(fmt::format("tensor '{}' has type {}, which cannot be decoded", t.name, dtype_name(t.dtype)));
@@ -248,12 +258,11 @@ Result<QuantizeReport> quantize_model(const std::string& in_path, const std::str
     w.add_tensor(t.name, to, ne, [src, to, imp = importance_of(t, o), &pool](std::span<uint8_t> out) {
       const int64_t cols = src->ne[0], rows = src->num_elements() / cols;
       const int64_t in_row = dtype_row_bytes(src->dtype, cols), out_row = dtype_row_bytes(to, cols);
-      const float* weights = imp.empty() ? nullptr : imp.data();
       pool.parallel_for(rows, 1, 8, [&](int64_t r0, int64_t r1) {
         std::vector<float> x(static_cast<size_t>(cols));
         for (int64_t r = r0; r < r1; ++r) {
           dequantize_row(src->dtype, src->data + r * in_row, x.data(), cols);
-          quantize_row_weighted(to, x.data(), weights, out.data() + r * out_row, cols);
+          quantize_row_weighted(to, x.data(), row_importance(imp, *src, r), out.data() + r * out_row, cols);
         }
       });
     });
