@@ -15,6 +15,7 @@ namespace {
 constexpr double kA = 0.002, kB = 0.00005, kC = 0.0001;  // 2 ms, 50 us/token, 100 us/sequence
 
 struct Sim {
+  explicit Sim(AutoTuner t) : tuner(t) {}
   AutoTuner tuner;
   std::mt19937 rng{11};
   int changes = 0;
