@@ -7,10 +7,11 @@
 # reordering costs the requests it passes over), the largest TTFT.
 #
 #   scripts/bench-prefix-clustering.sh MODEL.gguf [--requests 256] [--prefixes 8]
-#       [--prefix-len 500] [--input-len 20] [--output-len 16] [--rate 4] [--rounds 2]
+#       [--prefix-len 200] [--input-len 20] [--output-len 16] [--rate 4] [--rounds 2]
 #
 # --prefix-len and --input-len are in words of bench serve's shared-prefix dataset;
-# the script reports the tokens they made. Rounds alternate the two settings, each on a
+# the script reports the tokens they made (200 and 20 words are about 530 tokens with
+# the generated llama vocabulary). Rounds alternate the two settings, each on a
 # freshly started server.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -19,7 +20,7 @@ source "$here/scripts/server-lib.sh"
 llmserve=${LLMSERVE:-$here/build/release/src/cli/llmserve}
 model=${1:?usage: bench-prefix-clustering.sh MODEL.gguf [options]}
 shift
-requests=256 prefixes=8 prefix_len=500 input_len=20 output_len=16 rate=4 rounds=2
+requests=256 prefixes=8 prefix_len=200 input_len=20 output_len=16 rate=4 rounds=2
 while [[ $# -gt 0 ]]; do
   case $1 in
     --requests) requests=$2 ;;
@@ -66,7 +67,8 @@ print(total)' "$@"
 # Calibration on a default server: the tokens a request's prompt makes, and the bytes
 # of one KV block.
 serve --prefix-cache false
-"$llmserve" bench serve --base-url "$url" "${dataset[@]}" --num-prompts 1 >/dev/null 2>&1
+"$llmserve" bench serve --base-url "$url" "${dataset[@]}" --num-prompts 1 >"$work/calibration.log" 2>&1 ||
+  { echo "the calibration request failed:" >&2; tail -3 "$work/calibration.log" >&2; exit 1; }
 prompt_tokens=$(metric llmserve_prompt_tokens_total)
 block_bytes=$(python3 -c "print(int($(metric llmserve_memory_bytes kv_reserved) / $(metric llmserve_kv_blocks)))")
 stop "$pid"; pid=
@@ -79,7 +81,9 @@ for ((round = 0; round < rounds; round++)); do
   for setting in clustering fcfs; do
     [[ $setting == clustering ]] && flag=true || flag=false
     echo "== round $round: $setting" >&2
-    serve --kv-cache-memory "$kv_bytes" --prefix-clustering "$flag" --max-running 64
+    # Requests queue rather than being refused while the small pool is full.
+    serve --kv-cache-memory "$kv_bytes" --prefix-clustering "$flag" --max-running 64 --kv-high-watermark 1 \
+      --kv-low-watermark 1
     before=$(metric llmserve_prefill_tokens_computed_total)
     "$llmserve" bench serve --base-url "$url" "${dataset[@]}" --num-prompts "$requests" --request-rate "$rate" \
       --seed "$round" --save-result "$work/$setting-$round.json" >"$work/$setting-$round.log" 2>&1 ||
@@ -94,7 +98,8 @@ r = json.load(open(path))
 print(json.dumps({"setting": setting, "round": int(rnd), "prefill_tokens": float(after) - float(before),
                   "p50_ttft_ms": r["median_ttft_ms"], "p99_ttft_ms": r["p99_ttft_ms"], "max_ttft_ms": max(r["ttfts"]) * 1e3 if r.get("ttfts") else None,
                   "mean_e2el_ms": r["mean_e2el_ms"], "completed": r["completed"], "failed": r["failed"],
-                  "preemptions": float(preempted), "throughput": r["request_throughput"]}))
+                  "preemptions": float(preempted), "throughput": r["request_throughput"],
+                  "errors": r.get("errors", [])[:1]}))
 PY
   done
 done
@@ -110,5 +115,5 @@ print("|---|---|---|---|---|---|---|---|---|")
 for r in rows:
     mx = f"{r['max_ttft_ms']:.0f}" if r["max_ttft_ms"] is not None else "-"
     print(f"| {r['setting']} | {r['round']} | {r['prefill_tokens']:.0f} | {r['p50_ttft_ms']:.0f} | {r['p99_ttft_ms']:.0f} | "
-          f"{mx} | {r['throughput']:.2f} | {r['preemptions']:.0f} | {r['failed']} |")
+          f"{mx} | {r['throughput']:.2f} | {r['preemptions']:.0f} | {r['failed']} {r['errors']} |")
 PY

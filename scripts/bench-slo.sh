@@ -5,12 +5,15 @@
 # met both latency targets (TTFT and TPOT, as `bench serve --goodput` judges them).
 #
 #   scripts/bench-slo.sh MODEL.gguf [--rates 2,4,8,12,16] [--ttft-ms 1000] [--itl-ms 50]
-#       [--budgets 32,64,128,256,512] [--input-len 32] [--output-len 64] [--seconds 20]
+#       [--budgets 32,64,128,256,512] [--running-caps 64] [--input-len 32] [--output-len 64]
+#       [--seconds 20]
 #       [--batching continuous|dynamic] [--sizes 1,2,4,8,16] [--out DIR]
 #
 # Settings run interleaved: for each rate, every setting in turn (the order rotated from
 # rate to rate), each on a freshly started server, so that a drift of the machine's
-# speed falls on all of them. With --batching dynamic the sweep is over
+# speed falls on all of them. The fixed settings are every budget with every running
+# cap; the tuner gets the largest of each as its bounds and the smallest budget as its
+# floor. With --batching dynamic the sweep is over
 # max_batch_size (--sizes, max_delay_ms 20) and the tuner is the batch tuner.
 # Prints a markdown table (goodput per setting and rate, the tuner against the best
 # fixed setting) and writes it with the raw results (results.jsonl) to --out.
@@ -21,7 +24,7 @@ source "$here/scripts/server-lib.sh"
 llmserve=${LLMSERVE:-$here/build/release/src/cli/llmserve}
 model=${1:?usage: bench-slo.sh MODEL.gguf [options]}
 shift
-rates=2,4,8,12,16 ttft=1000 itl=50 budgets=32,64,128,256,512 sizes=1,2,4,8,16 input_len=32 output_len=64
+rates=2,4,8,12,16 ttft=1000 itl=50 budgets=32,64,128,256,512 caps=64 sizes=1,2,4,8,16 input_len=32 output_len=64
 seconds=20 batching=continuous out=
 while [[ $# -gt 0 ]]; do
   case $1 in
@@ -29,6 +32,7 @@ while [[ $# -gt 0 ]]; do
     --ttft-ms) ttft=$2 ;;
     --itl-ms) itl=$2 ;;
     --budgets) budgets=$2 ;;
+    --running-caps) caps=$2 ;;
     --sizes) sizes=$2 ;;
     --input-len) input_len=$2 ;;
     --output-len) output_len=$2 ;;
@@ -63,9 +67,16 @@ if [[ $batching == dynamic ]]; then
   settings+=("tuner|--batching dynamic --max-batch-size $top --max-delay-ms 20 --autotune on")
 else
   IFS=, read -r -a budget_list <<<"$budgets"
-  low=${budget_list[0]} top=${budget_list[-1]}
-  for b in "${budget_list[@]}"; do settings+=("budget $b|--max-batch-tokens $b"); done
-  settings+=("tuner|--max-batch-tokens $top --autotune on --autotune-min-batch-tokens $low")
+  IFS=, read -r -a cap_list <<<"$caps"
+  low=${budget_list[0]} top=${budget_list[-1]} cap=${cap_list[-1]}
+  for c in "${cap_list[@]}"; do
+    for b in "${budget_list[@]}"; do
+      label="budget $b"
+      [[ ${#cap_list[@]} -gt 1 ]] && label+=", running $c"
+      settings+=("$label|--max-batch-tokens $b --max-running $c")
+    done
+  done
+  settings+=("tuner|--max-batch-tokens $top --max-running $cap --autotune on --autotune-min-batch-tokens $low")
 fi
 
 started=$(date +%s)
