@@ -89,19 +89,19 @@ for ((r = 0; r < ${#rate_list[@]}; r++)); do
     # shellcheck disable=SC2086
     "$llmserve" serve -m "$model" --port "$port" --threads "$(nproc)" "${slo[@]}" $flags >"$work/server.log" 2>&1 &
     pid=$!
-    wait_ready "http://127.0.0.1:$port/ready" "$pid" || { tail -5 "$work/server.log"; exit 1; }
+    wait_ready "http://127.0.0.1:$port/ready" "$pid" || { tail -5 "$work/server.log" >&2; exit 1; }
     name="r${rate}_$(echo "$label" | tr -c 'A-Za-z0-9' '_')"
     "$llmserve" bench serve --base-url "http://127.0.0.1:$port" --ignore-eos --seed "$r" --warmup 4 \
       --num-prompts "$prompts" --request-rate "$rate" --input-len "$input_len" --output-len "$output_len" \
       --goodput "ttft:$ttft" "tpot:$itl" --save-result "$work/$name.json" >"$work/$name.log" 2>&1 ||
-      { tail -5 "$work/$name.log"; exit 1; }
+      { echo "bench serve failed at rate $rate, $label:" >&2; tail -5 "$work/$name.log" >&2; exit 1; }
     grep -h "autotune (on)" "$work/server.log" | tail -1 | sed 's/^/   last decision: /' >&2 || true
     stop "$pid"; pid=
     python3 - "$work/$name.json" "$label" "$rate" "$output_len" >>"$results" <<'PY'
 import json, sys
 path, label, rate, output_len = sys.argv[1:]
 r = json.load(open(path))
-print(json.dumps({"setting": label, "rate": float(rate), "goodput_tok_s": r["request_goodput"] * int(output_len),
+print(json.dumps({"setting": label, "rate": float(rate), "goodput_tok_s": (r.get("request_goodput") or 0) * int(output_len),
                   "output_tok_s": r["output_throughput"], "p99_ttft_ms": r["p99_ttft_ms"], "p99_itl_ms": r["p99_itl_ms"],
                   "mean_tpot_ms": r["mean_tpot_ms"], "completed": r["completed"], "failed": r["failed"]}))
 PY
