@@ -26,6 +26,7 @@ Result<std::shared_ptr<ServingVersion>> ServingVersion::load(const VersionLoadOp
   if (v->model_->config().synthetic) log_warn("{}: synthetic model with RANDOM weights; its text is noise", o.model_path);
   LLMS_ASSIGN_OR_RETURN(v->tokenizer_, Tokenizer::from_gguf(v->model_->file()));
   LLMS_ASSIGN_OR_RETURN(v->chat_template_, resolve_chat_template(o.chat_template, *v->tokenizer_));
+  v->template_renders_tools_ = chat_template_renders_tools(v->effective_chat_template());
   EngineConfig ec = o.engine;
   if (o.meta.k_type) ec.k_type = *o.meta.k_type;
   if (o.meta.v_type) ec.v_type = *o.meta.v_type;

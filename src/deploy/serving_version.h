@@ -58,6 +58,12 @@ class ServingVersion {
   const Engine& engine() const { return *engine_; }
   Registry& registry() { return *registry_; }
   const std::string& chat_template() const { return chat_template_; }
+  // The template chat requests use: the configured one, else the model's.
+  const std::string& effective_chat_template() const {
+    return chat_template_.empty() ? tokenizer_->chat_template() : chat_template_;
+  }
+  // Whether that template writes the tools it is given (probed once at load).
+  bool template_renders_tools() const { return template_renders_tools_; }
   const VersionMeta& meta() const { return meta_; }
   // The KV types this version's engine runs with.
   DType k_type() const { return engine_->config().k_type; }
@@ -82,6 +88,7 @@ class ServingVersion {
   std::unique_ptr<Model> model_;
   std::unique_ptr<Tokenizer> tokenizer_;
   std::string chat_template_;
+  bool template_renders_tools_ = false;
   std::unique_ptr<Registry> registry_;
   std::unique_ptr<Engine> engine_;
   Gauge& quality_kl_;

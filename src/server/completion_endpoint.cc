@@ -24,12 +24,11 @@ std::optional<ApiError> check_model(const ServerContext& ctx, const std::string&
 // written as text; and the grammar of the answer.
 std::optional<ApiError> prepare_tools(CompletionRequest& r, ServingVersion& v, std::optional<ToolCallFormat>* format,
                                       Json* template_tools) {
-  const std::string& tmpl = v.chat_template().empty() ? v.tokenizer().chat_template() : v.chat_template();
-  const ToolCallFormat f = tool_call_format_for(tmpl);
+  const ToolCallFormat f = tool_call_format_for(v.effective_chat_template());
   const bool history = std::any_of(r.messages.begin(), r.messages.end(),
                                    [](const ChatMessage& m) { return m.role == "tool" || !m.tool_calls.empty(); });
   if (r.tools.active() || history) {
-    if (chat_template_renders_tools(tmpl)) {
+    if (v.template_renders_tools()) {
       if (r.tools.active()) {
         *template_tools = Json::array();
         for (const ToolDefinition& t : r.tools.tools) template_tools->push_back(t.raw);

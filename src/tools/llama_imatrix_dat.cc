@@ -5,8 +5,10 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <fstream>
+#include <string>
 #include <vector>
+
+#include "base/mapped_file.h"
 
 namespace llms {
 namespace {
@@ -17,7 +19,7 @@ constexpr int32_t kMaxNameBytes = 4096;
 // A bounds-checked little-endian reader over the file's bytes.
 class Cursor {
  public:
-  explicit Cursor(const std::vector<uint8_t>& bytes) : bytes_(bytes) {}
+  explicit Cursor(const std::string& bytes) : bytes_(bytes) {}
 
   size_t left() const { return bytes_.size() - at_; }
   bool read_i32(int32_t& v) { return take(&v, 4); }
@@ -30,20 +32,9 @@ class Cursor {
     at_ += n;
     return true;
   }
-  const std::vector<uint8_t>& bytes_;
+  const std::string& bytes_;
   size_t at_ = 0;
 };
-
-Result<std::vector<uint8_t>> read_whole(const std::string& path) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) return not_found(path + ": cannot open the importance file");
-  const std::streamoff size = in.tellg();
-  if (size < 0) return invalid_argument(path + ": cannot size the importance file");
-  std::vector<uint8_t> bytes(static_cast<size_t>(size));
-  in.seekg(0);
-  if (!in.read(reinterpret_cast<char*>(bytes.data()), size)) return invalid_argument(path + ": cannot read the importance file");
-  return bytes;
-}
 
 // One entry into `table`; `index` (from 1) and the name so far for messages.
 Status read_entry(Cursor& c, int32_t index, const std::string& path, ImportanceTable& table) {
@@ -97,7 +88,7 @@ Status read_trailer(Cursor& c, const std::string& path, ImportanceTable& table) 
 }  // namespace
 
 Result<ImportanceTable> read_llama_imatrix_dat(const std::string& path) {
-  LLMS_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, read_whole(path));
+  LLMS_ASSIGN_OR_RETURN(const std::string bytes, read_file(path));
   Cursor c(bytes);
   int32_t n_entries = 0;
   if (!c.read_i32(n_entries)) return invalid_argument(path + ": too short for an importance file (neither GGUF nor llama.cpp .dat)");
