@@ -21,7 +21,7 @@ fi
 text=$work/eval_samples.txt
 : >"$text"
 for seed in $(seq 101 140); do
-  "$llmserve" generate -m "$model" -p "Once upon a time" -n 200 --temp 1 --top-k 0 --top-p 1 --min-p 0 \
+  nice -n 19 "$llmserve" generate -m "$model" -p "Once upon a time" -n 200 --temp 1 --top-k 0 --top-p 1 --min-p 0 \
     --seed "$seed" 2>/dev/null >>"$text"
   echo >>"$text"
 done

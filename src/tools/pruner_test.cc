@@ -173,6 +173,21 @@ void expect_row_sparsity(const GgufTensorInfo& t, double target) {
   }
 }
 
+// Requantizing a pruned row keeps its largest weight, so Q8_0 and Q4_0 recompute the
+// same block scales and every kept weight decodes to the value it had (the float types
+// trivially): pruning changes nothing but the zeros.
+void expect_kept_unchanged(const GgufTensorInfo& in, const GgufTensorInfo& out) {
+  const int64_t cols = in.ne[0], rows = in.num_elements() / cols, rb = dtype_row_bytes(in.dtype, cols);
+  std::vector<float> a(static_cast<size_t>(cols)), b(a.size());
+  int64_t changed = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    dequantize_row(in.dtype, in.data + r * rb, a.data(), cols);
+    dequantize_row(out.dtype, out.data + r * rb, b.data(), cols);
+    for (int64_t c = 0; c < cols; ++c) changed += b[c] != 0.0f && b[c] != a[c];
+  }
+  EXPECT_EQ(changed, 0) << in.name << " " << dtype_name(in.dtype);
+}
+
 TEST(PrunerTest, PrunedFileLoadsKeepsMetadataTypesAndUntouchedTensors) {
   for (DType type : {DType::kF32, DType::kF16, DType::kQ8_0, DType::kQ4_0}) {
     Pruned f;
@@ -197,7 +212,10 @@ TEST(PrunerTest, PrunedFileLoadsKeepsMetadataTypesAndUntouchedTensors) {
       EXPECT_EQ(o_t->ne, t.ne) << t.name;
       const bool same = std::memcmp(o_t->data, t.data, t.num_bytes) == 0;
       EXPECT_EQ(same, !is_prunable_tensor(t.name)) << t.name << " " << dtype_name(type);
-      if (is_prunable_tensor(t.name)) expect_row_sparsity(*o_t, 0.5);
+      if (is_prunable_tensor(t.name)) {
+        expect_row_sparsity(*o_t, 0.5);
+        expect_kept_unchanged(t, *o_t);
+      }
     }
     for (const auto& r : rep->tensors) {
       EXPECT_GE(r.achieved, 0.5) << r.name;
