@@ -2,9 +2,9 @@
 // every linear layer's weight matrix (attention q/k/v/qkv/output, FFN gate/up/down and
 // their expert and shared-expert forms) and writes a GGUF with the same metadata and
 // tensor types. Embeddings, norms, biases, expert routers and the output head are left
-// alone: the embedding and head are lookups/projections over the whole vocabulary whose
-// rows each serve one token, and llama.cpp and the pruning literature (SparseGPT,
-// Wanda) leave them dense too.
+// alone: the embedding and head hold one row per vocabulary entry (pruning them removes
+// parts of particular tokens, not shared capacity), quantization already finds them the
+// most sensitive, and the LLM pruning methods (SparseGPT, Wanda) leave them dense too.
 //
 // Patterns, all per row of the matrix (a row = the weights one output reads, ne[0]):
 //   unstructured  zero the round(S * cols) smallest |w| of the row;
@@ -15,10 +15,11 @@
 // Ties are broken by position: of equal magnitudes the earlier one is zeroed first,
 // so a file prunes the same way on every machine.
 //
-// Quantized tensors are dequantized, pruned and requantized to the same type; the
-// kept weights then take the new block scales (for Q8_0 and the float types they come
-// back unchanged, for others within the type's rounding). A row with nothing to zero
-// keeps its bytes, so S = 0 writes every tensor bit-identical.
+// Quantized tensors are dequantized, pruned and requantized to the same type. The
+// largest weight of a block is never pruned, so F32/F16/BF16, Q8_0 and Q4_0 get the
+// same scales back and every kept weight decodes unchanged (tested); types that search
+// their scales (k-quants) may move kept weights within their rounding. A row with
+// nothing to zero keeps its bytes, so S = 0 writes every tensor bit-identical.
 //
 // Thread-safety: pure functions; prune_model() uses its own thread pool.
 #pragma once
