@@ -15,10 +15,12 @@
 // Ties are broken by position: of equal magnitudes the earlier one is zeroed first,
 // so a file prunes the same way on every machine.
 //
-// Quantized tensors are dequantized, pruned and requantized to the same type. The
-// largest weight of a block is never pruned, so F32/F16/BF16, Q8_0 and Q4_0 get the
-// same scales back and every kept weight decodes unchanged (tested); types that search
-// their scales (k-quants) may move kept weights within their rounding. A row with
+// Quantized tensors are dequantized, pruned and requantized to the same type. The float
+// types keep every kept weight exactly. With unstructured and 2:4 pruning the largest
+// weight of a quantization block that keeps anything is kept, so Q8_0 and Q4_0 get the
+// same scales back and kept weights decode unchanged (tested); with block:N a pruned
+// N-block can hold the quantization block's largest value, and types that search their
+// scales (k-quants) search again, so there kept weights may move within the rounding. A row with
 // nothing to zero keeps its bytes, so S = 0 writes every tensor bit-identical.
 //
 // Thread-safety: pure functions; prune_model() uses its own thread pool.
