@@ -252,3 +252,47 @@ TEST(CliTest, BenchServeRefusesBadFlagsByName) {
 }
 
 }  // namespace
+
+namespace {
+
+// prune and eval-prune end to end on stories260K: a pruned file that generates and
+// reports its per-tensor sparsity, an eval table, and bad input refused with nothing
+// written.
+TEST(CliTest, PruneWritesAPrunedModelAndRefusesBadInput) {
+  if (!have_stories()) GTEST_SKIP() << "needs " << kStories;
+  const std::string dir = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_prune";
+  std::filesystem::create_directories(dir);
+  const std::string out = dir + "/p.gguf";
+  CmdResult r = run("prune " + kStories + " " + out + " --sparsity 0.3 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["tensors"].size(), 35u);
+  for (const auto& t : j["tensors"]) EXPECT_NEAR(t["achieved"].get<double>(), 0.3, 0.02) << t["name"];
+  r = run("generate -m " + out + " -p \"Once upon a time\" -n 8 --temp 0");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out.rfind("Once upon a time", 0), 0u) << r.out;
+  std::ofstream(dir + "/text.txt") << slurp(std::string(LLMSERVE_SOURCE_DIR) + "/tests/data/eval_stories.txt").substr(0, 2000);
+  r = run("eval-prune -m " + kStories + " -f " + dir + "/text.txt --sparsities 0,0.4 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const auto e = nlohmann::json::parse(r.out);
+  ASSERT_EQ(e["levels"].size(), 2u);
+  EXPECT_EQ(e["levels"][0]["kl_divergence"].get<double>(), 0.0);
+  EXPECT_GT(e["levels"][1]["kl_divergence"].get<double>(), 0.0);
+  const std::string bad = dir + "/bad.gguf";
+  for (const auto& [args, says] : std::vector<std::pair<std::string, std::string>>{
+           {"/nonexistent.gguf " + bad + " --sparsity 0.5", "cannot open '/nonexistent.gguf'"},
+           {kStories + " " + bad + " --sparsity 1.2", "--sparsity must be in [0, 1)"},
+           {kStories + " " + bad + " --sparsity 0.5 --pattern 3:4", "unknown --pattern '3:4'"},
+           {kStories + " " + bad + " --sparsity 0.5 --pattern block:8", "172 wide, which 8 does not divide"},
+           {kStories + " " + bad + " --sparsity 0.7 --pattern 2:4", "its sparsity is 0.5"},
+           {kStories + " " + bad + " --sparsity 0.5 --schedule steep", "unknown --schedule 'steep'"},
+           {kStories + " " + bad, "--sparsity S is required"}}) {
+    r = run("prune " + args, true);
+    EXPECT_EQ(r.exit_code, 1) << args;
+    EXPECT_NE(r.out.find(says), std::string::npos) << r.out;
+    EXPECT_FALSE(std::filesystem::exists(bad)) << args;
+  }
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace

@@ -34,6 +34,8 @@ int main(int argc, char** argv) {
   llms::cli::add_perplexity_command(app);
   llms::cli::add_bench_engine_command(app);
   llms::cli::add_quantize_command(app);
+  llms::cli::add_prune_command(app);
+  llms::cli::add_eval_prune_command(app);
   llms::cli::add_imatrix_command(app);
   llms::cli::add_quant_report_command(app);
   llms::cli::add_bench_decode_command(app);

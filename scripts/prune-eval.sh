@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Magnitude pruning of stories260K without fine-tuning (docs/adaptive.md, "Magnitude
+# pruning"): makes the evaluation text by sampling the F32 model itself, then runs
+# `llmserve eval-prune` for each pattern and schedule.
+#   scripts/prune-eval.sh [OUT_DIR]      (default: a temporary directory, removed)
+# Evaluation text: 40 stories, each `llmserve generate -p "Once upon a time" -n 200
+# --temp 1 --top-k 0 --top-p 1 --min-p 0 --seed S` for S = 101..140 (plain sampling
+# from the model's full distribution; seeds disjoint from the 1..30 of the quantization
+# calibration text), one story per paragraph. Kept as OUT_DIR/eval_samples.txt.
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+llmserve=${LLMSERVE:-$here/build/release/src/cli/llmserve}
+model=${MODEL:-$here/../shared/models/stories260K.gguf}
+if [[ $# -ge 1 ]]; then
+  work=$1
+  mkdir -p "$work"
+else
+  work=$(mktemp -d)
+  trap 'rm -rf "$work"' EXIT
+fi
+text=$work/eval_samples.txt
+: >"$text"
+for seed in $(seq 101 140); do
+  nice -n 19 "$llmserve" generate -m "$model" -p "Once upon a time" -n 200 --temp 1 --top-k 0 --top-p 1 --min-p 0 \
+    --seed "$seed" 2>/dev/null >>"$text"
+  echo >>"$text"
+done
+echo "evaluation text: $(wc -w <"$text") words, sha256 $(sha256sum "$text" | cut -c1-16)"
+
+levels=0.1,0.2,0.3,0.4,0.5,0.6,0.7
+run() {
+  echo
+  echo "\$ llmserve eval-prune -m stories260K.gguf -f eval_samples.txt $*"
+  nice -n 19 "$llmserve" eval-prune -m "$model" -f "$text" -t 1 "$@" 2>/dev/null
+}
+run --sparsities $levels --pattern unstructured
+run --sparsities $levels --pattern unstructured --schedule depth
+run --sparsities $levels --pattern block:4
+run --pattern 2:4
