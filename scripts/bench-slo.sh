@@ -7,7 +7,11 @@
 #   scripts/bench-slo.sh MODEL.gguf [--rates 2,4,8,12,16] [--ttft-ms 1000] [--itl-ms 50]
 #       [--budgets 32,64,128,256,512] [--running-caps 64] [--input-len 32] [--output-len 64]
 #       [--seconds 20]
-#       [--batching continuous|dynamic] [--sizes 1,2,4,8,16] [--out DIR]
+#       [--batching continuous|dynamic] [--sizes 1,2,4,8,16] [--in-process] [--out DIR]
+#
+# --in-process: the load runs inside the engine (`llmserve bench-engine --request-rate`,
+# prompts of exactly --input-len tokens) instead of over HTTP, so that no client shares
+# the cores with the server; the same settings and goodput rule.
 #
 # Settings run interleaved: for each rate, every setting in turn (the order rotated from
 # rate to rate), each on a freshly started server, so that a drift of the machine's
@@ -25,9 +29,10 @@ llmserve=${LLMSERVE:-$here/build/release/src/cli/llmserve}
 model=${1:?usage: bench-slo.sh MODEL.gguf [options]}
 shift
 rates=2,4,8,12,16 ttft=1000 itl=50 budgets=32,64,128,256,512 caps=64 sizes=1,2,4,8,16 input_len=32 output_len=64
-seconds=20 batching=continuous out=
+seconds=20 batching=continuous out= in_process=0
 while [[ $# -gt 0 ]]; do
   case $1 in
+    --in-process) in_process=1; shift; continue ;;
     --rates) rates=$2 ;;
     --ttft-ms) ttft=$2 ;;
     --itl-ms) itl=$2 ;;
@@ -86,11 +91,31 @@ for ((r = 0; r < ${#rate_list[@]}; r++)); do
   for ((k = 0; k < ${#settings[@]}; k++)); do
     IFS='|' read -r label flags <<<"${settings[$(((k + r) % ${#settings[@]}))]}"
     echo "== rate $rate: $label" >&2
+    name="r${rate}_$(echo "$label" | tr -c 'A-Za-z0-9' '_')"
+    if [[ $in_process == 1 ]]; then
+      policy=(--batching continuous)
+      [[ $flags == *--batching* ]] && policy=()
+      # shellcheck disable=SC2086
+      "$llmserve" bench-engine -m "$model" "${policy[@]}" $flags "${slo[@]}" --threads "$(nproc)" --seed "$r" \
+        --requests "$prompts" --request-rate "$rate" --prompt-min "$input_len" --prompt-max "$input_len" \
+        --output-min "$output_len" --output-max "$output_len" --goodput "ttft:$ttft" "tpot:$itl" --json \
+        >"$work/$name.out" 2>"$work/$name.log" ||
+        { echo "bench-engine failed at rate $rate, $label:" >&2; tail -5 "$work/$name.log" >&2; exit 1; }
+      python3 - "$work/$name.out" "$label" "$rate" >>"$results" <<'PY'
+import json, sys
+path, label, rate = sys.argv[1:]
+r = json.load(open(path))[0]
+print(json.dumps({"setting": label, "rate": float(rate), "goodput_tok_s": r["goodput_tokens_per_s"],
+                  "output_tok_s": r["tokens_per_s"], "p99_ttft_ms": 1000 * r["ttft_p99_s"],
+                  "p99_itl_ms": 1000 * r["tpot_p99_s"], "mean_tpot_ms": 1000 * r["itl_mean_s"],
+                  "completed": r["completed"], "failed": r["failed"]}))
+PY
+      continue
+    fi
     # shellcheck disable=SC2086
     "$llmserve" serve -m "$model" --port "$port" --threads "$(nproc)" "${slo[@]}" $flags >"$work/server.log" 2>&1 &
     pid=$!
     wait_ready "http://127.0.0.1:$port/ready" "$pid" || { tail -5 "$work/server.log" >&2; exit 1; }
-    name="r${rate}_$(echo "$label" | tr -c 'A-Za-z0-9' '_')"
     "$llmserve" bench serve --base-url "http://127.0.0.1:$port" --ignore-eos --seed "$r" --warmup 4 \
       --num-prompts "$prompts" --request-rate "$rate" --input-len "$input_len" --output-len "$output_len" \
       --goodput "ttft:$ttft" "tpot:$itl" --save-result "$work/$name.json" >"$work/$name.log" 2>&1 ||
@@ -109,9 +134,11 @@ PY
 done
 elapsed=$(( $(date +%s) - started ))
 
-python3 - "$results" "$elapsed" "$(basename "$model")" "$ttft" "$itl" "$batching" >"$out/TABLE.md" <<'PY'
+itl_label="p99 ITL"
+[[ $in_process == 1 ]] && itl_label="p99 TPOT (in-process: per request)"
+python3 - "$results" "$elapsed" "$(basename "$model")" "$ttft" "$itl" "$batching" "$itl_label" >"$out/TABLE.md" <<'PY'
 import json, sys
-results, elapsed, model, ttft, itl, batching = sys.argv[1:]
+results, elapsed, model, ttft, itl, batching, itl_label = sys.argv[1:]
 rows = [json.loads(l) for l in open(results)]
 rates = sorted({r["rate"] for r in rows})
 settings = list(dict.fromkeys(r["setting"] for r in rows))
@@ -130,7 +157,7 @@ tuner = [get[("tuner", r)]["goodput_tok_s"] for r in rates]
 print("| best fixed at each rate | " + " | ".join(f"{x:.0f}" for x in best) + " | |")
 print("| tuner / best fixed | " + " | ".join(f"{t / b:.2f}" if b > 0 else "-" for t, b in zip(tuner, best)) + " | |")
 print()
-print("p99 TTFT / p99 ITL (ms):\n")
+print(f"p99 TTFT / {itl_label} (ms):\n")
 print("| setting | " + " | ".join(f"{fmt(r)} req/s" for r in rates) + " |")
 print("|---|" + "---|" * len(rates))
 for s in settings:

@@ -49,6 +49,8 @@ struct StepBucketProfile {
 
 class StepProfile {
  public:
+  StepProfile() = default;
+  explicit StepProfile(bool enabled) : enabled_(enabled) {}
   bool enabled() const { return enabled_; }
   void set_enabled(bool on) { enabled_ = on; }
 
@@ -63,6 +65,8 @@ class StepProfile {
   void end_step(int64_t tokens, int64_t total_ns);
   // Forgets the step in progress (a step that ran nothing).
   void discard_step();
+  // Forgets every step (stays enabled or not).
+  void clear() { *this = StepProfile{enabled_}; }
 
   const std::array<StepBucketProfile, kNumStepBuckets>& buckets() const { return buckets_; }
   // A table, one line per step size seen: steps, mean ms per step, then the share of

@@ -2,9 +2,11 @@
 #include <algorithm>
 #include <cstdio>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "base/log.h"
+#include "benchserve/bench_options.h"
 #include "cli/commands.h"
 #include "eval/load_benchmark.h"
 #include "kernels/machine_limits.h"
@@ -26,6 +28,10 @@ struct Options {
   std::string output_dist = "uniform";
   bool json = false;
   bool profile = false;
+  std::vector<std::string> goodput;  // as bench serve: ttft:MS tpot:MS
+  std::string autotune = "off";
+  double slo_ttft_ms = 0, slo_itl_ms = 0;
+  int autotune_min_batch_tokens = 32;
 };
 
 // The step's compute limit: the matrix products' multiply-adds per token against the
@@ -56,6 +62,11 @@ void run(const Options& o) {
   const DType kv = dtype_or_fail(o.kv_type, "--kv-type");
   LoadSpec load = o.load;
   load.output_log_uniform = o.output_dist == "log-uniform";
+  const benchserve::GoodputSlo slo = value_or_fail(benchserve::parse_goodput(o.goodput));
+  if (slo.e2el_ms) fail(invalid_argument("--goodput: bench-engine judges ttft and tpot only"));
+  load.goodput_ttft_s = slo.ttft_ms.value_or(0) / 1000.0;
+  load.goodput_tpot_s = slo.tpot_ms.value_or(0) / 1000.0;
+  const AutotuneMode autotune = value_or_fail(parse_autotune_mode(o.autotune));
   nlohmann::json all = nlohmann::json::array();
   if (!o.json) {
     std::printf("%-11s %9s %10s %10s %10s %10s %10s %8s\n", "policy", "requests", "tok/s", "ttft_p50", "ttft_p99",
@@ -71,6 +82,11 @@ void run(const Options& o) {
     c.threads = o.threads;
     c.k_type = c.v_type = kv;
     c.profile = o.profile;
+    c.autotune = autotune;
+    c.autotune_min_batch_tokens = o.autotune_min_batch_tokens;
+    c.slo_interactive.ttft_ms = o.slo_ttft_ms;
+    c.slo_interactive.itl_ms = o.slo_itl_ms;
+    ok_or_fail(c.validate());
     // With --profile, the compute limit is measured right before and after the run
     // (the larger counts: the machine is shared).
     ComputeLimit limit;
@@ -84,7 +100,13 @@ void run(const Options& o) {
       all.push_back({{"policy", r.policy}, {"completed", r.completed}, {"generated_tokens", r.generated_tokens},
                      {"seconds", r.seconds}, {"tokens_per_s", r.tokens_per_s}, {"ttft_p50_s", r.ttft_p50_s},
                      {"ttft_p99_s", r.ttft_p99_s}, {"e2e_p50_s", r.e2e_p50_s}, {"e2e_p99_s", r.e2e_p99_s},
-                     {"itl_mean_s", r.itl_mean_s}, {"preemptions", r.preemptions}});
+                     {"itl_mean_s", r.itl_mean_s}, {"preemptions", r.preemptions}, {"failed", r.failed}, {"tpot_p99_s", r.tpot_p99_s},
+                     {"request_rate", load.request_rate}});
+      if (!r.first_error.empty()) all.back()["first_error"] = r.first_error;
+      if (slo.any()) {
+        all.back()["request_goodput"] = r.request_goodput;
+        all.back()["goodput_tokens_per_s"] = r.goodput_tok_s;
+      }
       if (r.expert_load_imbalance > 0) all.back()["expert_load_imbalance"] = r.expert_load_imbalance;
       if (o.profile) {
         all.back()["profile"] = r.profile;
@@ -95,6 +117,12 @@ void run(const Options& o) {
       std::printf("%-11s %9d %10.1f %9.3fs %9.3fs %9.3fs %9.4fs %8lld\n", r.policy.c_str(), r.completed,
                   r.tokens_per_s, r.ttft_p50_s, r.ttft_p99_s, r.e2e_p99_s, r.itl_mean_s,
                   static_cast<long long>(r.preemptions));
+      if (r.failed > 0) std::printf("failed: %d requests (first: %s)\n", r.failed, r.first_error.c_str());
+      if (slo.any()) {
+        std::printf("goodput: %.1f tok/s, %.2f req/s met TTFT <= %s and TPOT <= %s\n", r.goodput_tok_s,
+                    r.request_goodput, slo.ttft_ms ? fmt::format("{} ms", *slo.ttft_ms).c_str() : "any",
+                    slo.tpot_ms ? fmt::format("{} ms", *slo.tpot_ms).c_str() : "any");
+      }
       if (r.expert_load_imbalance > 0) {
         std::printf("experts: load imbalance %.2f (max / mean tokens per expert, all layers)\n", r.expert_load_imbalance);
       }
@@ -127,6 +155,24 @@ void add_bench_engine_command(CLI::App& app) {
       ->check(CLI::IsMember({"uniform", "log-uniform"}))
       ->capture_default_str();
   cmd->add_option("--seed", o->load.seed, "Seed of the request mix")->capture_default_str();
+  cmd->add_option("--warmup", o->load.warmup,
+                  "Rounds of the same load (other prompts) before the timed one, on the same engine: the KV "
+                  "cache's memory is committed as blocks are first written")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option("--request-rate", o->load.request_rate,
+                  "Open loop: requests per second of a Poisson arrival process (0: closed loop, --concurrency "
+                  "clients)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option("--goodput", o->goodput, "Count requests within these bounds, as bench serve: ttft:MS tpot:MS")
+      ->expected(1, 2);
+  cmd->add_option("--autotune", o->autotune, "Auto-tuner: off, observe or on (as serve)")->capture_default_str();
+  cmd->add_option("--slo-ttft-ms", o->slo_ttft_ms, "Interactive lane's TTFT target (as serve)")->capture_default_str();
+  cmd->add_option("--slo-itl-ms", o->slo_itl_ms, "Interactive lane's ITL target (as serve)")->capture_default_str();
+  cmd->add_option("--autotune-min-batch-tokens", o->autotune_min_batch_tokens,
+                  "Smallest step token budget the auto-tuner may choose (as serve)")
+      ->capture_default_str();
   cmd->add_option("--max-batch-tokens", o->max_batch_tokens, "Token budget per step")->capture_default_str();
   cmd->add_option("--max-running", o->max_running, "Running sequences at most")->capture_default_str();
   cmd->add_option("--max-batch-size", o->max_batch_size, "dynamic: requests per batch")->capture_default_str();

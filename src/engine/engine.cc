@@ -229,6 +229,7 @@ void Engine::reap(int64_t now) {
 }
 
 bool Engine::step() {
+  if (reset_profile_.exchange(false, std::memory_order_relaxed)) profile_.clear();
   const Stopwatch total;
   std::optional<ScopedStepPart> part(std::in_place, &profile_, StepPart::kSchedule);
   const int64_t now = clock_();

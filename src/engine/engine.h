@@ -95,6 +95,9 @@ class Engine {
   // Where the steps' time went (EngineConfig::profile); read it after stop(), or from
   // the engine thread in manual mode.
   const StepProfile& step_profile() const { return profile_; }
+  // Any thread: the profile starts over at the engine's next step (a benchmark's
+  // warm-up is left out of it).
+  void reset_step_profile() { reset_profile_.store(true, std::memory_order_relaxed); }
   // The last steps and requests, for the dashboard; any thread.
   StatsWindowSnapshot stats_window() const { return stats_window_.snapshot(); }
   const EngineConfig& config() const { return config_; }
@@ -182,6 +185,7 @@ class Engine {
   std::condition_variable cv_;
   std::vector<std::unique_ptr<Sequence>> inbox_;
   std::atomic<uint64_t> next_id_{1};
+  std::atomic<bool> reset_profile_{false};
   bool stop_requested_ = false;
   bool wake_requested_ = false;  // a wake() since the engine last looked (cancels set it)
   std::thread thread_;

@@ -1,6 +1,7 @@
 #include "eval/load_benchmark.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <mutex>
 #include <thread>
@@ -40,79 +41,184 @@ std::vector<RequestParams> make_load_requests(const LoadSpec& spec, int vocab) {
   return out;
 }
 
-Result<LoadResult> run_load(const Model& model, const Tokenizer& tokenizer, const EngineConfig& config,
-                            const LoadSpec& spec) {
-  if (spec.requests < 1 || spec.concurrency < 1 || spec.prompt_min < 2 || spec.prompt_max < spec.prompt_min ||
-      spec.output_min < 1 || spec.output_max < spec.output_min) {
-    return invalid_argument("load spec: counts must be positive and ranges ordered (prompts of at least 2 tokens)");
-  }
-  EngineConfig c = config;
-  c.max_waiting_requests = std::max(c.max_waiting_requests, spec.concurrency);
-  c.result_cache_bytes = 0;  // every request must reach the model
-  LLMS_ASSIGN_OR_RETURN(auto engine, Engine::create(model, tokenizer, c));
-  const auto requests = make_load_requests(spec, model.config().n_vocab);
-  engine->start();
+namespace {
 
-  std::mutex mu;
-  std::vector<double> ttft, e2e;
+struct LoadTimings {
+  std::vector<double> ttft, e2e, tpot;
   double itl_sum = 0;
   int64_t itl_n = 0, generated = 0;
-  int next = 0, completed = 0;
+  int completed = 0;
+  int failed = 0;
+  std::string first_error;
+  int good_requests = 0;
+  int64_t good_tokens = 0;
+};
+
+// Reads a request's events to its end and records it (under `mu`).
+void record_request(RequestHandle& h, const LoadSpec& spec, std::mutex& mu, LoadTimings& rec) {
+  RequestEvent ev;
+  while (h.next(&ev)) {
+    const auto* f = std::get_if<FinishEvent>(&ev);
+    if (f == nullptr) continue;
+    std::lock_guard<std::mutex> lock(mu);
+    if (f->reason != FinishReason::kStop && f->reason != FinishReason::kLength) {  // refused, timed out, failed
+      ++rec.failed;
+      if (rec.first_error.empty()) rec.first_error = std::string(finish_reason_name(f->reason)) + ": " + f->message;
+      return;
+    }
+    rec.ttft.push_back(f->timings.ttft_s);
+    rec.e2e.push_back(f->timings.e2e_s);
+    double tpot = 0;
+    if (f->completion_tokens > 1) {
+      rec.itl_sum += (f->timings.e2e_s - f->timings.ttft_s);
+      rec.itl_n += f->completion_tokens - 1;
+      tpot = (f->timings.e2e_s - f->timings.ttft_s) / static_cast<double>(f->completion_tokens - 1);
+    }
+    if (f->completion_tokens > 1) rec.tpot.push_back(tpot);
+    rec.generated += f->completion_tokens;
+    ++rec.completed;
+    if ((spec.goodput_ttft_s <= 0 || f->timings.ttft_s <= spec.goodput_ttft_s) &&
+        (spec.goodput_tpot_s <= 0 || tpot <= spec.goodput_tpot_s)) {
+      ++rec.good_requests;
+      rec.good_tokens += f->completion_tokens;
+    }
+    return;
+  }
+}
+
+// Open loop: request i is submitted at arrivals[i] seconds from now, whatever became
+// of the others; a thread per request in flight reads its events.
+void drive_open_loop(Engine& engine, const std::vector<RequestParams>& requests, const std::vector<double>& arrivals,
+                     const LoadSpec& spec, LoadTimings& rec) {
+  std::mutex mu;
+  std::vector<std::thread> readers;
+  readers.reserve(requests.size());
+  const auto start = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < requests.size(); ++i) {
+    std::this_thread::sleep_until(start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                              std::chrono::duration<double>(arrivals[i])));
+    auto h = engine.submit(requests[i]);
+    if (!h.ok()) {
+      std::lock_guard<std::mutex> lock(mu);
+      ++rec.failed;
+      if (rec.first_error.empty()) rec.first_error = h.status().to_string();
+      continue;
+    }
+    readers.emplace_back([h = *std::move(h), &spec, &mu, &rec] { record_request(*h, spec, mu, rec); });
+  }
+  for (auto& t : readers) t.join();
+}
+
+// Sends `requests` from `concurrency` clients, each submitting its next request when
+// the last one finished, until all are done; records into `out` (null: nothing).
+Status drive(Engine& engine, const std::vector<RequestParams>& requests, int concurrency, const LoadSpec& spec,
+             LoadTimings* out) {
+  std::mutex mu;
+  size_t next = 0;
   Status failure;
-  const Stopwatch wall;
+  LoadTimings sink;
+  LoadTimings& rec = out != nullptr ? *out : sink;
   auto client = [&]() {
     for (;;) {
-      int i;
+      size_t i;
       {
         std::lock_guard<std::mutex> lock(mu);
-        if (next >= spec.requests || !failure.ok()) return;
+        if (next >= requests.size() || !failure.ok()) return;
         i = next++;
       }
-      auto h = engine->submit(requests[static_cast<size_t>(i)]);
+      auto h = engine.submit(requests[i]);
       if (!h.ok()) {
         std::lock_guard<std::mutex> lock(mu);
         failure = h.status();
         return;
       }
-      RequestEvent ev;
-      while ((*h)->next(&ev)) {
-        if (const auto* f = std::get_if<FinishEvent>(&ev)) {
-          std::lock_guard<std::mutex> lock(mu);
-          ttft.push_back(f->timings.ttft_s);
-          e2e.push_back(f->timings.e2e_s);
-          if (f->completion_tokens > 1) {
-            itl_sum += (f->timings.e2e_s - f->timings.ttft_s);
-            itl_n += f->completion_tokens - 1;
-          }
-          generated += f->completion_tokens;
-          ++completed;
-          break;
-        }
-      }
+      record_request(**h, spec, mu, rec);
     }
   };
   std::vector<std::thread> clients;
-  for (int i = 0; i < spec.concurrency; ++i) clients.emplace_back(client);
+  for (int i = 0; i < concurrency; ++i) clients.emplace_back(client);
   for (auto& t : clients) t.join();
+  return failure;
+}
+
+}  // namespace
+
+std::vector<double> make_arrival_times(const LoadSpec& spec) {
+  std::vector<double> at(static_cast<size_t>(std::max(0, spec.requests)), 0.0);
+  if (spec.request_rate <= 0) return at;
+  Rng rng(spec.seed ^ 0x9e3779b97f4a7c15ULL);
+  double t = 0;
+  for (double& a : at) {
+    t += -std::log(1.0 - rng.uniform()) / spec.request_rate;  // uniform() is in [0, 1)
+    a = t;
+  }
+  return at;
+}
+
+Result<LoadResult> run_load(const Model& model, const Tokenizer& tokenizer, const EngineConfig& config,
+                            const LoadSpec& spec) {
+  if (!(spec.request_rate >= 0) || !(spec.goodput_ttft_s >= 0) || !(spec.goodput_tpot_s >= 0)) {
+    return invalid_argument("load spec: the request rate and goodput bounds must not be negative");
+  }
+  if (spec.requests < 1 || spec.concurrency < 1 || spec.warmup < 0 || spec.prompt_min < 2 || spec.prompt_max < spec.prompt_min ||
+      spec.output_min < 1 || spec.output_max < spec.output_min) {
+    return invalid_argument(
+        "load spec: counts must be positive, warm-up rounds not negative and ranges ordered (prompts of at least 2 "
+        "tokens)");
+  }
+  EngineConfig c = config;
+  // Open loop, every request may be waiting at once.
+  c.max_waiting_requests = std::max(c.max_waiting_requests, spec.request_rate > 0 ? spec.requests : spec.concurrency);
+  c.result_cache_bytes = 0;  // every request must reach the model
+  LLMS_ASSIGN_OR_RETURN(auto engine, Engine::create(model, tokenizer, c));
+  const auto requests = make_load_requests(spec, model.config().n_vocab);
+  engine->start();
+
+  // Warm-up rounds: the same shape of load, from other seeds, and nothing recorded.
+  for (int round = 0; round < spec.warmup; ++round) {
+    LoadSpec w = spec;
+    w.seed = spec.seed + 1000003 * static_cast<uint64_t>(round + 1);
+    const Status warm = drive(*engine, make_load_requests(w, model.config().n_vocab), spec.concurrency, spec, nullptr);
+    if (!warm.ok()) {
+      engine->stop();
+      return warm.with_context("warm-up");
+    }
+  }
+  const int64_t warmup_preemptions = engine->snapshot().preemptions;
+  engine->reset_step_profile();
+  LoadTimings timed;
+  const Stopwatch wall;
+  Status run = ok_status();
+  if (spec.request_rate > 0) {
+    drive_open_loop(*engine, requests, make_arrival_times(spec), spec, timed);
+  } else {
+    run = drive(*engine, requests, spec.concurrency, spec, &timed);
+  }
   const double seconds = wall.elapsed_s();
   const EngineSnapshot snap = engine->snapshot();
   engine->stop();
   const std::string profile = c.profile ? engine->step_profile().table() : std::string();
-  LLMS_RETURN_IF_ERROR(failure);
+  LLMS_RETURN_IF_ERROR(run);
 
   LoadResult r;
   r.policy = batching_policy_name(config.batching);
-  r.completed = completed;
+  r.completed = timed.completed;
   r.profile = profile;
-  r.generated_tokens = generated;
+  for (const StepBucketProfile& b : engine->step_profile().buckets()) r.profiled_tokens += b.tokens;
+  r.generated_tokens = timed.generated;
   r.seconds = seconds;
-  r.tokens_per_s = static_cast<double>(generated) / seconds;
-  r.ttft_p50_s = percentile(ttft, 0.5);
-  r.ttft_p99_s = percentile(ttft, 0.99);
-  r.e2e_p50_s = percentile(e2e, 0.5);
-  r.e2e_p99_s = percentile(e2e, 0.99);
-  r.itl_mean_s = itl_n > 0 ? itl_sum / static_cast<double>(itl_n) : 0;
-  r.preemptions = snap.preemptions;
+  r.tokens_per_s = static_cast<double>(timed.generated) / seconds;
+  r.ttft_p50_s = percentile(timed.ttft, 0.5);
+  r.ttft_p99_s = percentile(timed.ttft, 0.99);
+  r.e2e_p50_s = percentile(timed.e2e, 0.5);
+  r.e2e_p99_s = percentile(timed.e2e, 0.99);
+  r.tpot_p99_s = percentile(timed.tpot, 0.99);
+  r.itl_mean_s = timed.itl_n > 0 ? timed.itl_sum / static_cast<double>(timed.itl_n) : 0;
+  r.preemptions = snap.preemptions - warmup_preemptions;
+  r.failed = timed.failed;
+  r.first_error = timed.first_error;
+  r.request_goodput = static_cast<double>(timed.good_requests) / seconds;
+  r.goodput_tok_s = static_cast<double>(timed.good_tokens) / seconds;
   r.expert_load_imbalance = snap.expert_load_imbalance;
   return r;
 }

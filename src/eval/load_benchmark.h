@@ -1,6 +1,7 @@
-// A closed-loop load benchmark of the engine in-process: `concurrency` clients each
+// A load benchmark of the engine in-process. Closed loop: `concurrency` clients each
 // submit a request, wait for it to finish and submit the next, until `requests` are
-// done. It measures what a serving user sees (time to first token, end-to-end latency)
+// done. Open loop (request_rate > 0): requests arrive as a Poisson process at that
+// rate whatever the engine's progress, as users do. It measures what a serving user sees (time to first token, end-to-end latency)
 // and what the operator pays for (generated tokens per second), so that batching
 // policies can be compared on the same machine, model and requests.
 #pragma once
@@ -27,6 +28,16 @@ struct LoadSpec {
   // 256-1024, like chat traffic, where most answers are short and a few are long).
   bool output_log_uniform = false;
   uint64_t seed = 1;
+  // Rounds of the same load (requests drawn from other seeds, so that the prefix cache
+  // gives the timed round nothing) before the timed one, on the same engine: the KV
+  // cache's memory is committed as blocks are first written, and a server that has
+  // run a while has written them all. Their steps are left out of the profile.
+  int warmup = 0;
+  // Requests per second of a Poisson arrival process (open loop); 0: closed loop.
+  double request_rate = 0;
+  // Goodput: a request counts when its time to first token and its time per output
+  // token after the first ((e2e - ttft) / (tokens - 1)) are within these (0: no bound).
+  double goodput_ttft_s = 0, goodput_tpot_s = 0;
 };
 
 struct LoadResult {
@@ -38,15 +49,25 @@ struct LoadResult {
   double ttft_p50_s = 0, ttft_p99_s = 0;
   double e2e_p50_s = 0, e2e_p99_s = 0;
   double itl_mean_s = 0;
+  double tpot_p99_s = 0;          // of the requests' times per output token after the first
+  int failed = 0;                 // requests the engine refused or ended in error
+  std::string first_error;
+  double request_goodput = 0;     // requests per second that met the goodput bounds
+  double goodput_tok_s = 0;       // their generated tokens per second
   int64_t preemptions = 0;
   double expert_load_imbalance = 0;  // mixture of experts: max / mean tokens per expert (0: dense)
   // The engine's step profile (EngineConfig::profile), as StepProfile::table() prints it.
   std::string profile;
+  int64_t profiled_tokens = 0;  // tokens the profiled steps computed
 };
 
 // The requests of a load: prompts (BOS, then random tokens of a `vocab`-token
 // vocabulary) and output lengths drawn from spec.seed; greedy, EOS ignored.
 std::vector<RequestParams> make_load_requests(const LoadSpec& spec, int vocab);
+
+// Seconds from the start at which each request arrives: open loop, exponential gaps
+// of mean 1 / rate drawn from seed; closed loop, all at 0.
+std::vector<double> make_arrival_times(const LoadSpec& spec);
 
 // Runs the load against a fresh engine with `config`.
 Result<LoadResult> run_load(const Model& model, const Tokenizer& tokenizer, const EngineConfig& config,

@@ -2,7 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <filesystem>
+
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
+#include "tools/synthetic.h"
 
 namespace llms {
 namespace {
@@ -49,6 +56,82 @@ TEST(LoadBenchmarkTest, OutputLengthsFollowTheChosenDistribution) {
   const auto rs = make_load_requests(spec, 100);
   EXPECT_NEAR(share_below(rs, 128), std::log(128.0 / 16) / std::log(1024.0 / 16), 0.03);
   EXPECT_NEAR(share_below(rs, 32), std::log(32.0 / 16) / std::log(1024.0 / 16), 0.03);
+}
+
+// Poisson arrivals: increasing, their gaps of mean 1 / rate (4000 gaps: the sample
+// mean's standard deviation is 1.6% of it, the bound is 5%) and exponential (a share
+// 1 - e^-1 of the gaps is below the mean); the same for a seed; all at 0 in closed loop.
+TEST(LoadBenchmarkTest, ArrivalsArePoissonAtTheRequestedRate) {
+  LoadSpec spec;
+  spec.requests = 4000;
+  spec.request_rate = 20;
+  const auto at = make_arrival_times(spec);
+  ASSERT_EQ(at.size(), 4000u);
+  int below_mean = 0;
+  for (size_t i = 1; i < at.size(); ++i) {
+    ASSERT_GT(at[i], at[i - 1]);
+    below_mean += at[i] - at[i - 1] < 1.0 / 20;
+  }
+  EXPECT_NEAR(at.back() / 4000, 1.0 / 20, 0.05 / 20);
+  EXPECT_NEAR(below_mean / 3999.0, 1 - std::exp(-1.0), 0.03);
+  EXPECT_EQ(make_arrival_times(spec), at);
+  spec.request_rate = 0;
+  for (double a : make_arrival_times(spec)) ASSERT_EQ(a, 0.0);
+}
+
+// The timed round counts its own requests only: its tokens, and in the step profile
+// the tokens its steps computed (each prompt, then every generated token but the last
+// fed back), none of the warm-up's.
+TEST(LoadBenchmarkTest, WarmupRoundsAreLeftOutOfTheResult) {
+  SyntheticSpec model_spec;
+  model_spec.n_vocab = 320, model_spec.n_embd = 64, model_spec.n_layer = 2, model_spec.n_head = 4;
+  model_spec.n_head_kv = 2, model_spec.n_ff = 128;
+  const std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_load.gguf";
+  ASSERT_TRUE(write_synthetic_model(model_spec, path).ok());
+  auto model = Model::load(path).value();
+  auto tokenizer = Tokenizer::from_gguf(model->file()).value();
+  LoadSpec spec;
+  spec.requests = 6, spec.concurrency = 3;
+  spec.prompt_min = 4, spec.prompt_max = 8, spec.output_min = 3, spec.output_max = 6;
+  int64_t prompt = 0, generated = 0;
+  for (const RequestParams& p : make_load_requests(spec, model_spec.n_vocab)) {
+    prompt += static_cast<int64_t>(p.prompt.size());
+    generated += p.max_tokens;
+  }
+  EngineConfig config;
+  config.threads = 1;
+  config.profile = true;
+  for (int warmup : {0, 2}) {
+    spec.warmup = warmup;
+    auto r = run_load(*model, *tokenizer, config, spec);
+    ASSERT_TRUE(r.ok()) << r.status().to_string();
+    EXPECT_EQ(r->completed, 6);
+    EXPECT_EQ(r->generated_tokens, generated);
+    EXPECT_EQ(r->profiled_tokens, prompt + generated - spec.requests) << "warm-up rounds: " << warmup;
+  }
+  // Open loop: every request completes; with bounds nothing can miss, goodput is the
+  // throughput, and with bounds nothing can meet, it is 0.
+  spec.warmup = 0;
+  spec.request_rate = 200;
+  spec.goodput_ttft_s = 3600, spec.goodput_tpot_s = 3600;
+  auto open = run_load(*model, *tokenizer, config, spec);
+  ASSERT_TRUE(open.ok()) << open.status().to_string();
+  EXPECT_EQ(open->completed, 6);
+  EXPECT_EQ(open->failed, 0);
+  EXPECT_EQ(open->generated_tokens, generated);
+  EXPECT_DOUBLE_EQ(open->goodput_tok_s, open->tokens_per_s);
+  EXPECT_DOUBLE_EQ(open->request_goodput, 6 / open->seconds);
+  spec.goodput_ttft_s = 1e-9;
+  open = run_load(*model, *tokenizer, config, spec);
+  ASSERT_TRUE(open.ok()) << open.status().to_string();
+  EXPECT_EQ(open->completed, 6);
+  EXPECT_EQ(open->goodput_tok_s, 0);
+  spec.warmup = -1;
+  EXPECT_EQ(run_load(*model, *tokenizer, config, spec).status().code(), StatusCode::kInvalidArgument);
+  spec.warmup = 0;
+  spec.request_rate = -1;
+  EXPECT_EQ(run_load(*model, *tokenizer, config, spec).status().code(), StatusCode::kInvalidArgument);
+  std::filesystem::remove(path);
 }
 
 }  // namespace
