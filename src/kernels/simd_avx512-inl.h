@@ -111,7 +111,7 @@ LLMS_SIMD void store_i8(int8_t* p, VI v) { _mm_storeu_si128(reinterpret_cast<__m
 inline constexpr int kAttentionRows = 4;
 inline constexpr int kGemvPanels = 8;  // a power of two
 inline constexpr int kFloatGemmPanels = 2, kFloatGemmTokens = 12;
-inline constexpr int kQ8GemmPanels = 2, kQ8GemmTokens = 4;
+inline constexpr int kQ8GemmPanels = 2, kQ8GemmTokens = 6;
 inline constexpr int kKGemmTokens = 8;
 inline constexpr int64_t kQ8GemmChunk = 16, kKGemmChunk = 8, kFloatGemmChunk = 2048;
 inline constexpr int kPrefetchLocality = 1;
