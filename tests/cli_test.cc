@@ -167,6 +167,30 @@ TEST(CliTest, MixtureOfExpertsModelInspectsAndBenchmarks) {
   std::filesystem::remove(out);
 }
 
+// bench-engine in open loop: Poisson arrivals, goodput against bounds nothing misses
+// (all the throughput) and a warm-up round; bounds it cannot judge and an unknown
+// tuner mode are refused.
+TEST(CliTest, BenchEngineRunsOpenLoopWithGoodput) {
+  const std::string out = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_cli_open.gguf";
+  ASSERT_EQ(run("make-model --preset tiny --type q8_0 " + out).exit_code, 0);
+  const std::string load = "bench-engine -m " + out + " --batching continuous --requests 6 --prompt-min 4 "
+                           "--prompt-max 8 --output-min 4 --output-max 4 -t 1 ";
+  const CmdResult b = run(load + "--request-rate 100 --goodput ttft:3600000 tpot:3600000 --warmup 1 --json");
+  ASSERT_EQ(b.exit_code, 0) << b.out;
+  const auto r = nlohmann::json::parse(b.out.substr(b.out.find('[')));
+  EXPECT_EQ(r[0]["completed"], 6);
+  EXPECT_EQ(r[0]["failed"], 0);
+  EXPECT_EQ(r[0]["request_rate"], 100.0);
+  EXPECT_DOUBLE_EQ(r[0]["goodput_tokens_per_s"].get<double>(), r[0]["tokens_per_s"].get<double>());
+  CmdResult bad = run(load + "--goodput e2el:100", true);
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.out.find("judges ttft and tpot only"), std::string::npos) << bad.out;
+  bad = run(load + "--autotune sometimes", true);
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.out.find("sometimes"), std::string::npos) << bad.out;
+  std::filesystem::remove(out);
+}
+
 TEST(CliTest, BadInputsGiveClearErrors) {
   CmdResult r = run("generate -m /nonexistent.gguf -p hi", true);
   EXPECT_EQ(r.exit_code, 1);

@@ -62,7 +62,8 @@ void run(const Options& o) {
   const DType kv = dtype_or_fail(o.kv_type, "--kv-type");
   LoadSpec load = o.load;
   load.output_log_uniform = o.output_dist == "log-uniform";
-  const benchserve::GoodputSlo slo = value_or_fail(benchserve::parse_goodput(o.goodput));
+  const benchserve::GoodputSlo slo =
+      o.goodput.empty() ? benchserve::GoodputSlo{} : value_or_fail(benchserve::parse_goodput(o.goodput));
   if (slo.e2el_ms) fail(invalid_argument("--goodput: bench-engine judges ttft and tpot only"));
   load.goodput_ttft_s = slo.ttft_ms.value_or(0) / 1000.0;
   load.goodput_tpot_s = slo.tpot_ms.value_or(0) / 1000.0;
