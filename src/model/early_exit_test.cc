@@ -176,6 +176,36 @@ TEST(EarlyExitTest, ExitsAndFilledKeysMatchTheDoubleReference) {
   }
 }
 
+// What the engine relies on after a preemption: recomputing exited positions in one
+// prefill chunk makes the same exit decisions and stores the same keys and values as
+// computing them one decode at a time.
+TEST(EarlyExitTest, RecomputingInOneChunkRepeatsEveryDecision) {
+  NEEDS_STORIES();
+  const Fixture& f = fixture();
+  const Model& m = *f.model;
+  EarlyExitConfig exit;
+  exit.layers = {1, 2, 3, 4};
+  exit.threshold = 0.4;
+  const PassRun stepwise = run(m, f.tokens, 1, &exit);
+  const PassRun at_once = run(m, f.tokens, f.tokens.size(), &exit);
+  EXPECT_EQ(stepwise.exit_layer, at_once.exit_layer);
+  int exited = 0;
+  for (int32_t l : stepwise.exit_layer) exited += l < m.config().n_layer;
+  EXPECT_GT(exited, 3);
+  expect_identical(stepwise, at_once);
+  const int kv_dim = m.config().kv_dim();
+  std::vector<float> a(static_cast<size_t>(kv_dim)), b(a.size());
+  for (int l = 0; l < m.config().n_layer; ++l) {
+    for (size_t p = 0; p < f.tokens.size(); ++p) {
+      for (bool is_k : {true, false}) {
+        kv_load_row(stepwise.kv->layer(l), is_k, stepwise.table[p / kBlock], static_cast<int>(p % kBlock), a.data());
+        kv_load_row(at_once.kv->layer(l), is_k, at_once.table[p / kBlock], static_cast<int>(p % kBlock), b.data());
+        ASSERT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0) << "layer " << l << " position " << p;
+      }
+    }
+  }
+}
+
 // Two sequences in each pass, one allowed to exit and one not: the second gets the
 // plain forward's logits bit for bit, the first what it gets alone with early exit.
 TEST(EarlyExitTest, ABatchedSequenceThatMayNotExitIsUntouched) {
