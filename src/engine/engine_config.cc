@@ -84,9 +84,11 @@ Status EngineConfig::validate() const {
     return bad("draft_model", "is needed with speculative = draft, and only then");
   }
   EarlyExitConfig exit;
-  exit.layers = exit_layers;
   exit.threshold = exit_threshold;
-  LLMS_RETURN_IF_ERROR(exit.validate());  // the model's layer count is checked at Engine::create
+  if (Status s = exit.validate(); !s.ok()) return bad("exit_threshold", s.message());
+  exit.layers = exit_layers;
+  // The model's layer count is checked at Engine::create.
+  if (Status s = exit.validate(); !s.ok()) return bad("exit_layers", s.message());
   if (exit_threshold < 1.0 && exit_layers.empty()) {
     return bad("exit_threshold", "needs exit_layers (--exit-layers): the layers where tokens may exit");
   }
