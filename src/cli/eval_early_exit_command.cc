@@ -40,7 +40,7 @@ void print_tables(const EarlyExitEvalResult& r, const EarlyExitEvalOptions& e) {
   for (size_t i = 0; i < r.layers.size(); ++i) std::printf("---|");
   std::printf("---|---|---|---|---|---|---|---|\n");
   for (const auto& row : r.rows) {
-    std::printf("| %.2f |", row.threshold);
+    std::printf("| %g |", row.threshold);
     for (double s : row.exit_share) std::printf(" %.1f%% |", 100 * s);
     std::printf(" %.1f%% | %.2f | %.2f%% | %.4f | %.0f / %.0f | %.2fx | %.1f%% | %.1f%% |\n", 100 * row.full_share,
                 row.mean_layers, 100 * row.top1_agreement, row.kl, row.exit_tok_s, row.full_tok_s, row.speedup,
