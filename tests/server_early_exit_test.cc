@@ -7,7 +7,7 @@
 
 #include "server_test_util.h"
 
-namespace llms {
+namespace llms::test {
 namespace {
 
 const char* kAnchor = "Once upon a time, there was a little girl named Lily.";
@@ -59,4 +59,4 @@ TEST(ServerEarlyExitTest, GreedyRequestsExitOptOutRunsFullDepthMetricsCountToken
 }
 
 }  // namespace
-}  // namespace llms
+}  // namespace llms::test
