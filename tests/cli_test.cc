@@ -209,6 +209,14 @@ TEST(CliTest, BadInputsGiveClearErrors) {
     EXPECT_NE(r.out.find("--kv-type"), std::string::npos) << r.out;
     r = run("generate -m " + kStories + " -p hi --top-p 0", true);
     EXPECT_NE(r.out.find("top_p"), std::string::npos) << r.out;
+    const std::string text = std::string(LLMSERVE_SOURCE_DIR) + "/tests/data/eval_stories.txt";
+    for (const auto& [args, named] : std::vector<std::pair<std::string, std::string>>{
+             {"--thresholds 1.5", "--thresholds"}, {"--thresholds 0.9 --exit-layers 5", "--exit-layers"},
+             {"--thresholds 0.9,", "--thresholds"}, {"", "--thresholds is required"}}) {
+      r = run("eval-early-exit -m " + kStories + " -f " + text + " " + args, true);
+      EXPECT_EQ(r.exit_code, 1) << args;
+      EXPECT_NE(r.out.find(named), std::string::npos) << args << ": " << r.out;
+    }
   }
 }
 

@@ -7,6 +7,7 @@
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "engine/early_exit_policy.h"
 #include "engine/kv_sizing.h"
 #include "engine/slo.h"
 
@@ -31,6 +32,7 @@ Hash128 kv_seed(const Hash128& model, DType k, DType v) {
 Result<std::unique_ptr<Engine>> Engine::create(const Model& model, const Tokenizer& tokenizer,
                                                const EngineConfig& config, Registry* registry) {
   LLMS_RETURN_IF_ERROR(config.validate());
+  LLMS_RETURN_IF_ERROR(early_exit_config(config).validate(model.config().n_layer));
   LLMS_ASSIGN_OR_RETURN(const KvSizing kv, size_kv_cache(model, config));
   auto runner = std::make_unique<LocalModelRunner>(
       model, model.kv_config(kv.num_blocks, config.block_size, config.k_type, config.v_type), config.threads,
@@ -79,6 +81,10 @@ Engine::Engine(std::unique_ptr<ModelRunner> runner, const Tokenizer& tokenizer, 
       stats_window_(config.stats_window),
       clock_(now_ns) {
   if (config.speculative == SpeculativeMode::kNgram) proposer_ = std::make_unique<NgramProposer>(config.spec_ngram_max);
+  // create() checked the exit layers against the model; a runner built by hand must fit.
+  const Status exit_ok = runner_->set_early_exit(early_exit_config(config_));
+  LLMS_CHECK(exit_ok.ok(), exit_ok.message());
+  exit_identity_ = early_exit_identity(model_identity_, config_);
   kv_.set_listener(config_.kv_events.get());
   step_config_ = config_;
   if (config_.autotune != AutotuneMode::kOff && config_.batching == BatchingPolicy::kDynamic) {
@@ -178,7 +184,7 @@ Result<std::shared_ptr<RequestHandle>> Engine::submit(RequestParams params, doub
 }
 
 std::optional<CachedCompletion> Engine::cached(const RequestParams& params) {
-  const auto key = ResultCache::key_for(model_identity_, params);
+  const auto key = result_key(params);
   if (!key || result_cache_.max_bytes() == 0) return std::nullopt;
   auto hit = result_cache_.lookup(*key);
   (hit ? metrics_.result_cache_hits : metrics_.result_cache_misses).inc();
@@ -198,6 +204,7 @@ void Engine::intake() {
     s.tokens = s.params.prompt;
     s.prompt_len = static_cast<int64_t>(s.tokens.size());
     s.spec_k = config_.spec_tokens;
+    s.early_exit = early_exit_applies(config_, s.params);
     const uint64_t seed = (static_cast<uint64_t>(entropy()) << 32) | entropy();
     s.sampler = std::make_unique<Sampler>(s.params.sampling, seed, s.params.prompt);
     s.decoder = std::make_unique<StreamingDecoder>(tokenizer_);
@@ -211,7 +218,7 @@ void Engine::intake() {
     }
     recent_costs_.push_back(s.cost());
     if (recent_costs_.size() > kCostWindow) recent_costs_.pop_front();
-    if (ResultCache::key_for(model_identity_, s.params)) replay_[s.id];
+    if (result_key(s.params)) replay_[s.id];
     if (batch_tuner_) batch_tuner_->arrival(s.arrival_ns);
     waiting_.push_back(&s);
     sequences_.emplace(s.id, std::move(up));
@@ -380,6 +387,7 @@ Status Engine::run_plan(const SchedulePlan& plan) {
     ch.start_pos = s.computed;
     ch.block_table = s.blocks.table.blocks;
     ch.logits = s.computed + c.n == static_cast<int64_t>(s.tokens.size()) ? LogitsWanted::kLast : LogitsWanted::kNone;
+    if (s.early_exit) ch.early_exit_from = s.prompt_len;  // generated positions only
     if (c.n_draft > 0) {  // the decode token and the proposed ones, every position scored
       s.verify_input.assign(ch.tokens.begin(), ch.tokens.end());
       s.verify_input.insert(s.verify_input.end(), s.draft.begin(), s.draft.begin() + c.n_draft);
@@ -402,10 +410,11 @@ Status Engine::run_plan(const SchedulePlan& plan) {
     }
     {
       const ScopedStepPart part(&profile_, StepPart::kSchedule);
-      kv_.commit(s.blocks, std::span<const int32_t>(s.tokens).first(static_cast<size_t>(s.computed)));
+      kv_.commit(s.blocks, s.committable());
     }
     if (chunks_[i].logits == LogitsWanted::kNone) continue;
     const float* logits = fwd_.last_of(i, chunks_[i]);
+    if (s.early_exit) count_exit(i);
     int32_t token;
     {
       const ScopedStepPart part(&profile_, StepPart::kSampling);
@@ -414,6 +423,21 @@ Status Engine::run_plan(const SchedulePlan& plan) {
     if (token >= 0) on_token(s, token, logits, done);
   }
   return ok_status();
+}
+
+std::optional<Hash128> Engine::result_key(const RequestParams& params) const {
+  return ResultCache::key_for(early_exit_applies(config_, params) ? exit_identity_ : model_identity_, params);
+}
+
+void Engine::count_exit(size_t chunk) {
+  if (fwd_.exit_layer.empty()) return;  // a pass without early exit: the runner ran full depth
+  const int64_t row = fwd_.first_row[chunk] + (chunks_[chunk].logits == LogitsWanted::kAll
+                                                   ? static_cast<int64_t>(chunks_[chunk].tokens.size()) - 1
+                                                   : 0);
+  const int32_t layer = fwd_.exit_layer[static_cast<size_t>(row)];
+  const bool exited = std::find(config_.exit_layers.begin(), config_.exit_layers.end(), layer) !=
+                      config_.exit_layers.end();
+  metrics_.early_exit_tokens.with({exited ? std::to_string(layer) : "full"}).inc();
 }
 
 void Engine::publish(int64_t now, bool force_rss) {

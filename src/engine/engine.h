@@ -142,6 +142,10 @@ class Engine {
   // the nearest deadline of a waiting request, for at most `cap_ns`.
   void wait_for_work(int64_t cap_ns);
   Status validate_request(const RequestParams& p) const;
+  // The result-cache key of `params` (early-exit requests carry the exit settings).
+  std::optional<Hash128> result_key(const RequestParams& params) const;
+  // Counts the exit layer of chunk `chunk`'s token in the last pass (early-exit requests).
+  void count_exit(size_t chunk);
 
   std::unique_ptr<ModelRunner> runner_;
   const Tokenizer& tokenizer_;
@@ -152,6 +156,7 @@ class Engine {
   int batch_size_ = 0;                // requests of the dynamic batch in progress; 0: none
   int64_t batch_start_ns_ = 0;
   Hash128 model_identity_;
+  Hash128 exit_identity_;  // model_identity_ mixed with the exit settings
   int context_length_;
   std::unique_ptr<Registry> own_registry_;
   Registry* registry_;

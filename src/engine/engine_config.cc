@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "kv/kv_layout.h"
+#include "model/early_exit.h"
 
 namespace llms {
 
@@ -81,6 +82,15 @@ Status EngineConfig::validate() const {
   if (spec_ngram_max < 1 || spec_ngram_max > 8) return bad("spec_ngram_max", fmt::format("{} is not in 1..8", spec_ngram_max));
   if ((speculative == SpeculativeMode::kDraft) != !draft_model.empty()) {
     return bad("draft_model", "is needed with speculative = draft, and only then");
+  }
+  EarlyExitConfig exit;
+  exit.threshold = exit_threshold;
+  if (Status s = exit.validate(); !s.ok()) return bad("exit_threshold", s.message());
+  exit.layers = exit_layers;
+  // The model's layer count is checked at Engine::create.
+  if (Status s = exit.validate(); !s.ok()) return bad("exit_layers", s.message());
+  if (exit_threshold < 1.0 && exit_layers.empty()) {
+    return bad("exit_threshold", "needs exit_layers (--exit-layers): the layers where tokens may exit");
   }
   return ok_status();
 }

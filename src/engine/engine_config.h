@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 #include "engine/autotune.h"
@@ -92,6 +93,13 @@ struct EngineConfig {
   int spec_tokens = 4;            // most tokens proposed per sequence and step (K)
   int spec_ngram_max = 4;         // longest suffix the ngram proposer looks up
   std::string draft_model;        // GGUF of the draft model (speculative = draft)
+
+  // Confidence early exit (model/early_exit.h, engine/early_exit_policy.h): after these
+  // layers (counted from 1, below the model's layer count, ascending) a greedy
+  // request's generated token stops when its top probability is >= exit_threshold.
+  // A threshold of 1 (the default) never exits.
+  std::vector<int> exit_layers;
+  double exit_threshold = 1.0;
 
   // Receives the prefix cache's block events (null: none); not a setting of the file.
   std::shared_ptr<KvEventListener> kv_events;

@@ -57,6 +57,7 @@ struct EngineMetrics {
   Gauge& autotune_max_delay;        // its delay (seconds)
   Gauge& autotune_arrival_rate;     // the arrival rate it measured (requests per second)
   Family<Counter>& autotune_decisions;  // changes, by applied/observed
+  Family<Counter>& early_exit_tokens;   // early-exit requests' tokens, by layer exited at ("full": none)
 };
 
 }  // namespace llms

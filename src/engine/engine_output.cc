@@ -106,7 +106,7 @@ void Engine::finish(Sequence& s, FinishReason reason, const std::string& message
   metrics_.compute_time.observe(fe.timings.compute_s);
   if (auto it = replay_.find(s.id); it != replay_.end()) {
     if ((reason == FinishReason::kStop || reason == FinishReason::kLength) && result_cache_.max_bytes() > 0) {
-      if (const auto key = ResultCache::key_for(model_identity_, s.params)) {
+      if (const auto key = result_key(s.params)) {
         result_cache_.insert(*key, CachedCompletion{std::move(it->second), fe});
       }
     }

@@ -1,8 +1,9 @@
 // Thousands of random requests (random lengths, priorities, lanes, deadlines,
-// cancellations, speculative decoding for half of them) through a tiny KV pool on a
-// real (generated) model. Each request must end exactly once, the pool must return to
-// empty, and every completed output must equal the output of the same request run
-// alone without speculation (a cut-short one: a prefix of it).
+// cancellations, speculative decoding for half of them, early exit for half of the
+// greedy ones) through a tiny KV pool on a real (generated) model. Each request must
+// end exactly once, the pool must return to empty, and every completed output must
+// equal the output of the same request run alone without speculation, with the same
+// early-exit settings (a cut-short one: a prefix of it).
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -59,13 +60,28 @@ RequestParams random_request(Rng& rng, int vocab) {
   }
   if (rng.below(8) == 0) p.timeout_s = 0.005 + rng.uniform() * 0.05;
   p.speculative = rng.below(2) == 0;  // half the requests verify proposed tokens
+  p.early_exit = rng.below(2) == 0;   // half opt in to early exit (it applies to greedy ones)
   if (rng.below(3) == 0) p.slo = {1 + rng.uniform() * 20, rng.below(2) ? 0.5 + rng.uniform() : 0};  // deadline-first
   return p;
+}
+
+// The property model's exit settings: after its first of 2 layers, at a threshold that
+// a share of its tokens reach. Its random weights give flat distributions (top
+// probabilities of 0.0029..0.0039 over 512 tokens after layer 1), so the threshold is
+// low; what the property checks does not depend on the model's confidence.
+constexpr double kExitThreshold = 0.0033;
+
+double counter(Engine& e, const std::string& series) {
+  const std::string text = e.registry().render();
+  const size_t at = text.find(series + " ");
+  return at == std::string::npos ? 0.0 : std::stod(text.substr(at + series.size() + 1));
 }
 
 std::unique_ptr<Engine> make_engine(EngineConfig c, int32_t blocks) {
   Fixture& f = fixture();
   c.threads = 1;
+  c.exit_layers = {1};
+  c.exit_threshold = kExitThreshold;
   auto runner = std::make_unique<LocalModelRunner>(
       *f.model, f.model->kv_config(blocks, c.block_size, c.k_type, c.v_type), c.threads);
   return std::make_unique<Engine>(std::move(runner), *f.tokenizer, c, f.model->identity(), blocks, 64);
@@ -141,6 +157,11 @@ void check_random_workload(AutotuneMode autotune, BatchingPolicy batching = Batc
     EXPECT_NE(text.find("llmserve_autotune_decisions_total{mode=\"applied\""), std::string::npos)
         << "the tuner never changed the budget";
   }
+  const double exited = counter(*engine, "llmserve_early_exit_tokens_total{layer=\"1\"}");
+  const double full = counter(*engine, "llmserve_early_exit_tokens_total{layer=\"full\"}");
+  std::printf("early exit: %.0f tokens exited at layer 1, %.0f ran full depth\n", exited, full);
+  EXPECT_GT(exited, 0) << "no early-exit request exited: the property says nothing about exits";
+  EXPECT_GT(full, 0) << "every early-exit token exited: the threshold is too low to mix both";
   EXPECT_GT(snap.spec_draft_tokens, 0);
   EXPECT_GT(snap.spec_accepted_tokens, 0);
   EXPECT_LT(snap.spec_accepted_tokens, snap.spec_draft_tokens);

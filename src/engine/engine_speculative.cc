@@ -22,7 +22,8 @@ void Engine::propose_drafts() {
   std::vector<ProposalRequest> requests;
   for (Sequence* s : running_) {
     s->draft.clear();
-    if (s->pending() != 1 || !s->params.speculative) continue;
+    // Early exit and verification would need each other's positions: one or the other.
+    if (s->pending() != 1 || !s->params.speculative || s->early_exit) continue;
     // No more than the request may still generate after the next token.
     const int64_t room = std::min<int64_t>(s->params.max_tokens - s->generated(),
                                            context_length_ - static_cast<int64_t>(s->tokens.size())) - 1;
@@ -57,7 +58,7 @@ void Engine::verify(Sequence& s, size_t chunk, int64_t n_draft, int64_t now) {
   metrics_.spec_accepted_tokens.inc(static_cast<double>(accepted));
   if (!sequences_.count(id)) return;
   kv_.truncate(s.blocks, s.computed);
-  kv_.commit(s.blocks, std::span<const int32_t>(s.tokens).first(static_cast<size_t>(s.computed)));
+  kv_.commit(s.blocks, s.committable());
   // Propose about as far as proposals have recently been accepted.
   s.spec_acceptance = 0.7 * s.spec_acceptance + 0.3 * static_cast<double>(accepted) / static_cast<double>(n_draft);
   const int max_k = config_.spec_tokens;

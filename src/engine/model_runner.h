@@ -13,6 +13,7 @@
 #include "base/thread_pool.h"
 #include "kv/kv_cache.h"
 #include "model/batch.h"
+#include "model/early_exit.h"
 #include "model/model.h"
 
 namespace llms {
@@ -32,6 +33,9 @@ class ModelRunner {
   // (ForwardState::expert_load()); 0 and empty for a dense model.
   virtual int expert_count() const { return 0; }
   virtual std::span<const int64_t> expert_load() const { return {}; }
+  // Confidence early exit for the chunks that allow it (SequenceChunk::early_exit_from);
+  // INVALID_ARGUMENT for settings the model cannot have. A fake model never exits.
+  virtual Status set_early_exit(const EarlyExitConfig& /*exit*/) { return ok_status(); }
 };
 
 class LocalModelRunner : public ModelRunner {
@@ -42,11 +46,7 @@ class LocalModelRunner : public ModelRunner {
   int vocab_size() const override { return model_.config().n_vocab; }
   // The pool parks after the pass: its workers sleep while the engine samples,
   // schedules and streams, rather than spinning on the cores the HTTP threads need.
-  Status forward(std::span<const SequenceChunk> chunks, ForwardOutput& out) override {
-    Status st = model_.forward(chunks, kv_, state_, pool_, out);
-    pool_.park();
-    return st;
-  }
+  Status forward(std::span<const SequenceChunk> chunks, ForwardOutput& out) override;
   WeightsMemory weights_memory() const override { return model_.weights_memory(); }
   int64_t kv_reserved_bytes() const override { return kv_.total_bytes(); }
   void set_profile(StepProfile* profile) override {
@@ -55,6 +55,7 @@ class LocalModelRunner : public ModelRunner {
   }
   int expert_count() const override { return model_.config().n_expert; }
   std::span<const int64_t> expert_load() const override { return state_.expert_load(); }
+  Status set_early_exit(const EarlyExitConfig& exit) override;
   const KvCache& kv_cache() const { return kv_; }
   int num_threads() const { return pool_.num_threads(); }
 
@@ -63,6 +64,7 @@ class LocalModelRunner : public ModelRunner {
   KvCache kv_;
   ForwardState state_;
   ThreadPool pool_;
+  EarlyExitConfig exit_;
 };
 
 }  // namespace llms

@@ -41,6 +41,9 @@ struct RequestParams {
   double timeout_s = 0;      // queueing + generation; 0 = the engine's default
   int top_logprobs = -1;     // -1: no logprobs; 0..20: the chosen token's and this many alternatives
   bool speculative = true;   // false: never speculate for this request (when the engine does)
+  // false: never exit early (when the engine does, for greedy requests:
+  // engine/early_exit_policy.h).
+  bool early_exit = true;
   // Constrains the output (Engine::compile_grammar() makes it for this engine's
   // vocabulary); null: unconstrained. Shared and immutable.
   std::shared_ptr<const CompiledGrammar> grammar;

@@ -122,7 +122,7 @@ bool waits_for_shared_prefix(const Sequence& s, const std::vector<Sequence*>& ru
 
 bool start_sequence(Sequence* s, SchedulerContext& ctx, SchedulePlan& plan, int64_t budget) {
   if (s->blocks.table.blocks.empty() && s->computed == 0) {
-    s->computed = ctx.kv.begin_sequence(s->blocks, s->tokens);
+    s->computed = ctx.kv.begin_sequence(s->blocks, s->prefix_key());
     if (s->preemptions == 0) s->cached_prompt_tokens = s->computed;
   }
   const int64_t n = std::min(s->pending(), std::max<int64_t>(0, budget));

@@ -3,8 +3,10 @@
 // timestamps. Owned and touched only by the engine thread.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -30,6 +32,7 @@ struct Sequence {
   SequenceBlocks blocks;
   bool running = false;         // in the running set (else waiting)
   bool long_job = false;        // in the long-job lane
+  bool early_exit = false;         // its generated tokens may exit early (early_exit_policy.h)
   bool waited_for_prefix = false;  // held back while a running sequence computed its shared prefix
   int64_t cached_hint = 0;         // its prompt tokens in the prefix cache when the waiting queue was last ordered
   SloTarget slo;                   // the targets it is held to (slo.h)
@@ -61,6 +64,16 @@ struct Sequence {
   // Positions still to compute before the next token can be sampled.
   int64_t pending() const { return static_cast<int64_t>(tokens.size()) - computed; }
   bool prefilling() const { return computed < static_cast<int64_t>(tokens.size()) - 1 || computed < prompt_len; }
+  // The tokens whose KV blocks may go to the prefix cache: all computed ones, or with
+  // early exit only the prompt's (the rest hold filled keys).
+  std::span<const int32_t> committable() const {
+    const int64_t n = early_exit ? std::min(computed, prompt_len) : computed;
+    return std::span<const int32_t>(tokens).first(static_cast<size_t>(n));
+  }
+  // What the prefix cache is searched with when the sequence (re)starts.
+  std::span<const int32_t> prefix_key() const {
+    return early_exit ? std::span<const int32_t>(tokens).first(static_cast<size_t>(prompt_len)) : tokens;
+  }
   // Predicted cost in tokens, for the long-job lane.
   int64_t cost() const { return prompt_len + params.max_tokens; }
 };

@@ -3,10 +3,14 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <vector>
 
 namespace llms {
+
+// SequenceChunk::early_exit_from when no token of the chunk may exit early.
+inline constexpr int64_t kNoEarlyExit = std::numeric_limits<int64_t>::max();
 
 enum class LogitsWanted {
   kNone,  // a prefill chunk that is not the prompt's last
@@ -19,12 +23,18 @@ struct SequenceChunk {
   int64_t start_pos = 0;                 // position of tokens[0]; the cache holds [0, start_pos)
   std::span<const int32_t> block_table;  // covers start_pos + tokens.size() positions
   LogitsWanted logits = LogitsWanted::kLast;
+  // Tokens at positions from here on may stop at an exit layer (model/early_exit.h);
+  // only the overload of Model::forward that takes exit settings reads it.
+  int64_t early_exit_from = kNoEarlyExit;
 };
 
 struct ForwardOutput {
   std::vector<float> logits;             // [num_rows, n_vocab]
   std::vector<int64_t> first_row;        // per chunk: its first row in `logits` (-1 if none)
   int64_t n_vocab = 0;
+  // Per row of logits, with early exit: the blocks run before the head read it
+  // (n_layer: all of them). Empty after a pass without early exit.
+  std::vector<int32_t> exit_layer;
 
   const float* row(int64_t r) const { return logits.data() + r * n_vocab; }
   // Logits of the last token of chunk i (requires kLast or kAll).

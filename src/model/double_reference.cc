@@ -139,8 +139,10 @@ Vec moe_reference(const GgufFile& f, const std::string& arch, const std::string&
   return out;
 }
 
-// Logits at every position of `tokens`; `context` picks LongRoPE's factor set.
-std::vector<Vec> reference_logits(const GgufFile& f, const std::vector<int32_t>& tokens, int context) {
+// Logits at every position of `tokens`; `context` picks LongRoPE's factor set. With
+// `exits`, early exit forced (see double_reference.h), and the cache's rows kept there.
+std::vector<Vec> reference_logits(const GgufFile& f, const std::vector<int32_t>& tokens, int context,
+                                  ExitReference* exits = nullptr) {
   const std::string arch = f.get_string("general.architecture").value();
   const int d = static_cast<int>(f.get_uint(arch + ".embedding_length").value());
   const int n_layer = static_cast<int>(f.get_uint(arch + ".block_count").value());
@@ -202,6 +204,18 @@ std::vector<Vec> reference_logits(const GgufFile& f, const std::vector<int32_t>&
     for (int l = 0; l < n_layer; ++l) {
       const std::string p = "blk." + std::to_string(l) + ".";
       const Vec xn = rmsnorm(x, read(f, p + "attn_norm.weight"), eps);
+      if (exits != nullptr && l >= exits->exit_layer[pos]) {
+        // Skipped: the exited state's keys and values only (as CALM); x stays as it is.
+        Vec k = product(f, p + "attn_k.weight", xn), v = product(f, p + "attn_v.weight", xn);
+        if (f.find_tensor(p + "attn_k.bias")) {
+          const Vec bk = read(f, p + "attn_k.bias"), bv = read(f, p + "attn_v.bias");
+          for (size_t i = 0; i < k.size(); ++i) k[i] += bk[i], v[i] += bv[i];
+        }
+        rope(k, n_kv, hd, static_cast<int64_t>(pos), base, neox, factors, mscale * mscale_yarn);
+        keys[l].push_back(k);
+        values[l].push_back(v);
+        continue;
+      }
       Vec q, k, v;
       if (f.find_tensor(p + "attn_qkv.weight")) {
         const Vec w = read(f, p + "attn_qkv.weight");
@@ -277,7 +291,20 @@ std::vector<Vec> reference_logits(const GgufFile& f, const std::vector<int32_t>&
     for (double& v : lg) v = cap(v, final_cap);
     logits.push_back(lg);
   }
+  if (exits != nullptr) {
+    exits->logits = logits;
+    exits->keys = keys;
+    exits->values = values;
+  }
   return logits;
+}
+
+ExitReference reference_with_exits(const GgufFile& f, const std::vector<int32_t>& tokens,
+                                   const std::vector<int>& exit_layer) {
+  ExitReference r;
+  r.exit_layer = exit_layer;
+  reference_logits(f, tokens, 0, &r);
+  return r;
 }
 
 Vec layernorm(const Vec& x, const Vec& w, const Vec& b, double eps) {

@@ -165,6 +165,20 @@ Status Model::forward(std::span<const SequenceChunk> chunks, KvCache& kv, Forwar
   for (const auto& ch : chunks) n_tokens += static_cast<int64_t>(ch.tokens.size());
   s.reserve(c, n_tokens);
 
+  embed(chunks, n_tokens, s, pool);
+  for (int l = 0; l < c.n_layer; ++l) {
+    attention_block(l, chunks, n_tokens, kv, s, pool);
+    ffn_block(l, n_tokens, s, pool);
+  }
+  {
+    const ScopedStepPart part(s.profile_, StepPart::kLogits);
+    compute_logits(chunks, s, pool, out);
+  }
+  return ok_status();
+}
+
+void Model::embed(std::span<const SequenceChunk> chunks, int64_t n_tokens, ForwardState& s, ThreadPool& pool) const {
+  const ModelConfig& c = config_;
   // Embedding rows: x [n_tokens, n_embd].
   float* x = s.x_.as<float>();
   std::optional<ScopedStepPart> embed_part(std::in_place, s.profile_, StepPart::kElementwise);
@@ -206,15 +220,6 @@ Status Model::forward(std::span<const SequenceChunk> chunks, KvCache& kv, Forwar
     }
   });
   embed_part.reset();
-  for (int l = 0; l < c.n_layer; ++l) {
-    attention_block(l, chunks, n_tokens, kv, s, pool);
-    ffn_block(l, n_tokens, s, pool);
-  }
-  {
-    const ScopedStepPart part(s.profile_, StepPart::kLogits);
-    compute_logits(chunks, s, pool, out);
-  }
-  return ok_status();
 }
 
 void Model::attention_block(int l, std::span<const SequenceChunk> chunks, int64_t n, KvCache& kv, ForwardState& s,
@@ -396,6 +401,7 @@ void Model::compute_logits(std::span<const SequenceChunk> chunks, ForwardState& 
   const float* x = s.x_.as<float>();
   float* xn = s.xn_.as<float>();  // gathered, normed rows [rows, n_embd]
   out.first_row.assign(chunks.size(), -1);
+  out.exit_layer.clear();
   out.n_vocab = c.n_vocab;
   std::vector<int64_t>& src = s.logit_rows_;
   src.clear();

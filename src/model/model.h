@@ -27,6 +27,10 @@
 
 namespace llms {
 
+class EarlyExitPass;
+struct EarlyExitConfig;
+struct ExitTrace;
+
 // Sees the input of every matrix product of a forward pass (quantization analysis).
 class MatmulObserver {
  public:
@@ -52,9 +56,13 @@ class ForwardState {
   // Of a mixture of experts: the tokens routed to each expert over every pass so far,
   // [n_layer * n_expert] (layer-major); empty for a dense model.
   const std::vector<int64_t>& expert_load() const { return expert_load_; }
+  // Early exit (model/early_exit.h): records what later passes decide per token into
+  // `trace` (not owned; null to stop).
+  void set_exit_trace(ExitTrace* trace) { exit_trace_ = trace; }
 
  private:
   friend class Model;
+  friend class EarlyExitPass;
   MatmulObserver* observer_ = nullptr;
   StepProfile* profile_ = nullptr;
   // Per token of the pass: its position and its sequence's block table.
@@ -75,6 +83,13 @@ class ForwardState {
   AlignedBuffer router_logits_, expert_in_, expert_out_;
   ExpertRouting routing_;
   std::vector<int64_t> expert_load_;
+  // Early exit: the trace, and the pass's scratch (early_exit.cc).
+  ExitTrace* exit_trace_ = nullptr;
+  std::vector<float> head_logits_;       // [candidates, n_vocab]
+  std::vector<int64_t> row_origin_;      // per active row: its token index in the pass
+  std::vector<int64_t> row_out_;         // per token of the pass: its row of logits, or -1
+  std::vector<int64_t> row_exit_from_;   // per active row: its chunk's early_exit_from
+  std::vector<SequenceChunk> runs_;      // the active rows as runs of consecutive positions
 };
 
 class Model {
@@ -103,9 +118,18 @@ class Model {
   // table too short for the positions.
   Status forward(std::span<const SequenceChunk> chunks, KvCache& kv, ForwardState& state, ThreadPool& pool,
                  ForwardOutput& out) const;
+  // The same with confidence early exit for the tokens each chunk allows
+  // (SequenceChunk::early_exit_from); defined in model/early_exit.cc, described in
+  // model/early_exit.h. Also INVALID_ARGUMENT for exit settings this model cannot have.
+  Status forward(std::span<const SequenceChunk> chunks, KvCache& kv, ForwardState& state, ThreadPool& pool,
+                 const EarlyExitConfig& exit, ForwardOutput& out) const;
 
  private:
+  friend class EarlyExitPass;
   explicit Model(GgufFile file) : file_(std::move(file)) {}
+  // The embedding rows of the chunks' tokens into state.x_ [n_tokens, n_embd], with
+  // each token's slot and RoPE table.
+  void embed(std::span<const SequenceChunk> chunks, int64_t n_tokens, ForwardState& s, ThreadPool& pool) const;
   Status validate(std::span<const SequenceChunk> chunks, const KvCache& kv) const;
   void attention_block(int layer, std::span<const SequenceChunk> chunks, int64_t n_tokens, KvCache& kv,
                        ForwardState& s, ThreadPool& pool) const;

@@ -2,6 +2,7 @@
 
 #include "engine/admission.h"
 #include "kv/kv_layout.h"
+#include "model/early_exit.h"
 
 #include <fmt/format.h>
 #include <toml++/toml.h>
@@ -241,6 +242,23 @@ ConfigKey speculative_key() {
           [](const ServeConfig& c) { return toml_string(speculative_mode_name(c.engine.speculative)); }};
 }
 
+ConfigKey exit_layers_key() {
+  auto set = [](ServeConfig& c, const std::string& v) -> Status {
+    if (v.empty()) {
+      c.engine.exit_layers.clear();
+      return ok_status();
+    }
+    auto layers = parse_exit_layers(v);
+    if (!layers.ok()) return invalid_argument("exit_layers: " + layers.status().message());
+    c.engine.exit_layers = layers.value();
+    return ok_status();
+  };
+  return {"exit_layers", ConfigType::kString,
+          "Early exit: the layers after which a greedy request's token may exit, e.g. \"4,8\" (counted from 1; "
+          "empty: none)",
+          set, [](const ServeConfig& c) { return toml_string(fmt::format("{}", fmt::join(c.engine.exit_layers, ","))); }};
+}
+
 ConfigKey swap_key() {
   auto set = [](ServeConfig& c, const std::string& v) -> Status {
     auto m = parse_swap_mode(v);
@@ -376,6 +394,11 @@ std::vector<ConfigKey> make_keys() {
       str_key("draft_model", "Speculative decoding: the draft model (GGUF, same vocabulary)", ENG(draft_model)),
       int_key("spec_ngram_max", "Speculative decoding: longest suffix the ngram proposer looks up", ENG(spec_ngram_max),
               1, 8),
+      exit_layers_key(),
+      num_key("exit_threshold",
+              "Early exit: a greedy request's token exits at an exit layer when its top probability is at least "
+              "this (0..1; 1: never)",
+              ENG(exit_threshold)),
   };
 }
 

@@ -81,6 +81,8 @@ TEST(ConfigFileTest, ValidationErrorsNameRealKeys) {
       [](EngineConfig& e) { e.long_job_factor = 0.5; }, [](EngineConfig& e) { e.long_job_share = 0; },
       [](EngineConfig& e) { e.aging_s = 0; },            [](EngineConfig& e) { e.threads = -1; },
       [](EngineConfig& e) { e.stats_window = -1; },
+      [](EngineConfig& e) { e.exit_threshold = 0; },    [](EngineConfig& e) { e.exit_layers = {0}; },
+      [](EngineConfig& e) { e.exit_threshold = 0.9; },  // without exit layers
   };
   ASSERT_TRUE(EngineConfig{}.validate().ok());
   for (size_t i = 0; i < breakers.size(); ++i) {

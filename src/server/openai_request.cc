@@ -245,6 +245,7 @@ std::optional<ApiError> read_extensions(const Json& b, CompletionRequest* r) {
   RequestParams& p = r->params;
   LLMS_API_TRY(read_bool(b, "ignore_eos", &p.ignore_eos));
   LLMS_API_TRY(read_bool(b, "speculative", &p.speculative));
+  LLMS_API_TRY(read_bool(b, "early_exit", &p.early_exit));
   int64_t prio = 0;
   LLMS_API_TRY(read_int(b, "priority", -1000000, 1000000, &prio));
   p.priority = static_cast<int>(prio);
