@@ -17,13 +17,7 @@ else
   trap 'rm -rf "$work"' EXIT
 fi
 text=$work/eval_samples.txt
-: >"$text"
-for seed in $(seq 101 140); do
-  nice -n 19 "$llmserve" generate -m "$model" -p "Once upon a time" -n 200 --temp 1 --top-k 0 --top-p 1 --min-p 0 \
-    --seed "$seed" 2>/dev/null >>"$text"
-  echo >>"$text"
-done
-echo "evaluation text: $(wc -w <"$text") words, sha256 $(sha256sum "$text" | cut -c1-16)"
+LLMSERVE=$llmserve MODEL=$model "$here/scripts/sampled-eval-text.sh" "$text"
 
 thresholds=1.0,0.99,0.95,0.9,0.8,0.6,0.4
 run() {

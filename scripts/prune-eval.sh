@@ -3,10 +3,8 @@
 # pruning"): makes the evaluation text by sampling the F32 model itself, then runs
 # `llmserve eval-prune` for each pattern and schedule.
 #   scripts/prune-eval.sh [OUT_DIR]      (default: a temporary directory, removed)
-# Evaluation text: 40 stories, each `llmserve generate -p "Once upon a time" -n 200
-# --temp 1 --top-k 0 --top-p 1 --min-p 0 --seed S` for S = 101..140 (plain sampling
-# from the model's full distribution; seeds disjoint from the 1..30 of the quantization
-# calibration text), one story per paragraph. Kept as OUT_DIR/eval_samples.txt.
+# Evaluation text: scripts/sampled-eval-text.sh (40 stories sampled from the model
+# itself), kept as OUT_DIR/eval_samples.txt.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 llmserve=${LLMSERVE:-$here/build/release/src/cli/llmserve}
@@ -19,13 +17,7 @@ else
   trap 'rm -rf "$work"' EXIT
 fi
 text=$work/eval_samples.txt
-: >"$text"
-for seed in $(seq 101 140); do
-  nice -n 19 "$llmserve" generate -m "$model" -p "Once upon a time" -n 200 --temp 1 --top-k 0 --top-p 1 --min-p 0 \
-    --seed "$seed" 2>/dev/null >>"$text"
-  echo >>"$text"
-done
-echo "evaluation text: $(wc -w <"$text") words, sha256 $(sha256sum "$text" | cut -c1-16)"
+LLMSERVE=$llmserve MODEL=$model "$here/scripts/sampled-eval-text.sh" "$text"
 
 levels=0.1,0.2,0.3,0.4,0.5,0.6,0.7
 run() {
