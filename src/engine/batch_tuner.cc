@@ -52,7 +52,7 @@ void DynamicBatchTuner::fit() {
   alpha_ = std::max(0.0, (st - beta_ * sx) / n);
 }
 
-bool DynamicBatchTuner::batch_done(int size, double seconds, int64_t now_ns) {
+bool DynamicBatchTuner::batch_done(int size, double seconds, int64_t now_ns, int waiting) {
   if (size <= 0 || !(seconds > 0)) return false;
   const Batch b{static_cast<double>(size), seconds};
   if (batches_.size() < kBatchWindow) {
@@ -78,9 +78,11 @@ bool DynamicBatchTuner::batch_done(int size, double seconds, int64_t now_ns) {
     have_target_ = true;
   }
   // The size moves at most to twice or half per batch: the fit is trusted near the
-  // sizes it was measured at.
+  // sizes it was measured at. Up to a target the queue already fills, at once.
   const int current = decision_.max_batch_size;
-  const int new_size = std::clamp(target_size_, std::max(1, current / 2), current * 2);
+  const bool queue_fills_target = target_size_ > current && waiting >= target_size_;
+  const int new_size =
+      queue_fills_target ? target_size_ : std::clamp(target_size_, std::max(1, current / 2), current * 2);
   // The wait for the size's last request at the rate the target was computed from.
   double delay_ms = new_size > 1 && target_rate_ > 0 ? 1e3 * (new_size - 1) / target_rate_ : 0;
   delay_ms = std::min(delay_ms, bounds_.max_delay_ms);

@@ -20,7 +20,10 @@
 // than the hysteresis (20%) since it was last computed: the measured rate, or the
 // batch cost predicted at the target size. The measured rate's noise at a steady
 // Poisson load (about 6% over the 256-arrival window) stays inside it. The size then
-// moves to its target by at most a doubling or a halving per batch.
+// moves to its target by at most a doubling or a halving per batch, except upwards
+// when the queue already holds a batch of the target size: then it goes there at once
+// (the next batch is that size whatever the fit says, and a queue that long waits
+// through every doubling).
 //
 // Thread-safety: engine thread only.
 #pragma once
@@ -51,9 +54,9 @@ class DynamicBatchTuner {
 
   // A request arrived at t_ns (the engine's clock).
   void arrival(int64_t t_ns);
-  // A batch of `size` requests finished, `seconds` after it started. Returns true when
-  // a decision was made (read it with decision()).
-  bool batch_done(int size, double seconds, int64_t now_ns);
+  // A batch of `size` requests finished, `seconds` after it started, with `waiting`
+  // requests queued. Returns true when a decision was made (read it with decision()).
+  bool batch_done(int size, double seconds, int64_t now_ns, int waiting = 0);
 
   // Requests per second over the arrival window; lower when the newest is old.
   double arrival_rate(int64_t now_ns) const;

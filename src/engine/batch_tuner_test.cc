@@ -26,6 +26,7 @@ struct Sim {
   std::deque<double> queue;  // arrival times of waiting requests
   std::vector<int> sizes;    // the decided size after each batch
   int changes = 0;
+  bool tell_queue = true;    // pass the queue's length to the tuner
 
   int64_t ns(double t) const { return static_cast<int64_t>(t * 1e9); }
   void arrive_until(double t) {
@@ -53,7 +54,7 @@ struct Sim {
     const double took = (kAlpha + kBeta * n) * jitter;
     now += took;
     arrive_until(now);
-    if (tuner.batch_done(n, took, ns(now))) {
+    if (tuner.batch_done(n, took, ns(now), tell_queue ? static_cast<int>(queue.size()) : 0)) {
       changes += tuner.decision().changed;
       sizes.push_back(tuner.decision().max_batch_size);
     }
@@ -129,6 +130,45 @@ TEST(BatchTunerTest, FollowsALoadStepWithoutOscillating) {
   EXPECT_LE(sim.changes - changes_before, 6);
   const std::vector<int> tail(sim.sizes.end() - 200, sim.sizes.end());
   EXPECT_TRUE(std::all_of(tail.begin(), tail.end(), [&](int s) { return s == tail.front(); }));
+}
+
+// A step into overload (1 to 60 req/s: the queue grows past any batch) reaches the
+// largest size in fewer batches, through fewer sizes, when the tuner sees the queue
+// than by doublings alone, and still never goes down on the way. (Most of the delay
+// is the rate window's: 256 arrivals before the measured rate shows the step.)
+TEST(BatchTunerTest, AQueueThatFillsTheTargetSkipsTheDoublings) {
+  auto batches_to_top = [](bool tell_queue, std::vector<int>* path) {
+    Sim sim{DynamicBatchTuner({16, 50, 0})};
+    sim.tell_queue = tell_queue;
+    sim.rate = 1;
+    sim.run(200);
+    EXPECT_EQ(sim.tuner.decision().max_batch_size, 1);
+    const size_t from = sim.sizes.size();
+    sim.rate = 60;
+    for (int i = 1; i <= 400; ++i) {
+      sim.batch();
+      if (sim.tuner.decision().max_batch_size == 16) {
+        path->assign(sim.sizes.begin() + static_cast<std::ptrdiff_t>(from), sim.sizes.end());
+        return i;
+      }
+    }
+    return 1000;
+  };
+  std::vector<int> with_queue, without;
+  const int fast = batches_to_top(true, &with_queue), slow = batches_to_top(false, &without);
+  EXPECT_LT(fast, slow);
+  // Fewer sizes on the way: without the queue the size goes through a doubling of
+  // every target it recomputes on the way (in this run 2, 3, 6, 12), with it straight
+  // from the first target the queue fills.
+  auto between = [](const std::vector<int>& path) {
+    std::vector<int> sizes;
+    for (int v : path) {
+      if (v > 1 && v < 16 && std::find(sizes.begin(), sizes.end(), v) == sizes.end()) sizes.push_back(v);
+    }
+    return sizes.size();
+  };
+  EXPECT_LT(between(with_queue), between(without));
+  for (size_t i = 1; i < with_queue.size(); ++i) EXPECT_GE(with_queue[i], with_queue[i - 1]) << "batch " << i;
 }
 
 TEST(BatchTunerTest, ArrivalRateFallsWhenArrivalsStop) {

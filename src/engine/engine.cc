@@ -353,7 +353,8 @@ void Engine::track_batch(const SchedulePlan* plan, int64_t now) {
   if (batch_size_ > 0 && running_.empty()) {
     const int size = batch_size_;
     batch_size_ = 0;
-    if (batch_tuner_->batch_done(size, static_cast<double>(now - batch_start_ns_) * 1e-9, now)) {
+    if (batch_tuner_->batch_done(size, static_cast<double>(now - batch_start_ns_) * 1e-9, now,
+                                 static_cast<int>(waiting_.size()))) {
       const BatchTunerDecision& d = batch_tuner_->decision();
       const bool apply = config_.autotune == AutotuneMode::kOn;
       metrics_.autotune_max_batch_size.set(d.max_batch_size);
