@@ -101,8 +101,8 @@ void run(const Options& o) {
       all.push_back({{"policy", r.policy}, {"completed", r.completed}, {"generated_tokens", r.generated_tokens},
                      {"seconds", r.seconds}, {"tokens_per_s", r.tokens_per_s}, {"ttft_p50_s", r.ttft_p50_s},
                      {"ttft_p99_s", r.ttft_p99_s}, {"e2e_p50_s", r.e2e_p50_s}, {"e2e_p99_s", r.e2e_p99_s},
-                     {"itl_mean_s", r.itl_mean_s}, {"preemptions", r.preemptions}, {"failed", r.failed}, {"tpot_p99_s", r.tpot_p99_s},
-                     {"request_rate", load.request_rate}});
+                     {"itl_mean_s", r.itl_mean_s}, {"preemptions", r.preemptions}, {"failed", r.failed},
+                     {"tpot_p99_s", r.tpot_p99_s}, {"request_rate", load.request_rate}});
       if (!r.first_error.empty()) all.back()["first_error"] = r.first_error;
       if (slo.any()) {
         all.back()["request_goodput"] = r.request_goodput;

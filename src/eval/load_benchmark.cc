@@ -73,8 +73,8 @@ void record_request(RequestHandle& h, const LoadSpec& spec, std::mutex& mu, Load
       rec.itl_sum += (f->timings.e2e_s - f->timings.ttft_s);
       rec.itl_n += f->completion_tokens - 1;
       tpot = (f->timings.e2e_s - f->timings.ttft_s) / static_cast<double>(f->completion_tokens - 1);
+      rec.tpot.push_back(tpot);
     }
-    if (f->completion_tokens > 1) rec.tpot.push_back(tpot);
     rec.generated += f->completion_tokens;
     ++rec.completed;
     if ((spec.goodput_ttft_s <= 0 || f->timings.ttft_s <= spec.goodput_ttft_s) &&
