@@ -9,6 +9,7 @@
 #include <cstring>
 #include <optional>
 #include <sstream>
+#include <type_traits>
 
 #include "kernels/ops.h"
 #include "model/model.h"
@@ -52,21 +53,33 @@ Result<std::vector<std::string>> fields(const std::string& text, const char* fla
   return out;
 }
 
+// The whole of `f` as a number (int or double); none when any of it is not.
+template <typename T>
+std::optional<T> whole_number(const std::string& f) {
+  size_t used = 0;
+  T v{};
+  try {
+    if constexpr (std::is_same_v<T, int>) {
+      v = std::stoi(f, &used);
+    } else {
+      v = std::stod(f, &used);
+    }
+  } catch (...) {
+    return std::nullopt;
+  }
+  if (used != f.size()) return std::nullopt;
+  return v;
+}
+
 }  // namespace
 
 Result<std::vector<int>> parse_exit_layers(const std::string& text) {
   LLMS_ASSIGN_OR_RETURN(const auto items, fields(text, "--exit-layers"));
   std::vector<int> layers;
   for (const auto& f : items) {
-    size_t used = 0;
-    int v = 0;
-    try {
-      v = std::stoi(f, &used);
-    } catch (...) {
-      used = 0;
-    }
-    if (used != f.size()) return invalid_argument(fmt::format("--exit-layers: '{}' is not a layer number", f));
-    layers.push_back(v);
+    const std::optional<int> v = whole_number<int>(f);
+    if (!v) return invalid_argument(fmt::format("--exit-layers: '{}' is not a layer number", f));
+    layers.push_back(*v);
   }
   EarlyExitConfig c;
   c.layers = layers;
@@ -78,14 +91,9 @@ Result<std::vector<double>> parse_exit_thresholds(const std::string& text) {
   LLMS_ASSIGN_OR_RETURN(const auto items, fields(text, "--thresholds"));
   std::vector<double> out;
   for (const auto& f : items) {
-    size_t used = 0;
-    double v = 0;
-    try {
-      v = std::stod(f, &used);
-    } catch (...) {
-      used = 0;
-    }
-    if (used != f.size()) return invalid_argument(fmt::format("--thresholds: '{}' is not a number", f));
+    const std::optional<double> parsed = whole_number<double>(f);
+    if (!parsed) return invalid_argument(fmt::format("--thresholds: '{}' is not a number", f));
+    const double v = *parsed;
     EarlyExitConfig c;
     c.threshold = v;
     if (!c.validate().ok()) return invalid_argument(fmt::format("--thresholds: {} is not in (0, 1] (1 = never exit)", f));
