@@ -206,7 +206,7 @@ void EarlyExitPass::check(int blocks, size_t point, ForwardOutput& out) {
     if (s_.slots_[static_cast<size_t>(r)].pos >= s_.row_exit_from_[static_cast<size_t>(r)]) gathered_.push_back(r);
   }
   if (gathered_.empty()) return;
-  const std::vector<int64_t> candidates = gathered_;
+  const std::vector<int64_t>& candidates = gathered_;  // not changed below
   {
     const ScopedStepPart part(s_.profile_, StepPart::kLogits);
     head(candidates);
@@ -239,21 +239,8 @@ void EarlyExitPass::check(int blocks, size_t point, ForwardOutput& out) {
 }
 
 void EarlyExitPass::head(std::span<const int64_t> rows) {
-  const int64_t m = static_cast<int64_t>(rows.size()), d = c_.n_embd;
-  const float* x = s_.x_.as<float>();
-  float* xn = s_.xn_.as<float>();  // [m, n_embd]: the gathered, normed rows
-  const ModelWeights& w = m_.weights_;
-  for_rows(pool_, m, [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) {
-      m_.norm_rows(x + rows[static_cast<size_t>(r)] * d, w.output_norm, w.output_norm_b, 1, xn + r * d);
-    }
-  });
-  s_.head_logits_.resize(static_cast<size_t>(m * c_.n_vocab));
-  m_.product(w.output, -1, "output", xn, m, s_.head_logits_.data(), s_, pool_);
-  if (c_.final_softcap > 0.0f) {
-    const float cap = c_.final_softcap, inv_cap = 1.0f / c_.final_softcap;
-    for (float& v : s_.head_logits_) v = cap * std::tanh(v * inv_cap);
-  }
+  s_.head_logits_.resize(rows.size() * static_cast<size_t>(c_.n_vocab));
+  m_.head_rows(rows, s_.head_logits_.data(), s_, pool_);
 }
 
 void EarlyExitPass::fill_kv(std::span<const int64_t> rows, int from) {

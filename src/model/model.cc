@@ -398,8 +398,6 @@ void Model::products(std::span<const MatmulOutput> outs, int layer, std::span<co
 void Model::compute_logits(std::span<const SequenceChunk> chunks, ForwardState& s, ThreadPool& pool,
                            ForwardOutput& out) const {
   const ModelConfig& c = config_;
-  const float* x = s.x_.as<float>();
-  float* xn = s.xn_.as<float>();  // gathered, normed rows [rows, n_embd]
   out.first_row.assign(chunks.size(), -1);
   out.exit_layer.clear();
   out.n_vocab = c.n_vocab;
@@ -415,6 +413,14 @@ void Model::compute_logits(std::span<const SequenceChunk> chunks, ForwardState& 
     }
     t += len;
   }
+  out.logits.resize(src.size() * static_cast<size_t>(c.n_vocab));
+  if (!src.empty()) head_rows(src, out.logits.data(), s, pool);
+}
+
+void Model::head_rows(std::span<const int64_t> src, float* logits, ForwardState& s, ThreadPool& pool) const {
+  const ModelConfig& c = config_;
+  const float* x = s.x_.as<float>();
+  float* xn = s.xn_.as<float>();  // gathered, normed rows [rows, n_embd]
   const int64_t rows = static_cast<int64_t>(src.size());
   for_rows(pool, rows, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
@@ -422,11 +428,10 @@ void Model::compute_logits(std::span<const SequenceChunk> chunks, ForwardState& 
                 xn + r * c.n_embd);
     }
   });
-  out.logits.resize(static_cast<size_t>(rows * c.n_vocab));
-  if (rows > 0) product(weights_.output, -1, "output", xn, rows, out.logits.data(), s, pool);
+  product(weights_.output, -1, "output", xn, rows, logits, s, pool);
   if (c.final_softcap > 0.0f) {
     const float cap = c.final_softcap, inv_cap = 1.0f / c.final_softcap;
-    for (float& v : out.logits) v = cap * std::tanh(v * inv_cap);
+    for (int64_t i = 0; i < rows * c.n_vocab; ++i) logits[i] = cap * std::tanh(logits[i] * inv_cap);
   }
 }
 

@@ -147,6 +147,9 @@ class Model {
   void add_residual(float* x, float* y, const std::vector<float>& bias, const std::vector<float>& post_norm, int64_t n,
                     ThreadPool& pool) const;
   void compute_logits(std::span<const SequenceChunk> chunks, ForwardState& s, ThreadPool& pool, ForwardOutput& out) const;
+  // The final norm, the output head and its soft-capping of the hidden rows `src` (of
+  // s.x_) into `logits` [src.size(), n_vocab].
+  void head_rows(std::span<const int64_t> src, float* logits, ForwardState& s, ThreadPool& pool) const;
   // One product of x with each of `outs` (the weights named whats[i]) in one pool job
   // (matmul_shared_input()), also reported to the state's observer.
   void products(std::span<const MatmulOutput> outs, int layer, std::span<const char* const> whats, const float* x,
