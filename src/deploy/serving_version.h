@@ -19,6 +19,7 @@
 #include "base/status.h"
 #include "deploy/version_meta.h"
 #include "engine/engine.h"
+#include "engine/precision_router.h"
 #include "eval/perplexity.h"
 #include "metrics/metrics.h"
 #include "model/model.h"
@@ -54,9 +55,27 @@ class ServingVersion {
   const std::string& model_path() const { return model_path_; }
   const Model& model() const { return *model_; }
   const Tokenizer& tokenizer() const { return *tokenizer_; }
+  // With precision variants (EngineConfig::precision_variants), the most precise one's:
+  // the model and engine the gate, the monitor and the result cache look at.
   Engine& engine() { return *engine_; }
   const Engine& engine() const { return *engine_; }
   Registry& registry() { return *registry_; }
+  // Starts a request: through the precision router when the version holds variants
+  // (`precision`: "" or "auto", or a variant's name), else on the engine, where a
+  // `precision` other than "" or "auto" is INVALID_ARGUMENT.
+  Result<std::shared_ptr<RequestHandle>> submit(RequestParams params, const std::string& precision,
+                                                double* retry_after_s);
+  // Every engine of the version (the variants' too) refuses new requests / stops.
+  void begin_drain();
+  void stop();
+  // Null without variants.
+  const PrecisionRouter* precision_router() const { return router_.get(); }
+  // Every engine's snapshot: the variants' (cheapest first) and then the main one's,
+  // or only the main one's without variants.
+  std::vector<const Engine*> engines() const;
+  // The version's registry and each cheaper variant's engine registry, with the
+  // labels /metrics shows them under (`version`, and `variant` for the variants).
+  std::vector<LabeledRegistry> labeled_registries() const;
   const std::string& chat_template() const { return chat_template_; }
   // The template chat requests use: the configured one, else the model's.
   const std::string& effective_chat_template() const {
@@ -91,6 +110,15 @@ class ServingVersion {
   bool template_renders_tools_ = false;
   std::unique_ptr<Registry> registry_;
   std::unique_ptr<Engine> engine_;
+  // The cheaper precision variants (the most precise one is model_ and engine_).
+  struct Variant {
+    std::string name;
+    std::unique_ptr<Model> model;
+    std::unique_ptr<Registry> registry;
+    std::unique_ptr<Engine> engine;
+  };
+  std::vector<Variant> variants_;
+  std::unique_ptr<PrecisionRouter> router_;
   Gauge& quality_kl_;
   Gauge& quality_ppl_;
 

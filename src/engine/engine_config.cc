@@ -92,6 +92,7 @@ Status EngineConfig::validate() const {
   if (exit_threshold < 1.0 && exit_layers.empty()) {
     return bad("exit_threshold", "needs exit_layers (--exit-layers): the layers where tokens may exit");
   }
+  if (!precision_variants.empty()) LLMS_RETURN_IF_ERROR(precision.validate(static_cast<int>(precision_variants.size())));
   return ok_status();
 }
 

@@ -9,6 +9,7 @@
 
 #include "base/status.h"
 #include "engine/autotune.h"
+#include "engine/precision_policy.h"
 #include "kv/kv_events.h"
 #include "tensor/dtype.h"
 
@@ -100,6 +101,12 @@ struct EngineConfig {
   // A threshold of 1 (the default) never exits.
   std::vector<int> exit_layers;
   double exit_threshold = 1.0;
+
+  // Automatic precision (engine/precision_router.h): the served version holds the model
+  // at each of these types, cheapest first, made at load by quantizing its file, and
+  // routes each request by `precision` (engine/precision_policy.h). Empty: off.
+  std::vector<DType> precision_variants;
+  PrecisionPolicy precision;
 
   // Receives the prefix cache's block events (null: none); not a setting of the file.
   std::shared_ptr<KvEventListener> kv_events;

@@ -58,6 +58,10 @@ void Engine::on_token(Sequence& s, int32_t token, const float* logits, int64_t n
     ev.logprob = Sampler::logprob_of(logits, runner_->vocab_size(), token).logprob;
     if (s.params.top_logprobs > 0) ev.top = Sampler::top_logprobs(logits, runner_->vocab_size(), s.params.top_logprobs);
   }
+  if (s.params.report_entropy) {
+    const ScopedStepPart entropy(&profile_, StepPart::kSampling);
+    ev.entropy = static_cast<float>(Sampler::entropy(logits, runner_->vocab_size()));
+  }
   part.emplace(&profile_, StepPart::kDetokenize);
   if (auto it = replay_.find(s.id); it != replay_.end()) it->second.push_back(ev);
   s.text += ev.text;

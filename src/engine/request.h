@@ -44,6 +44,9 @@ struct RequestParams {
   // false: never exit early (when the engine does, for greedy requests:
   // engine/early_exit_policy.h).
   bool early_exit = true;
+  // true: each token event carries the entropy of the distribution it was drawn from
+  // (the precision router watches it: engine/precision_router.h).
+  bool report_entropy = false;
   // Constrains the output (Engine::compile_grammar() makes it for this engine's
   // vocabulary); null: unconstrained. Shared and immutable.
   std::shared_ptr<const CompiledGrammar> grammar;
@@ -54,6 +57,7 @@ struct TokenEvent {
   std::string text;                 // complete UTF-8 text released by this token (may be empty)
   float logprob = 0.0f;             // when requested
   std::vector<TokenLogprob> top;    // when requested
+  float entropy = -1.0f;            // nats, when requested (report_entropy); -1 otherwise
 };
 
 struct RequestTimings {

@@ -166,4 +166,14 @@ std::vector<TokenLogprob> Sampler::top_logprobs(const float* logits, int n_vocab
   return out;
 }
 
+double Sampler::entropy(const float* logits, int n_vocab) {
+  const double lse = log_sum_exp(logits, n_vocab);
+  double h = 0.0;
+  for (int i = 0; i < n_vocab; ++i) {
+    const double lp = static_cast<double>(logits[i]) - lse;
+    if (lp > -700.0) h -= std::exp(lp) * lp;
+  }
+  return h;
+}
+
 }  // namespace llms

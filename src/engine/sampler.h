@@ -57,6 +57,8 @@ class Sampler {
   // Log-softmax of the raw logits: the chosen token's logprob and the top n.
   static TokenLogprob logprob_of(const float* logits, int n_vocab, int32_t token);
   static std::vector<TokenLogprob> top_logprobs(const float* logits, int n_vocab, int n);
+  // Shannon entropy of softmax(logits) in nats.
+  static double entropy(const float* logits, int n_vocab);
 
  private:
   void apply_penalties(std::vector<float>& logits) const;

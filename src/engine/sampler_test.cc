@@ -131,6 +131,17 @@ TEST(SamplerTest, LogprobsAreLogSoftmax) {
   EXPECT_NEAR(top[0].logprob, std::log(0.75), 1e-6);
 }
 
+TEST(SamplerTest, EntropyIsThatOfTheSoftmax) {
+  // p = (1/4, 3/4): H = -(1/4 ln 1/4 + 3/4 ln 3/4), by hand.
+  const std::vector<float> two = {0.0f, std::log(3.0f)};
+  EXPECT_NEAR(Sampler::entropy(two.data(), 2), -(0.25 * std::log(0.25) + 0.75 * std::log(0.75)), 1e-6);
+  // Uniform over 8: ln 8. One-hot (a gap of 1000): 0.
+  const std::vector<float> uniform(8, 1.5f);
+  EXPECT_NEAR(Sampler::entropy(uniform.data(), 8), std::log(8.0), 1e-6);
+  const std::vector<float> onehot = {1000.0f, 0.0f, 0.0f};
+  EXPECT_NEAR(Sampler::entropy(onehot.data(), 3), 0.0, 1e-9);
+}
+
 TEST(SamplerTest, ValidateNamesTheParameter) {
   SamplingParams p;
   p.top_p = 0.0f;

@@ -51,6 +51,21 @@ HttpResponse json_response(int status, const Json& body) { return HttpResponse{s
 
 namespace {
 
+// A request's "precision" names a variant the version holds (or is auto).
+std::optional<ApiError> check_precision(const std::string& precision, const ServingVersion& v) {
+  if (precision.empty() || precision == "auto") return std::nullopt;
+  const PrecisionRouter* router = v.precision_router();
+  if (!router) {
+    return bad_request(fmt::format("'precision' {}: this server holds one precision of the model (start it with "
+                                   "--precision-variants)", precision), "precision");
+  }
+  if (router->find(precision) < 0) {
+    return bad_request(fmt::format("'precision' {} is not served here (auto, {})", precision, router->names()),
+                       "precision");
+  }
+  return std::nullopt;
+}
+
 // The rest of a completion once its version is known (on the exchange's strand).
 void start_on(ServerContext& ctx, const std::shared_ptr<HttpExchange>& ex, CompletionRequest r,
               Result<VersionPtr> picked) {
@@ -58,6 +73,7 @@ void start_on(ServerContext& ctx, const std::shared_ptr<HttpExchange>& ex, Compl
   if (!picked.ok()) return fail(api_error_from_status(picked.status()));
   const VersionPtr v = std::move(picked).value();
   if (auto e = check_logit_bias(r.params.sampling, v->engine().vocab_size())) return fail(*e);
+  if (auto e = check_precision(r.precision, *v)) return fail(*e);
   if (auto e = compile_constraint(r.constraint, v->engine(), &r.params.grammar)) return fail(*e);
   std::vector<PromptInput> prompts;
   std::optional<ToolCallFormat> tool_format;

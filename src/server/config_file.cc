@@ -259,6 +259,43 @@ ConfigKey exit_layers_key() {
           set, [](const ServeConfig& c) { return toml_string(fmt::format("{}", fmt::join(c.engine.exit_layers, ","))); }};
 }
 
+ConfigKey precision_variants_key() {
+  auto set = [](ServeConfig& c, const std::string& v) -> Status {
+    c.engine.precision_variants.clear();
+    if (v.empty()) return ok_status();
+    size_t start = 0;
+    while (true) {
+      const size_t end = std::min(v.find(',', start), v.size());
+      const std::string name = v.substr(start, end - start);
+      const std::optional<DType> t = dtype_from_name(name);
+      if (!t) return invalid_argument(fmt::format("precision_variants: '{}' is not a type name (e.g. q4_k,q8_0,f16)", name));
+      c.engine.precision_variants.push_back(*t);
+      if (end == v.size()) break;
+      start = end + 1;
+    }
+    return ok_status();
+  };
+  return {"precision_variants", ConfigType::kString,
+          "Automatic precision: the model at these types, cheapest first, made at load by quantizing its file, "
+          "e.g. \"q4_k,q8_0,f16\" (empty: off)",
+          set, [](const ServeConfig& c) {
+            std::string out;
+            for (DType t : c.engine.precision_variants) out += (out.empty() ? "" : ",") + std::string(dtype_name(t));
+            return toml_string(out);
+          }};
+}
+
+ConfigKey precision_limits_key(const char* name, std::string help, std::vector<int> PrecisionPolicy::*field) {
+  auto set = [name, field](ServeConfig& c, const std::string& v) -> Status {
+    auto limits = parse_precision_limits(v);
+    if (!limits.ok()) return invalid_argument(fmt::format("{}: {}", name, limits.status().message()));
+    c.engine.precision.*field = limits.value();
+    return ok_status();
+  };
+  return {name, ConfigType::kString, std::move(help), set,
+          [field](const ServeConfig& c) { return toml_string(fmt::format("{}", fmt::join(c.engine.precision.*field, ","))); }};
+}
+
 ConfigKey swap_key() {
   auto set = [](ServeConfig& c, const std::string& v) -> Status {
     auto m = parse_swap_mode(v);
@@ -399,6 +436,20 @@ std::vector<ConfigKey> make_keys() {
               "Early exit: a greedy request's token exits at an exit layer when its top probability is at least "
               "this (0..1; 1: never)",
               ENG(exit_threshold)),
+      precision_variants_key(),
+      precision_limits_key("precision_prompt_max",
+                           "Automatic precision: per variant but the most precise, the longest prompt (tokens) it "
+                           "takes, e.g. \"32,128\"",
+                           &PrecisionPolicy::prompt_max),
+      precision_limits_key("precision_max_tokens",
+                           "Automatic precision: per variant but the most precise, the largest max_tokens it takes",
+                           &PrecisionPolicy::max_tokens_max),
+      num_key("precision_entropy",
+              "Automatic precision: move a request up one variant when its tokens' mean entropy over "
+              "precision_window exceeds this (nats; 0: never)",
+              ENG(precision.entropy_bound)),
+      int_key("precision_window", "Automatic precision: tokens the fallback's entropy mean is taken over",
+              ENG(precision.window), 1, 4096),
   };
 }
 

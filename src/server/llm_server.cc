@@ -157,7 +157,7 @@ void LlmServer::shutdown() {
   }
   ctx_->set_draining();
   const std::vector<VersionPtr> loaded = versions_->loaded();
-  for (const VersionPtr& v : loaded) v->engine().begin_drain();
+  for (const VersionPtr& v : loaded) v->begin_drain();
   http_->stop_accepting();
   http_->set_draining();
   const int64_t deadline = now_ns() + static_cast<int64_t>(config_.server.shutdown_timeout_s * 1e9);
@@ -165,7 +165,7 @@ void LlmServer::shutdown() {
     log_info("shutdown: {} requests still running after {} s; cancelling them", ctx_->active_requests(),
              config_.server.shutdown_timeout_s);
   }
-  for (const VersionPtr& v : loaded) v->engine().stop();  // ends what is left "cancelled"; their clients are told so
+  for (const VersionPtr& v : loaded) v->stop();  // ends what is left "cancelled"; their clients are told so
   ctx_->wait_idle(now_ns() + static_cast<int64_t>(kCancelFlushSeconds * 1e9));
   http_->stop(kCancelFlushSeconds);
 }

@@ -246,6 +246,10 @@ std::optional<ApiError> read_extensions(const Json& b, CompletionRequest* r) {
   LLMS_API_TRY(read_bool(b, "ignore_eos", &p.ignore_eos));
   LLMS_API_TRY(read_bool(b, "speculative", &p.speculative));
   LLMS_API_TRY(read_bool(b, "early_exit", &p.early_exit));
+  LLMS_API_TRY(read_string(b, "precision", &r->precision));
+  if (has_field(b, "precision") && r->precision.empty()) {
+    return bad_request("'precision' must be \"auto\" or a precision variant's name", "precision");
+  }
   int64_t prio = 0;
   LLMS_API_TRY(read_int(b, "priority", -1000000, 1000000, &prio));
   p.priority = static_cast<int>(prio);

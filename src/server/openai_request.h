@@ -73,6 +73,7 @@ struct CompletionRequest {
   bool add_generation_prompt = true;  // chat: end the prompt with the assistant's turn
   OutputConstraint constraint;
   ToolRequest tools;                  // chat only
+  std::string precision;              // "" or "auto": the router's choice; else a precision variant's name
 };
 
 // Limits on what one HTTP request may ask for.

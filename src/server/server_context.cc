@@ -27,7 +27,9 @@ ServerContext::ServerContext(VersionSet& v, Deployer& d, const ServeConfig& c, R
 std::string ServerContext::render_metrics() const {
   const std::vector<VersionPtr> loaded = versions.loaded();
   std::vector<LabeledRegistry> parts{{&registry, {}}};
-  for (const VersionPtr& v : loaded) parts.push_back({&v->registry(), {{"version", v->name()}}});
+  for (const VersionPtr& v : loaded) {
+    for (LabeledRegistry& part : v->labeled_registries()) parts.push_back(std::move(part));
+  }
   std::string out = Registry::render_all(parts);
   if (config.server.metrics_compat == "vllm") out += render_vllm_metrics(loaded, model_name);
   return out;

@@ -35,8 +35,15 @@ const std::vector<MetricAlias>& vllm_aliases() {
 
 std::string render_vllm_metrics(std::span<const VersionPtr> loaded, const std::string& model_name) {
   std::vector<LabeledRegistry> parts;
-  for (const VersionPtr& v : loaded) parts.push_back({&v->registry(), {{"model_name", model_name}, {"version", v->name()}}});
-  std::string out = Registry::render_aliases(parts, vllm_aliases());
+  std::vector<LabeledRegistry> alias_parts;
+  for (const VersionPtr& v : loaded) {
+    parts.push_back({&v->registry(), {{"model_name", model_name}, {"version", v->name()}}});
+    for (LabeledRegistry& part : v->labeled_registries()) {  // with precision variants, theirs too
+      part.labels.insert(part.labels.begin(), {"model_name", model_name});
+      alias_parts.push_back(std::move(part));
+    }
+  }
+  std::string out = Registry::render_aliases(alias_parts, vllm_aliases());
   // cache_config_info: one series per version, value 1, the facts in its labels.
   std::vector<std::unique_ptr<Registry>> info;
   for (size_t i = 0; i < loaded.size(); ++i) {

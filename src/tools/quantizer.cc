@@ -1,11 +1,16 @@
 #include "tools/quantizer.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <cstdio>
+#include <filesystem>
 #include <mutex>
 
+#include "base/log.h"
 #include "base/thread_pool.h"
 #include "io/gguf_file.h"
 #include "io/gguf_writer.h"
@@ -289,6 +294,32 @@ Result<QuantizeReport> quantize_model(const std::string& in_path, const std::str
   for (const auto& [key, value] : o.metadata) w.set(key, gguf::Value::string(value));
   LLMS_RETURN_IF_ERROR(w.write(out_path));
   return report;
+}
+
+Result<std::unique_ptr<Model>> quantized_model(const std::string& path, DType type, int threads) {
+  if (!quantize_target_supported(type)) {
+    return invalid_argument(fmt::format("precision variant '{}' is not a type quantize can write", dtype_name(type)));
+  }
+  static std::atomic<int> serial{0};
+  const std::string out = (std::filesystem::temp_directory_path() /
+                           fmt::format("llmserve-variant-{}-{}-{}.gguf", getpid(), serial.fetch_add(1), dtype_name(type)))
+                              .string();
+  QuantizeOptions q;
+  q.type = type;
+  q.threads = threads;
+  auto report = quantize_model(path, out, q);
+  if (!report.ok()) {
+    std::remove(out.c_str());
+    return Status(report.status().code(),
+                  fmt::format("precision variant {}: {}", dtype_name(type), report.status().message()));
+  }
+  auto model = Model::load(out);
+  std::remove(out.c_str());  // the mapping keeps what the model reads
+  if (model.ok()) {
+    log_info("precision variant {}: {:.2f} MiB of weights", dtype_name(type),
+             static_cast<double>(report->bytes_out) / (1 << 20));
+  }
+  return model;
 }
 
 }  // namespace llms

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "model/model.h"
 #include "tensor/dtype.h"
 #include "tools/importance_file.h"
 
@@ -79,5 +80,10 @@ bool is_expert_router(const std::string& name);
 
 Result<QuantizeReport> quantize_model(const std::string& in_path, const std::string& out_path,
                                       const QuantizeOptions& options);
+
+// The model at `path` quantized to `type` (the default policy) and loaded: a
+// precision variant. The quantized file goes to the temporary folder and is removed
+// once mapped. INVALID_ARGUMENT for a type quantize cannot write.
+Result<std::unique_ptr<Model>> quantized_model(const std::string& path, DType type, int threads);
 
 }  // namespace llms

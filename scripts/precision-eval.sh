@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Automatic precision (docs/adaptive.md, "Automatic precision"): makes the evaluation
+# text as scripts/prune-eval.sh does (40 stories sampled from stories260K itself, seeds
+# 101..140), then runs `llmserve eval-precision` on stories260K with the variants
+# q4_k,q8_0,f16: always-cheapest, always-best and auto at several entropy bounds, on a
+# workload of short and long prompts cut from that text.
+#   scripts/precision-eval.sh [OUT_DIR]      (default: a temporary directory, removed)
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+llmserve=${LLMSERVE:-$here/build/release/src/cli/llmserve}
+model=${MODEL:-$here/../shared/models/stories260K.gguf}
+if [[ $# -ge 1 ]]; then
+  work=$1
+  mkdir -p "$work"
+else
+  work=$(mktemp -d)
+  trap 'rm -rf "$work"' EXIT
+fi
+text=$work/eval_samples.txt
+LLMSERVE=$llmserve MODEL=$model "$here/scripts/sampled-eval-text.sh" "$text"
+
+run() {
+  echo
+  echo "\$ llmserve eval-precision -m $(basename "$model") $*"
+  nice -n 19 "$llmserve" eval-precision -m "$model" -f "$text" -t 1 "$@" 2>/dev/null
+}
+common=(--requests 64 --short-prompt 16 --long-prompt 128 --gen 64 --rounds 3)
+# Two variants, the estimator alone (short prompts to q4_k), then with fallback bounds.
+run --variants q4_k,f16 --precision-prompt-max 32 --precision-max-tokens 64 \
+  --precision-entropy 0,2.5,2.0,1.5,1.0 --precision-window 4 "${common[@]}"
+# Three tiers: short to q4_k, long to q8_0, fallback upward from either.
+run --variants q4_k,q8_0,f16 --precision-prompt-max 32,1000 --precision-max-tokens 64,1000 \
+  --precision-entropy 0,2.0,1.5 --precision-window 4 "${common[@]}"

@@ -1,0 +1,93 @@
+// PrecisionRouter: serves requests on one of several precision variants of a model
+// (each its own Engine, cheapest first), chosen per request by the estimator of
+// engine/precision_policy.h, and moves a request up one variant mid-generation when
+// the serving variant's token entropy stays high (tiered fallback).
+//
+// A routed request has one outer RequestHandle, the client's. Its events are those of
+// the inner request on the serving variant, forwarded as they come. On a fallback the
+// router submits the prompt plus the tokens emitted so far to the next variant (which
+// recomputes that KV, through its own prefix cache), cancels the inner request on the
+// old one and forwards from the new one; the client sees one stream. The finish event
+// counts the original prompt and every emitted token. A fallback the next variant
+// refuses (queue full, ...) leaves the request where it is.
+//
+// Constrained requests (a grammar) are routed but never moved: the grammar's state
+// lives in the inner request. A request that names a variant stays on it.
+//
+// Limits stated plainly: a stop string that straddles the switch point is not matched
+// across it, and a sampled request's random stream starts over on the new variant.
+//
+// Metrics (in the registry given): llmserve_precision_requests_total{variant} (routed
+// there first), llmserve_precision_tokens_total{variant} (emitted there),
+// llmserve_precision_fallbacks_total{from,to}, llmserve_precision_weight_bytes_total
+// {variant} (prompt and generated tokens processed there times the variant's weight
+// bytes: a token's share of reading the weights) and llmserve_precision_compute_share
+// {variant} (that counter's share of the sum).
+//
+// Thread-safety: submit() from any thread; the engines must be running (start()).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "engine/engine.h"
+#include "engine/precision_policy.h"
+#include "metrics/metrics.h"
+
+namespace llms {
+
+struct PrecisionVariant {
+  std::string name;           // "q4_k", "q8_0", "f16", ...
+  Engine* engine = nullptr;   // not owned
+  uint64_t weight_bytes = 0;  // of the variant's weights (what one token's pass reads)
+};
+
+class PrecisionRouter {
+ public:
+  // `variants` cheapest first; the policy must validate for their count.
+  PrecisionRouter(std::vector<PrecisionVariant> variants, PrecisionPolicy policy, Registry& registry);
+
+  // `precision`: "" or "auto" for the estimator, else a variant's name (pinned).
+  // INVALID_ARGUMENT for an unknown name; otherwise what the chosen engine's submit()
+  // answers.
+  Result<std::shared_ptr<RequestHandle>> submit(RequestParams params, const std::string& precision,
+                                                double* retry_after_s = nullptr);
+
+  // -1 when no variant has that name.
+  int find(const std::string& name) const;
+  const std::vector<PrecisionVariant>& variants() const { return variants_; }
+  const PrecisionPolicy& policy() const { return policy_; }
+  // "q4_k, q8_0, f16": for error messages.
+  std::string names() const;
+
+  struct Counts {
+    std::vector<int64_t> requests, tokens;  // per variant
+    int64_t fallbacks = 0;
+  };
+  Counts counts() const;
+
+ private:
+  struct Routed;
+  // Submits `r`'s continuation to variant `v` and makes it the one forwarded from.
+  Status attach(const std::shared_ptr<Routed>& r, int v, double* retry_after_s);
+  void on_inner_events(const std::shared_ptr<Routed>& r, int generation);
+  void add_work(int v, int64_t tokens);
+
+  std::vector<PrecisionVariant> variants_;
+  PrecisionPolicy policy_;
+  std::vector<Counter*> requests_, tokens_, weight_bytes_;
+  std::vector<Gauge*> share_;
+  Family<Counter>& fallbacks_;
+  std::atomic<uint64_t> next_id_{1};
+
+  mutable std::mutex mu_;  // the counts below
+  std::vector<int64_t> n_requests_, n_tokens_;
+  std::vector<double> work_;
+  int64_t n_fallbacks_ = 0;
+};
+
+}  // namespace llms
