@@ -6,18 +6,8 @@
 # speed and mechanics mean anything).
 #   scripts/early-exit-eval.sh [OUT_DIR]      (default: a temporary directory, removed)
 set -euo pipefail
-here=$(cd "$(dirname "$0")/.." && pwd)
-llmserve=${LLMSERVE:-$here/build/release/src/cli/llmserve}
-model=${MODEL:-$here/../shared/models/stories260K.gguf}
-if [[ $# -ge 1 ]]; then
-  work=$1
-  mkdir -p "$work"
-else
-  work=$(mktemp -d)
-  trap 'rm -rf "$work"' EXIT
-fi
-text=$work/eval_samples.txt
-LLMSERVE=$llmserve MODEL=$model "$here/scripts/sampled-eval-text.sh" "$text"
+source "$(dirname "$0")/eval-text-lib.sh"
+eval_text_setup "$@"
 
 thresholds=1.0,0.99,0.95,0.9,0.8,0.6,0.4
 run() {

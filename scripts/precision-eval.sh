@@ -6,18 +6,8 @@
 # workload of short and long prompts cut from that text.
 #   scripts/precision-eval.sh [OUT_DIR]      (default: a temporary directory, removed)
 set -euo pipefail
-here=$(cd "$(dirname "$0")/.." && pwd)
-llmserve=${LLMSERVE:-$here/build/release/src/cli/llmserve}
-model=${MODEL:-$here/../shared/models/stories260K.gguf}
-if [[ $# -ge 1 ]]; then
-  work=$1
-  mkdir -p "$work"
-else
-  work=$(mktemp -d)
-  trap 'rm -rf "$work"' EXIT
-fi
-text=$work/eval_samples.txt
-LLMSERVE=$llmserve MODEL=$model "$here/scripts/sampled-eval-text.sh" "$text"
+source "$(dirname "$0")/eval-text-lib.sh"
+eval_text_setup "$@"
 
 run() {
   echo

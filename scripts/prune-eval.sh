@@ -6,18 +6,8 @@
 # Evaluation text: scripts/sampled-eval-text.sh (40 stories sampled from the model
 # itself), kept as OUT_DIR/eval_samples.txt.
 set -euo pipefail
-here=$(cd "$(dirname "$0")/.." && pwd)
-llmserve=${LLMSERVE:-$here/build/release/src/cli/llmserve}
-model=${MODEL:-$here/../shared/models/stories260K.gguf}
-if [[ $# -ge 1 ]]; then
-  work=$1
-  mkdir -p "$work"
-else
-  work=$(mktemp -d)
-  trap 'rm -rf "$work"' EXIT
-fi
-text=$work/eval_samples.txt
-LLMSERVE=$llmserve MODEL=$model "$here/scripts/sampled-eval-text.sh" "$text"
+source "$(dirname "$0")/eval-text-lib.sh"
+eval_text_setup "$@"
 
 levels=0.1,0.2,0.3,0.4,0.5,0.6,0.7
 run() {

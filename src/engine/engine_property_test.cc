@@ -32,11 +32,7 @@ struct Fixture {
 Fixture& fixture() {
   static Fixture f;
   if (!f.model) {
-    SyntheticSpec spec = synthetic_preset("tiny").value();
-    spec.n_layer = 2;
-    spec.seed = 99;
-    const std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_engine_property.gguf";
-    EXPECT_TRUE(write_synthetic_model(spec, path).ok());
+    const std::string path = testing::write_tiny_model(2, 99, "engine_property");
     f.model = Model::load(path).value();
     f.tokenizer = Tokenizer::from_gguf(f.model->file()).value();
     std::remove(path.c_str());  // the mapping keeps the data

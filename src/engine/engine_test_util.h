@@ -91,6 +91,18 @@ inline const Tokenizer& synthetic_tokenizer() {
   return *tok;
 }
 
+// Writes the synthetic "tiny" preset with `n_layer` layers and weights from `seed` to
+// the test temp folder as `<pid>_<name>.gguf`; returns its path (the caller loads it
+// and removes it: a mapping keeps the data).
+inline std::string write_tiny_model(int n_layer, uint64_t seed, const std::string& name) {
+  SyntheticSpec spec = synthetic_preset("tiny").value();
+  spec.n_layer = n_layer;
+  spec.seed = seed;
+  const std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_" + name + ".gguf";
+  EXPECT_TRUE(write_synthetic_model(spec, path).ok());
+  return path;
+}
+
 // Fake clock the tests advance by hand.
 struct ManualClock {
   int64_t ns = 1'000'000'000;

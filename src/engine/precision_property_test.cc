@@ -36,11 +36,7 @@ struct Models {
 Models& models() {
   static Models m;
   if (!m.best) {
-    SyntheticSpec spec = synthetic_preset("tiny").value();
-    spec.n_layer = 2;
-    spec.seed = 7;
-    const std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_precision_property.gguf";
-    EXPECT_TRUE(write_synthetic_model(spec, path).ok());
+    const std::string path = testing::write_tiny_model(2, 7, "precision_property");
     m.best = Model::load(path).value();
     m.cheap = quantized_model(path, DType::kQ8_0, 1).value();
     m.tokenizer = Tokenizer::from_gguf(m.best->file()).value();
