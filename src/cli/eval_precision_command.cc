@@ -22,21 +22,6 @@ struct Options {
   bool json = false;
 };
 
-std::vector<DType> parse_variants(const std::string& text) {
-  std::vector<DType> out;
-  size_t start = 0;
-  while (true) {
-    const size_t end = std::min(text.find(',', start), text.size());
-    const std::string name = text.substr(start, end - start);
-    const std::optional<DType> t = dtype_from_name(name);
-    if (!t) fail(invalid_argument("--variants: '" + name + "' is not a type name (e.g. q4_k,q8_0,f16)"));
-    out.push_back(*t);
-    if (end == text.size()) break;
-    start = end + 1;
-  }
-  return out;
-}
-
 void print_tables(const PrecisionEvalResult& r, const Options& o) {
   const auto& e = o.eval;
   std::printf("%d requests (short prompts of %d tokens and long of %d alternating), %d continuation tokens each, "
@@ -79,7 +64,9 @@ void print_tables(const PrecisionEvalResult& r, const Options& o) {
 }
 
 void run(Options& o) {
-  const std::vector<DType> types = parse_variants(o.variants);
+  auto parsed = parse_precision_variants(o.variants);
+  if (!parsed.ok()) fail(invalid_argument("--variants: " + parsed.status().message()));
+  const std::vector<DType> types = parsed.value();
   std::vector<std::unique_ptr<Model>> models;
   std::vector<PrecisionEvalVariant> variants;
   for (DType t : types) {

@@ -45,13 +45,6 @@ Result<std::shared_ptr<RequestHandle>> ServingVersion::submit(RequestParams para
   return engine_->submit(std::move(params), retry_after_s);
 }
 
-std::vector<const Engine*> ServingVersion::engines() const {
-  std::vector<const Engine*> out;
-  for (const auto& var : variants_) out.push_back(var.engine.get());
-  out.push_back(engine_.get());
-  return out;
-}
-
 std::vector<LabeledRegistry> ServingVersion::labeled_registries() const {
   std::vector<LabeledRegistry> out{{registry_.get(), {{"version", name_}}}};
   for (const auto& var : variants_) out.push_back({var.registry.get(), {{"version", name_}, {"variant", var.name}}});
@@ -87,7 +80,8 @@ Result<std::shared_ptr<ServingVersion>> ServingVersion::load(const VersionLoadOp
       routed.push_back({var.name, var.engine.get(), static_cast<uint64_t>(var.model->weights().bytes_per_token())});
       v->variants_.push_back(std::move(var));
     }
-    routed.push_back({std::string(dtype_name(types.back())), v->engine_.get(), static_cast<uint64_t>(v->model_->weights().bytes_per_token())});
+    routed.push_back({std::string(dtype_name(types.back())), v->engine_.get(),
+                      static_cast<uint64_t>(v->model_->weights().bytes_per_token())});
     v->router_ = std::make_unique<PrecisionRouter>(std::move(routed), o.engine.precision, *v->registry_);
     log_info("version {}: precision variants {} (auto routing)", v->name_, v->router_->names());
   }

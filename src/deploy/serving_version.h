@@ -70,9 +70,6 @@ class ServingVersion {
   void stop();
   // Null without variants.
   const PrecisionRouter* precision_router() const { return router_.get(); }
-  // Every engine's snapshot: the variants' (cheapest first) and then the main one's,
-  // or only the main one's without variants.
-  std::vector<const Engine*> engines() const;
   // The version's registry and each cheaper variant's engine registry, with the
   // labels /metrics shows them under (`version`, and `variant` for the variants).
   std::vector<LabeledRegistry> labeled_registries() const;

@@ -1,6 +1,8 @@
 #include "engine/precision_policy.h"
 
+#include <algorithm>
 #include <charconv>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -38,6 +40,21 @@ int choose_precision_variant(const PrecisionPolicy& policy, int64_t prompt_token
     if (prompt_tokens <= policy.prompt_max[k] && max_tokens <= policy.max_tokens_max[k]) return i;
   }
   return n_variants - 1;
+}
+
+Result<std::vector<DType>> parse_precision_variants(const std::string& text) {
+  std::vector<DType> out;
+  size_t start = 0;
+  while (true) {
+    const size_t end = std::min(text.find(',', start), text.size());
+    const std::string name = text.substr(start, end - start);
+    const std::optional<DType> t = dtype_from_name(name);
+    if (!t) return invalid_argument(fmt::format("'{}' is not a type name (e.g. q4_k,q8_0,f16)", name));
+    out.push_back(*t);
+    if (end == text.size()) break;
+    start = end + 1;
+  }
+  return out;
 }
 
 Result<std::vector<int>> parse_precision_limits(const std::string& text) {

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "tensor/dtype.h"
 
 namespace llms {
 
@@ -38,6 +39,9 @@ struct PrecisionPolicy {
 
 // The variant (0 = cheapest) the estimator picks for a request.
 int choose_precision_variant(const PrecisionPolicy& policy, int64_t prompt_tokens, int64_t max_tokens, int n_variants);
+
+// Parses "q4_k,q8_0,f16" (the variants' types, cheapest first).
+Result<std::vector<DType>> parse_precision_variants(const std::string& text);
 
 // Parses "32,128" (a per-variant limit list; each at least 1).
 Result<std::vector<int>> parse_precision_limits(const std::string& text);

@@ -44,6 +44,12 @@ TEST(PrecisionPolicyTest, ParsesLimitLists) {
   }
 }
 
+TEST(PrecisionPolicyTest, ParsesVariantLists) {
+  EXPECT_EQ(parse_precision_variants("q4_k,q8_0,f16").value(),
+            (std::vector<DType>{DType::kQ4_K, DType::kQ8_0, DType::kF16}));
+  for (const char* bad : {"", "q4_k,", "q9", "q4_k,,f16"}) EXPECT_FALSE(parse_precision_variants(bad).ok()) << bad;
+}
+
 TEST(PrecisionPolicyTest, EntropyWatchTakesTheMeanOfTheWindow) {
   EntropyWatch w(1.0, 3);
   EXPECT_FALSE(w.push(0.5));  // mean 0.5

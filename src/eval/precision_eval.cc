@@ -272,7 +272,7 @@ Result<PrecisionEvalResult> evaluate_precision(std::span<const PrecisionEvalVari
     std::vector<std::unique_ptr<PrecisionRouter>> routers;  // per row
     for (size_t m = 0; m < r.rows.size(); ++m) {
       registries.push_back(std::make_unique<Registry>());
-      PrecisionPolicy p = m < 2 ? policies.empty() ? o.policy : policies[0] : policies[m - 2];
+      const PrecisionPolicy& p = m < 2 ? o.policy : policies[m - 2];  // the first two rows are pinned
       routers.push_back(std::make_unique<PrecisionRouter>(routed, p, *registries.back()));
     }
     std::vector<std::vector<double>> speeds(r.rows.size());

@@ -263,16 +263,9 @@ ConfigKey precision_variants_key() {
   auto set = [](ServeConfig& c, const std::string& v) -> Status {
     c.engine.precision_variants.clear();
     if (v.empty()) return ok_status();
-    size_t start = 0;
-    while (true) {
-      const size_t end = std::min(v.find(',', start), v.size());
-      const std::string name = v.substr(start, end - start);
-      const std::optional<DType> t = dtype_from_name(name);
-      if (!t) return invalid_argument(fmt::format("precision_variants: '{}' is not a type name (e.g. q4_k,q8_0,f16)", name));
-      c.engine.precision_variants.push_back(*t);
-      if (end == v.size()) break;
-      start = end + 1;
-    }
+    auto types = parse_precision_variants(v);
+    if (!types.ok()) return invalid_argument("precision_variants: " + types.status().message());
+    c.engine.precision_variants = types.value();
     return ok_status();
   };
   return {"precision_variants", ConfigType::kString,
