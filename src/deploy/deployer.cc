@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <thread>
@@ -146,7 +147,10 @@ DeployOutcome Deployer::refuse(const std::string& version, const std::string& re
 
 bool Deployer::fits_beside(const std::string& model_path) const {
   std::error_code ec;
-  const auto bytes = static_cast<int64_t>(std::filesystem::file_size(model_path, ec));
+  // With precision variants every one is resident: each is counted at the file's size
+  // (an estimate: a variant wider than the file's own type takes more).
+  const auto variants = static_cast<int64_t>(std::max<size_t>(1, config_.engine.precision_variants.size()));
+  const auto bytes = variants * static_cast<int64_t>(std::filesystem::file_size(model_path, ec));
   const int64_t limit = config_.engine.memory_limit_bytes > 0 ? config_.engine.memory_limit_bytes : machine_memory_bytes();
   return !ec && static_cast<double>(process_rss_bytes() + bytes) <= config_.engine.rss_high_watermark * limit;
 }
