@@ -22,7 +22,7 @@ run "$model" -f "$text" --thresholds $thresholds --exit-layers 4 --decode-prompt
 run "$model" -f "$text" --thresholds $thresholds --exit-layers 3,4 --decode-prompts 16 --decode-tokens 128
 
 big=$work/llama110m-q8_0.gguf
-nice -n 19 "$llmserve" make-model --preset llama-110m --type q8_0 -o "$big" >/dev/null 2>&1
+nice -n 19 "$llmserve" make-model --preset llama-110m --type q8_0 "$big" >/dev/null 2>&1
 head -c 6000 "$text" >"$work/eval_short.txt"
 for layers in 3 6 9 3,6,9; do
   run "$big" -f "$work/eval_short.txt" --thresholds 1.0,0.000001 --exit-layers $layers --decode-prompts 4 \

@@ -25,6 +25,6 @@ run --variants q4_k,q8_0,f16 --precision-prompt-max 32,1000 --precision-max-toke
 # Speed where weight reads are the cost: a generated llama-110m (F16 source, random
 # weights: its quality columns mean nothing, its tok/s and weight bytes do).
 big=$work/llama110m-f16.gguf
-nice -n 19 "$llmserve" make-model --preset llama-110m --type f16 -o "$big" >/dev/null 2>&1
+nice -n 19 "$llmserve" make-model --preset llama-110m --type f16 "$big" >/dev/null 2>&1
 model=$big run --variants q4_k,f16 --precision-prompt-max 32 --precision-max-tokens 64 \
   --precision-entropy 0 --requests 16 --short-prompt 16 --long-prompt 64 --gen 32 --rounds 3
