@@ -104,6 +104,30 @@ TEST(ServerPrecisionTest, AFallbackContinuesOnTheHigherVariant) {
   EXPECT_EQ(std::count(s.events.begin(), s.events.end(), "[DONE]"), 1);
 }
 
+TEST(ServerPrecisionTest, AConstrainedRequestRunsOnTheCheapVariant) {
+  if (!have_stories()) GTEST_SKIP() << "needs " << shared_dir() << "/models/stories260K.gguf";
+  auto server = start_server(stories_path(), [](ServeConfig& c) {
+    c.engine.precision_variants = {DType::kQ4_K, DType::kF16};
+    c.engine.precision.prompt_max = {8};
+    c.engine.precision.max_tokens_max = {64};
+    c.engine.result_cache_bytes = 0;
+  });
+  const Json body = {{"prompt", "Once upon a time"},
+                     {"max_tokens", 24},
+                     {"temperature", 0},
+                     {"response_format", {{"type", "json_object"}}}};
+  const HttpResult r = http_post(server->port(), "/v1/completions", body);
+  ASSERT_EQ(r.status, 200) << r.body;
+  const std::string text = text_of(r);
+  ASSERT_FALSE(text.empty());
+  EXPECT_EQ(text.find_first_not_of(" \n\t"), text.find('{')) << text;  // the grammar's object starts the text
+  const std::string m = http_get(server->port(), "/metrics").body;
+  EXPECT_EQ(series(m, "llmserve_precision_requests_total", "variant=\"q4_k\""), 1) << m;
+  EXPECT_EQ(series(m, "llmserve_precision_tokens_total", "variant=\"q4_k\""),
+            r.json()["usage"]["completion_tokens"].get<double>())
+      << m;
+}
+
 TEST(ServerPrecisionTest, APrecisionFieldWithoutVariantsIsRefused) {
   if (!have_stories()) GTEST_SKIP() << "needs " << shared_dir() << "/models/stories260K.gguf";
   auto server = start_server(stories_path(), [](ServeConfig& c) { c.engine.result_cache_bytes = 0; });

@@ -133,8 +133,13 @@ Status PrecisionRouter::attach(const std::shared_ptr<Routed>& r, int v, double* 
   p.prompt.insert(p.prompt.end(), r->emitted.begin(), r->emitted.end());
   p.max_tokens -= static_cast<int>(r->emitted.size());
   p.report_entropy = r->may_move || r->client_entropy;
+  Engine& engine = *variants_[static_cast<size_t>(v)].engine;
+  // A grammar is joined with one engine's vocabulary: this engine's (its cache keeps one per grammar).
+  if (p.grammar) {
+    LLMS_ASSIGN_OR_RETURN(p.grammar, engine.compile_grammar(p.grammar->grammar_ptr()));
+  }
   const int64_t prompt_tokens = static_cast<int64_t>(p.prompt.size());
-  auto h = variants_[static_cast<size_t>(v)].engine->submit(std::move(p), retry_after_s);
+  auto h = engine.submit(std::move(p), retry_after_s);
   if (!h.ok()) return h.status();
   std::shared_ptr<RequestHandle> old = std::move(r->inner);
   r->inner = std::move(h).value();

@@ -62,6 +62,7 @@ class CompiledGrammar {
                                                                 std::shared_ptr<const TokenVocabulary> vocab);
 
   const Grammar& grammar() const { return *grammar_; }
+  const std::shared_ptr<const Grammar>& grammar_ptr() const { return grammar_; }
   const TokenVocabulary& vocab() const { return *vocab_; }
   const PointTokens& tokens_at(int32_t point) const {
     const auto i = static_cast<size_t>(first_point_[static_cast<size_t>(point_element(point))] + point_sub(point));
