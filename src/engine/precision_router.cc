@@ -40,8 +40,6 @@ PrecisionRouter::PrecisionRouter(std::vector<PrecisionVariant> variants, Precisi
       fallbacks_(registry.counter_family("llmserve_precision_fallbacks_total",
                                          "Requests moved up one precision variant mid-generation (tiered fallback)",
                                          {"from", "to"})),
-      n_requests_(variants_.size()),
-      n_tokens_(variants_.size()),
       work_(variants_.size()) {
   auto& requests = registry.counter_family("llmserve_precision_requests_total",
                                            "Requests routed to each precision variant first", {"variant"});
@@ -75,8 +73,13 @@ std::string PrecisionRouter::names() const {
 }
 
 PrecisionRouter::Counts PrecisionRouter::counts() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return {n_requests_, n_tokens_, n_fallbacks_};
+  Counts c;
+  for (size_t i = 0; i < variants_.size(); ++i) {
+    c.requests.push_back(static_cast<int64_t>(requests_[i]->value()));
+    c.tokens.push_back(static_cast<int64_t>(tokens_[i]->value()));
+  }
+  for (const auto& [labels, counter] : fallbacks_.children()) c.fallbacks += static_cast<int64_t>(counter->value());
+  return c;
 }
 
 void PrecisionRouter::add_work(int v, int64_t tokens) {
@@ -107,10 +110,6 @@ Result<std::shared_ptr<RequestHandle>> PrecisionRouter::submit(RequestParams par
   {
     std::lock_guard<std::mutex> lock(r->mu);
     LLMS_RETURN_IF_ERROR(attach(r, v, retry_after_s));
-  }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    ++n_requests_[static_cast<size_t>(v)];
   }
   requests_[static_cast<size_t>(v)]->inc();
   std::weak_ptr<Routed> weak = r;
@@ -171,8 +170,6 @@ void PrecisionRouter::on_inner_events(const std::shared_ptr<Routed>& r, int gene
             add_work(r->variant, 1);  // computed, not emitted: the next variant redoes it
             if (attach(r, r->variant + 1, nullptr).ok()) {
               fallbacks_.with({variants_[v].name, variants_[v + 1].name}).inc();
-              std::lock_guard<std::mutex> counts(mu_);
-              ++n_fallbacks_;
               again = true;  // read the new inner's events
               break;
             }
@@ -183,10 +180,6 @@ void PrecisionRouter::on_inner_events(const std::shared_ptr<Routed>& r, int gene
           if (r->first_token_ns == 0) r->first_token_ns = now_ns();
           add_work(r->variant, 1);
           tokens_[v]->inc();
-          {
-            std::lock_guard<std::mutex> counts(mu_);
-            ++n_tokens_[v];
-          }
           r->outbox.push_back(std::move(ev));
         } else {
           FinishEvent fe = std::get<FinishEvent>(std::move(ev));

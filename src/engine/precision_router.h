@@ -68,6 +68,7 @@ class PrecisionRouter {
     std::vector<int64_t> requests, tokens;  // per variant
     int64_t fallbacks = 0;
   };
+  // Read from the metrics above.
   Counts counts() const;
 
  private:
@@ -84,10 +85,8 @@ class PrecisionRouter {
   Family<Counter>& fallbacks_;
   std::atomic<uint64_t> next_id_{1};
 
-  mutable std::mutex mu_;  // the counts below
-  std::vector<int64_t> n_requests_, n_tokens_;
+  mutable std::mutex mu_;  // work_ and the shares set from it
   std::vector<double> work_;
-  int64_t n_fallbacks_ = 0;
 };
 
 }  // namespace llms
