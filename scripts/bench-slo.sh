@@ -8,6 +8,10 @@
 #       [--budgets 32,64,128,256,512] [--running-caps 64] [--input-len 32] [--output-len 64]
 #       [--seconds 20]
 #       [--batching continuous|dynamic] [--sizes 1,2,4,8,16] [--in-process] [--out DIR]
+#       [--shed none|tuner|all]
+#
+# --shed: which settings run with `--slo-shed` (queued requests forecast to miss the
+# TTFT target are refused): none (default), the tuner only, or every setting.
 #
 # --in-process: the load runs inside the engine (`llmserve bench-engine --request-rate`,
 # prompts of exactly --input-len tokens) instead of over HTTP, so that no client shares
@@ -29,7 +33,7 @@ llmserve=${LLMSERVE:-$here/build/release/src/cli/llmserve}
 model=${1:?usage: bench-slo.sh MODEL.gguf [options]}
 shift
 rates=2,4,8,12,16 ttft=1000 itl=50 budgets=32,64,128,256,512 caps=64 sizes=1,2,4,8,16 input_len=32 output_len=64
-seconds=20 batching=continuous out= in_process=0
+seconds=20 batching=continuous out= in_process=0 shed=none
 while [[ $# -gt 0 ]]; do
   case $1 in
     --in-process) in_process=1; shift; continue ;;
@@ -44,11 +48,13 @@ while [[ $# -gt 0 ]]; do
     --seconds) seconds=$2 ;;
     --batching) batching=$2 ;;
     --out) out=$2 ;;
+    --shed) shed=$2 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
   shift 2
 done
 [[ -f $model ]] || { echo "no model file $model" >&2; exit 2; }
+[[ $shed =~ ^(none|tuner|all)$ ]] || { echo "--shed takes none, tuner or all, not $shed" >&2; exit 2; }
 work=$(mktemp -d)
 out=${out:-$work}
 mkdir -p "$out"
@@ -83,6 +89,9 @@ else
   done
   settings+=("tuner|--max-batch-tokens $top --max-running $cap --autotune on --autotune-min-batch-tokens $low")
 fi
+for ((k = 0; k < ${#settings[@]}; k++)); do
+  if [[ $shed == all || ($shed == tuner && ${settings[$k]} == tuner\|*) ]]; then settings[k]+=" --slo-shed"; fi
+done
 
 started=$(date +%s)
 for ((r = 0; r < ${#rate_list[@]}; r++)); do

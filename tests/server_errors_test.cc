@@ -177,6 +177,42 @@ TEST(ErrorsAdmission, AboveTheWatermarkIs503UntilBlocksAreFreed) {
   EXPECT_EQ(http_post(port, "/v1/completions", Json{{"prompt", "x"}, {"max_tokens", 2}}).status, 200);
 }
 
+TEST(ErrorsAdmission, ARequestForecastToMissItsTtftIs503WithRetryAfter) {
+  auto server = start_server(synthetic_path(), [](ServeConfig& c) {
+    c.engine.max_running = 1;
+    c.engine.slo_shed = true;
+  });
+  const int port = server->port();
+  // A hog holds the only running slot while four requests without a target and one
+  // with a 1 ms TTFT target queue behind it; the latter at a lower priority, so it
+  // waits for the others (its urgency raises it by one, not five).
+  RawClient hog(port);
+  hog.send_request("POST", "/v1/completions",
+                   Json{{"prompt", "a long story"}, {"max_tokens", 1000}, {"ignore_eos", true}, {"stream", true}}.dump());
+  ASSERT_NE(hog.read_until("data:", 10).find("data:"), std::string::npos);
+  std::vector<std::unique_ptr<RawClient>> others;
+  for (int i = 0; i < 4; ++i) {
+    others.push_back(std::make_unique<RawClient>(port));
+    others.back()->send_request("POST", "/v1/completions", Json{{"prompt", "x"}, {"max_tokens", 4}}.dump());
+  }
+  RawClient late(port);
+  late.send_request("POST", "/v1/completions",
+                    Json{{"prompt", "y"}, {"max_tokens", 4}, {"priority", -5}, {"slo", {{"ttft_ms", 1}}}}.dump());
+  ASSERT_TRUE(poll_until([&] { return metric(port, "llmserve_requests_waiting") == 5; }));
+  // Freed, the slot admits the four one by one with the queue backlogged: after the
+  // fourth the queue's rate is known, and the late request's first token is forecast
+  // past its deadline: it is refused without being run.
+  hog.close();
+  const std::string answer = late.read_until("slo_unattainable", 20);
+  ASSERT_NE(answer.find("slo_unattainable"), std::string::npos) << late.received();
+  EXPECT_EQ(answer.rfind("HTTP/1.1 503", 0), 0u) << answer;
+  EXPECT_NE(answer.find("Retry-After: "), std::string::npos) << answer;
+  EXPECT_NE(answer.find("\"service_unavailable\""), std::string::npos) << answer;
+  for (auto& c : others) EXPECT_NE(c->read_until("\"finish_reason\"", 20).find("HTTP/1.1 200"), std::string::npos);
+  EXPECT_EQ(metric(port, "llmserve_requests_rejected_total{reason=\"slo\"}"), 1);
+  EXPECT_EQ(metric(port, "llmserve_requests_finished_total{reason=\"rejected\"}"), 1);
+}
+
 TEST(ErrorsAdmission, DrainingIs503) {
   auto server = start_server(synthetic_path());
   server->context().set_draining();

@@ -32,6 +32,7 @@ struct Options {
   std::string autotune = "off";
   double slo_ttft_ms = 0, slo_itl_ms = 0;
   int autotune_min_batch_tokens = 32;
+  bool slo_shed = false;
 };
 
 // The step's compute limit: the matrix products' multiply-adds per token against the
@@ -87,6 +88,7 @@ void run(const Options& o) {
     c.autotune_min_batch_tokens = o.autotune_min_batch_tokens;
     c.slo_interactive.ttft_ms = o.slo_ttft_ms;
     c.slo_interactive.itl_ms = o.slo_itl_ms;
+    c.slo_shed = o.slo_shed;
     ok_or_fail(c.validate());
     // With --profile, the compute limit is measured right before and after the run
     // (the larger counts: the machine is shared).
@@ -174,6 +176,7 @@ void add_bench_engine_command(CLI::App& app) {
   cmd->add_option("--autotune-min-batch-tokens", o->autotune_min_batch_tokens,
                   "Smallest step token budget the auto-tuner may choose (as serve)")
       ->capture_default_str();
+  cmd->add_flag("--slo-shed", o->slo_shed, "Refuse queued requests forecast to miss the TTFT target (as serve)");
   cmd->add_option("--max-batch-tokens", o->max_batch_tokens, "Token budget per step")->capture_default_str();
   cmd->add_option("--max-running", o->max_running, "Running sequences at most")->capture_default_str();
   cmd->add_option("--max-batch-size", o->max_batch_size, "dynamic: requests per batch")->capture_default_str();

@@ -9,6 +9,7 @@
 #include "base/log.h"
 #include "engine/early_exit_policy.h"
 #include "engine/kv_sizing.h"
+#include "engine/schedule_steps.h"
 #include "engine/slo.h"
 
 namespace llms {
@@ -96,6 +97,7 @@ Engine::Engine(std::unique_ptr<ModelRunner> runner, const Tokenizer& tokenizer, 
                        config_.max_running},
         config_.slo_interactive.itl_ms * 1e-3);
   }
+  if (config_.slo_shed) shedder_ = std::make_unique<SloShedder>();
   if (config_.profile) {
     profile_.set_enabled(true);
     runner_->set_profile(&profile_);
@@ -235,6 +237,20 @@ void Engine::reap(int64_t now) {
   for (Sequence* s : ended) finish(*s, s->handle->cancelled() ? FinishReason::kCancelled : FinishReason::kTimeout);
 }
 
+void Engine::shed(int64_t now) {
+  if (waiting_.empty()) return;
+  order_waiting(waiting_, step_config_, now, config_.prefix_cache && config_.prefix_clustering ? &kv_ : nullptr);
+  const double retry = shedder_->retry_after_s(waiting_.size());
+  for (const ShedDecision& d : shedder_->unattainable(waiting_, now, step_config_.max_batch_tokens)) {
+    metrics_.rejected.with({"slo"}).inc();
+    finish(*d.seq, FinishReason::kRejected,
+           fmt::format("the server is past its capacity: this request's first token is forecast {:.0f} ms after "
+                       "arrival, past its {:.0f} ms TTFT target; try again later",
+                       d.forecast_ttft_s * 1e3, d.seq->slo.ttft_ms),
+           retry);
+  }
+}
+
 bool Engine::step() {
   if (reset_profile_.exchange(false, std::memory_order_relaxed)) profile_.clear();
   const Stopwatch total;
@@ -242,6 +258,7 @@ bool Engine::step() {
   const int64_t now = clock_();
   intake();
   reap(now);
+  if (shedder_) shed(now);
   track_batch(nullptr, now);
   if (waiting_.empty() && running_.empty()) {
     publish(now, false);
@@ -254,6 +271,10 @@ bool Engine::step() {
   SchedulerContext ctx{waiting_, running_, kv_, step_config_, now};
   const SchedulePlan plan = scheduler_->schedule(ctx);
   admit(plan, now);
+  if (shedder_) {
+    const auto first = std::count_if(plan.admitted.begin(), plan.admitted.end(), [](const Admission& a) { return a.first; });
+    shedder_->on_schedule(now, first, !plan.chunks.empty() && !waiting_.empty());
+  }
   track_batch(&plan, now);
   if (plan.chunks.empty()) {
     publish(now, false);

@@ -40,6 +40,7 @@
 #include "engine/request.h"
 #include "engine/result_cache.h"
 #include "engine/scheduler.h"
+#include "engine/slo_shedding.h"
 #include "engine/stats_window.h"
 #include "kv/kv_block_manager.h"
 #include "metrics/metrics.h"
@@ -119,6 +120,8 @@ class Engine {
   void thread_main();
   void intake();
   void reap(int64_t now);
+  // Refuses the waiting requests whose TTFT target is forecast to be missed (slo_shed).
+  void shed(int64_t now);
   void admit(const SchedulePlan& plan, int64_t now);
   Status run_plan(const SchedulePlan& plan);
   void observe_step(const SchedulePlan& plan, double step_s);
@@ -130,7 +133,7 @@ class Engine {
   // Samples the next token of `s` from `logits`, under its grammar when it has one;
   // -1 when the grammar leaves no token (the sequence is then finished).
   int32_t sample_next(Sequence& s, const float*& logits);
-  void finish(Sequence& s, FinishReason reason, const std::string& message = "");
+  void finish(Sequence& s, FinishReason reason, const std::string& message = "", double retry_after_s = 0);
   void record_request_sample(const Sequence& s, const FinishEvent& fe);
   void tune(const SchedulePlan& plan, double step_s);
   // The dynamic batch in progress (batch tuner): ended when the running set is empty,
@@ -153,6 +156,7 @@ class Engine {
   EngineConfig step_config_;          // config_ with the auto-tuner's budget and cap (engine thread)
   std::unique_ptr<AutoTuner> tuner_;  // continuous batching with autotune != off
   std::unique_ptr<DynamicBatchTuner> batch_tuner_;  // dynamic batching with autotune != off
+  std::unique_ptr<SloShedder> shedder_;  // slo_shed
   int batch_size_ = 0;                // requests of the dynamic batch in progress; 0: none
   int64_t batch_start_ns_ = 0;
   Hash128 model_identity_;

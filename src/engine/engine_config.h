@@ -85,6 +85,9 @@ struct EngineConfig {
   // (autotune.h); the configured values are the upper bounds.
   AutotuneMode autotune = AutotuneMode::kOff;
   int autotune_min_batch_tokens = 32;
+  // Refuses a waiting request as soon as its TTFT target is forecast to be missed
+  // (engine/slo_shedding.h), so that past capacity the requests kept meet theirs.
+  bool slo_shed = false;
 
   int threads = 0;                // kernel threads; 0 = one per core
   bool profile = false;           // time each step's parts (Engine::step_profile())

@@ -74,11 +74,12 @@ void Engine::on_token(Sequence& s, int32_t token, const float* logits, int64_t n
   }
 }
 
-void Engine::finish(Sequence& s, FinishReason reason, const std::string& message) {
+void Engine::finish(Sequence& s, FinishReason reason, const std::string& message, double retry_after_s) {
   const int64_t now = clock_();
   FinishEvent fe;
   fe.reason = reason;
   fe.message = message;
+  fe.retry_after_s = retry_after_s;
   if (!s.stop->stopped()) fe.text = s.stop->push(s.decoder->flush()) + s.stop->finish();
   fe.prompt_tokens = s.prompt_len;
   fe.completion_tokens = s.generated();

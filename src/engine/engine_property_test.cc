@@ -15,6 +15,7 @@
 #include "base/random.h"
 #include "engine/engine.h"
 #include "engine/engine_test_util.h"
+#include "engine/slo.h"
 #include "model/model.h"
 #include "tools/synthetic.h"
 
@@ -22,6 +23,7 @@ namespace llms {
 namespace {
 
 using testing::collect;
+using testing::collect_more;
 using testing::Collected;
 
 struct Fixture {
@@ -87,8 +89,10 @@ std::unique_ptr<Engine> make_engine(EngineConfig c, int32_t blocks) {
 // and cancels on a tiny pool: every request ends once, the pool ends empty, and every
 // output equals the request's solo run. With `autotune` the budget and cap move under
 // it (the ITL target is far below this model's steps, so the tuner cuts them). With
-// the dynamic policy the batch tuner moves the batch size and delay instead.
-void check_random_workload(AutotuneMode autotune, BatchingPolicy batching = BatchingPolicy::kContinuous) {
+// the dynamic policy the batch tuner moves the batch size and delay instead. With
+// `shed`, requests whose TTFT target is forecast to be missed are refused on the way.
+void check_random_workload(AutotuneMode autotune, BatchingPolicy batching = BatchingPolicy::kContinuous,
+                           bool shed = false) {
   Fixture& f = fixture();
   EngineConfig c;
   c.block_size = 8;
@@ -103,6 +107,7 @@ void check_random_workload(AutotuneMode autotune, BatchingPolicy batching = Batc
   c.autotune = autotune;
   c.autotune_min_batch_tokens = 8;
   c.slo_interactive.itl_ms = 0.05;
+  c.slo_shed = shed;
   auto engine = make_engine(c, /*blocks=*/14);  // 112 token slots for up to 8 sequences of up to 60
   testing::ManualClock clock;
   engine->set_clock(clock.fn());
@@ -133,14 +138,7 @@ void check_random_workload(AutotuneMode autotune, BatchingPolicy batching = Batc
     if (!open.empty() && rng.below(20) == 0) handles[open[rng.below(open.size())]]->cancel();
     engine->step();
     clock.advance_ms(1);
-    std::erase_if(open, [&](size_t i) {
-      Collected got = collect(*handles[i]);
-      auto& r = results[i];
-      r.tokens.insert(r.tokens.end(), got.tokens.begin(), got.tokens.end());
-      r.finish_count += got.finish_count;
-      if (got.finished) r.finish = got.finish;
-      return r.finish_count > 0;
-    });
+    std::erase_if(open, [&](size_t i) { return collect_more(*handles[i], results[i]); });
   }
   EXPECT_LT(rejected, kRequests / 10);
   const EngineSnapshot snap = engine->snapshot();
@@ -178,6 +176,11 @@ void check_random_workload(AutotuneMode autotune, BatchingPolicy batching = Batc
     ASSERT_TRUE(h.ok());
     solo->run_until_idle();
     const Collected alone = collect(**h);
+    if (r.finish.reason == FinishReason::kRejected) {  // shed: only requests with a TTFT target, before any token
+      ASSERT_TRUE(shed) << "request " << i;
+      ASSERT_GT(resolve_slo(params[i], c).ttft_ms, 0) << "request " << i;
+      ASSERT_TRUE(r.tokens.empty()) << "request " << i;
+    }
     if (r.finish.reason == FinishReason::kLength || r.finish.reason == FinishReason::kStop) {
       ASSERT_EQ(r.tokens, alone.tokens) << "request " << i;
     } else {
@@ -185,9 +188,12 @@ void check_random_workload(AutotuneMode autotune, BatchingPolicy batching = Batc
       ASSERT_TRUE(std::equal(r.tokens.begin(), r.tokens.end(), alone.tokens.begin())) << "request " << i;
     }
   }
-  EXPECT_GT(reasons[FinishReason::kLength], static_cast<int>(handles.size()) / 2);
+  // More than half of the requests that ran (were not shed) ran to their length.
+  EXPECT_GT(reasons[FinishReason::kLength], (static_cast<int>(handles.size()) - reasons[FinishReason::kRejected]) / 2);
   EXPECT_GT(reasons[FinishReason::kCancelled], 0);
   EXPECT_GT(reasons[FinishReason::kTimeout], 0);
+  if (shed) EXPECT_GT(reasons[FinishReason::kRejected], 0) << "nothing was shed: the property says nothing about it";
+  std::printf("shed: %d requests\n", reasons[FinishReason::kRejected]);
 }
 
 TEST(EnginePropertyTest, RandomWorkloadEndsOnceFreesEverythingAndMatchesSoloRuns) {
@@ -195,6 +201,10 @@ TEST(EnginePropertyTest, RandomWorkloadEndsOnceFreesEverythingAndMatchesSoloRuns
 }
 
 TEST(EnginePropertyTest, RandomWorkloadWithTheAutoTunerOn) { check_random_workload(AutotuneMode::kOn); }
+
+TEST(EnginePropertyTest, RandomWorkloadWithTheAutoTunerAndSheddingOn) {
+  check_random_workload(AutotuneMode::kOn, BatchingPolicy::kContinuous, /*shed=*/true);
+}
 
 TEST(EnginePropertyTest, RandomWorkloadWithDynamicBatchingAndTheBatchTunerOn) {
   check_random_workload(AutotuneMode::kOn, BatchingPolicy::kDynamic);

@@ -145,4 +145,17 @@ inline Collected collect(RequestHandle& h) {
   return c;
 }
 
+// Adds to `into` what `h` has sent since the last call; true once it has finished.
+inline bool collect_more(RequestHandle& h, Collected& into) {
+  Collected got = collect(h);
+  into.tokens.insert(into.tokens.end(), got.tokens.begin(), got.tokens.end());
+  into.text += got.text;
+  into.finish_count += got.finish_count;
+  if (got.finished) {
+    into.finish = got.finish;
+    into.finished = true;
+  }
+  return into.finish_count > 0;
+}
+
 }  // namespace llms::testing

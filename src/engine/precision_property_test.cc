@@ -26,6 +26,7 @@ namespace llms {
 namespace {
 
 using testing::collect;
+using testing::collect_more;
 using testing::Collected;
 
 struct Models {
@@ -159,14 +160,7 @@ TEST(PrecisionPropertyTest, RandomRoutedWorkloadEndsOnceFreesEverythingAndMatche
     cheap->step();
     best->step();
     clock.advance_ms(1);
-    std::erase_if(open, [&](size_t i) {
-      Collected got = collect(*handles[i]);
-      auto& r = results[i];
-      r.tokens.insert(r.tokens.end(), got.tokens.begin(), got.tokens.end());
-      r.finish_count += got.finish_count;
-      if (got.finished) r.finish = got.finish;
-      return r.finish_count > 0;
-    });
+    std::erase_if(open, [&](size_t i) { return collect_more(*handles[i], results[i]); });
   }
   // Both pools are empty once the cancelled inner requests have been reaped.
   for (int i = 0; i < 4; ++i) cheap->step(), best->step();

@@ -151,5 +151,89 @@ TEST(SloTest, TheEngineCountsMetAndMissedTargetsAndGoodput) {
   EXPECT_EQ(goodput, 4);  // the first request's tokens only
 }
 
+TEST(SloTest, PastCapacityTheEngineShedsWhatItForecastsToMissAndKeepsWhatItCanServe) {
+  EngineConfig c;
+  c.max_running = 1;  // one at a time: a request takes 4 steps, the queue drains one per 4 steps
+  c.slo_shed = true;
+  auto r = std::make_unique<FakeRunner>();
+  Engine engine(std::move(r), testing::synthetic_tokenizer(), c, Hash128{1, 1}, 64, 512);
+  ManualClock clock;
+  engine.set_clock(clock.fn());
+  const int64_t t0 = clock.ns;
+  std::vector<std::shared_ptr<RequestHandle>> handles;
+  for (int i = 0; i < 20; ++i) {
+    RequestParams p = greedy_request({10, static_cast<int32_t>(11 + i)}, 4);
+    p.slo = {1000, 0};
+    handles.push_back(engine.submit(p).value());
+  }
+  // A step every 30 ms. Request i is admitted at 120 i ms, its first token at once (one
+  // prefill chunk), and finishes 90 ms later. The rate needs 4 admissions counted over
+  // intervals that began with a backlog: those at 120, 240, 360 and 480 ms (the first,
+  // at 0, ends no interval); at the step at 510 ms it is 4 / 480 ms, one admission per
+  // 120 ms, with 30 ms steps. The queue then holds requests 5..19, all arrived at 0 with
+  // a 1 s deadline: the k-th kept one is forecast at 510 + 120 k + 30 ms, so 5..8 (540,
+  // 660, 780, 900 ms) are kept and 9..19 (1020 ms on) are refused at 510 ms.
+  // Between admissions the measured rate falls: at 540 ms 4 in 510 ms (request 8, third
+  // ahead: 540 + 3 x 127.5 + 30 = 952.5 ms, kept), at 570 ms 4 in 540 ms (570 + 3 x 135
+  // + 30 = 1005 ms): request 8 is refused then, though it would have started at 960 ms.
+  // The forecast errs towards refusing by up to one admission's gap. From 630 ms the
+  // window holds request 5's admission too and 6 and 7 stay in time; they start at 720
+  // and 840 ms.
+  int steps = 0;
+  for (; steps < 200 && !std::all_of(handles.begin(), handles.end(), [](auto& h) { return h->finished(); }); ++steps) {
+    engine.step();
+    clock.advance_ms(30);
+  }
+  for (int i = 0; i < 20; ++i) {
+    const auto got = collect(*handles[static_cast<size_t>(i)]);
+    ASSERT_TRUE(got.finished) << i;
+    if (i <= 7) {
+      EXPECT_EQ(got.finish.reason, FinishReason::kLength) << i;
+      EXPECT_NEAR(got.finish.timings.ttft_s, 0.120 * i, 1e-9) << i;
+    } else if (i == 8) {
+      EXPECT_EQ(got.finish.reason, FinishReason::kRejected);
+      EXPECT_NEAR(got.finish.timings.e2e_s, 0.570, 1e-9);
+      EXPECT_NE(got.finish.message.find("forecast 1005 ms"), std::string::npos) << got.finish.message;
+      EXPECT_EQ(got.finish.retry_after_s, 1);  // 4 waiting at 7.4 per second
+    } else {
+      EXPECT_EQ(got.finish.reason, FinishReason::kRejected) << i;
+      EXPECT_TRUE(got.tokens.empty()) << i;
+      EXPECT_NEAR(got.finish.timings.e2e_s, 0.510, 1e-9) << i;  // refused at 510 ms, not when the deadline passed
+      // 15 waiting at 8.33 per second drain in 1.8 s: Retry-After 2.
+      EXPECT_EQ(got.finish.retry_after_s, 2) << i;
+      EXPECT_NE(got.finish.message.find("TTFT target"), std::string::npos);
+    }
+  }
+  EXPECT_EQ(clock.ns - t0, static_cast<int64_t>(steps) * 30 * kMs);
+  const std::string text = engine.registry().render();
+  EXPECT_EQ(series(text, "llmserve_requests_rejected_total", {"reason=\"slo\""}), 12);
+  EXPECT_EQ(series(text, "llmserve_slo_requests_total", {"slo=\"ttft\"", "result=\"met\""}), 8);
+}
+
+TEST(SloTest, WithoutSheddingTheSameQueueIsServedLate) {
+  EngineConfig c;
+  c.max_running = 1;
+  auto r = std::make_unique<FakeRunner>();
+  Engine engine(std::move(r), testing::synthetic_tokenizer(), c, Hash128{1, 1}, 64, 512);
+  ManualClock clock;
+  engine.set_clock(clock.fn());
+  std::vector<std::shared_ptr<RequestHandle>> handles;
+  for (int i = 0; i < 20; ++i) {
+    RequestParams p = greedy_request({10, static_cast<int32_t>(11 + i)}, 4);
+    p.slo = {1000, 0};
+    handles.push_back(engine.submit(p).value());
+  }
+  for (int steps = 0; steps < 200 && !std::all_of(handles.begin(), handles.end(), [](auto& h) { return h->finished(); });
+       ++steps) {
+    engine.step();
+    clock.advance_ms(30);
+  }
+  // Request i starts at 120 i ms: 0..8 in time, 9..19 served 80..1,280 ms late.
+  const std::string text = engine.registry().render();
+  EXPECT_EQ(series(text, "llmserve_slo_requests_total", {"slo=\"ttft\"", "result=\"met\""}), 9);
+  EXPECT_EQ(series(text, "llmserve_slo_requests_total", {"slo=\"ttft\"", "result=\"missed\""}), 11);
+  EXPECT_EQ(series(text, "llmserve_requests_rejected_total", {"reason=\"slo\""}), 0);
+}
+
 }  // namespace
 }  // namespace llms

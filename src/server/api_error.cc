@@ -1,5 +1,6 @@
 #include "server/api_error.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "server/json_util.h"
@@ -16,6 +17,10 @@ ApiError not_found_error(std::string message, std::string code) {
 
 ApiError internal_api_error(std::string message) {
   return ApiError{500, "server_error", std::move(message), "", "internal_error", 0};
+}
+
+ApiError slo_unattainable_error(std::string message, double retry_after_s) {
+  return ApiError{503, "service_unavailable", std::move(message), "", "slo_unattainable", std::max(1.0, retry_after_s)};
 }
 
 ApiError api_error_from_status(const Status& s, bool draining, double retry_after_s) {

@@ -7,7 +7,9 @@
 //   405 invalid_request_error  wrong method
 //   413 invalid_request_error  body too large (code request_too_large)
 //   429 rate_limit_error       queue full (code queue_full; Retry-After header)
-//   503 service_unavailable    above a memory watermark (code overloaded) or draining (code draining)
+//   503 service_unavailable    above a memory watermark (code overloaded), draining (code draining),
+//                              or refused from the queue because its TTFT target is forecast to be
+//                              missed (code slo_unattainable; Retry-After header)
 //   500 server_error           internal failure
 //
 // Thread-safety: plain values and pure functions.
@@ -32,6 +34,9 @@ struct ApiError {
 ApiError bad_request(std::string message, std::string param = "", std::string code = "");
 ApiError not_found_error(std::string message, std::string code = "");
 ApiError internal_api_error(std::string message);
+// A request the engine refused after queueing it (FinishReason::kRejected: its TTFT
+// target was forecast to be missed).
+ApiError slo_unattainable_error(std::string message, double retry_after_s);
 
 // From an engine Status: INVALID_ARGUMENT → 400, RESOURCE_EXHAUSTED → 429,
 // UNAVAILABLE → 503 (draining when `draining`), NOT_FOUND → 404, other → 500.

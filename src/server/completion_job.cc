@@ -6,10 +6,20 @@
 #include <map>
 
 #include "base/clock.h"
+#include "server/api_error.h"
 #include "server/endpoints.h"
 #include "server/sse.h"
 
 namespace llms {
+namespace {
+
+// The client's error for a request the engine ended without an answer.
+ApiError finish_error(const FinishEvent& f) {
+  if (f.reason == FinishReason::kRejected) return slo_unattainable_error(f.message, f.retry_after_s);
+  return internal_api_error("generation failed: " + f.message);
+}
+
+}  // namespace
 
 CompletionJob::CompletionJob(ServerContext& ctx, VersionPtr version, std::shared_ptr<HttpExchange> exchange,
                              CompletionRequest request, std::vector<PromptInput> prompts,
@@ -270,7 +280,7 @@ void CompletionJob::on_finish(Choice& c, FinishEvent& f, std::string* out) {
   }
   if (request_.stream) {
     if (failed) {
-      *out += "data: " + api_error_json(internal_api_error("generation failed: " + f.message)) + "\n\n";
+      *out += "data: " + api_error_json(finish_error(f)) + "\n\n";
       ctx_.metrics.streamed_chunks.inc();
     } else {
       StreamChunk chunk{.index = c.index};
@@ -313,7 +323,7 @@ void CompletionJob::complete() {
     std::vector<ChoiceResult> results;
     for (auto& c : choices_) {
       if (c.finish->reason == FinishReason::kError || c.finish->reason == FinishReason::kRejected) {
-        exchange_->respond(api_error_response(internal_api_error("generation failed: " + c.finish->message)));
+        exchange_->respond(api_error_response(finish_error(*c.finish)));
         results.clear();
         break;
       }

@@ -412,6 +412,10 @@ std::vector<ConfigKey> make_keys() {
       num_key("slo_batch_itl_ms", "Inter-token latency target of batch-lane requests (ms; 0: none)",
               ENG(slo_batch.itl_ms)),
       autotune_key(),
+      bool_key("slo_shed",
+               "Past capacity, refuse (503, Retry-After) a waiting request as soon as its TTFT target is forecast "
+               "to be missed, instead of serving it late",
+               ENG(slo_shed)),
       int_key("autotune_min_batch_tokens", "Smallest step token budget the auto-tuner may choose",
               ENG(autotune_min_batch_tokens), 1, kBig),
       num_key("slo_percentile", "Share of a request's inter-token intervals its ITL target holds for (0.5..1)",
