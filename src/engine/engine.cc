@@ -238,7 +238,8 @@ void Engine::reap(int64_t now) {
 }
 
 void Engine::shed(int64_t now) {
-  if (waiting_.empty()) return;
+  // Until the queue's rate is known nothing is shed: no need to order the queue for it.
+  if (waiting_.empty() || shedder_->service_rate() <= 0) return;
   order_waiting(waiting_, step_config_, now, config_.prefix_cache && config_.prefix_clustering ? &kv_ : nullptr);
   const double retry = shedder_->retry_after_s(waiting_.size());
   for (const ShedDecision& d : shedder_->unattainable(waiting_, now, step_config_.max_batch_tokens)) {
@@ -272,7 +273,8 @@ bool Engine::step() {
   const SchedulePlan plan = scheduler_->schedule(ctx);
   admit(plan, now);
   if (shedder_) {
-    const auto first = std::count_if(plan.admitted.begin(), plan.admitted.end(), [](const Admission& a) { return a.first; });
+    const auto first =
+        std::count_if(plan.admitted.begin(), plan.admitted.end(), [](const Admission& a) { return a.first; });
     shedder_->on_schedule(now, first, !plan.chunks.empty() && !waiting_.empty());
   }
   track_batch(&plan, now);

@@ -8,7 +8,8 @@ std::vector<double> ratio_buckets() { return {0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6
 
 EngineMetrics::EngineMetrics(Registry& r)
     : finished(r.counter_family("llmserve_requests_finished_total", "Requests ended, by finish reason.", {"reason"})),
-      rejected(r.counter_family("llmserve_requests_rejected_total", "Requests refused at admission, or from the queue (slo), by reason.",
+      rejected(r.counter_family("llmserve_requests_rejected_total",
+                                "Requests refused at admission, or from the queue (slo), by reason.",
                                 {"reason"})),
       abnormal_outputs(r.counter_family("llmserve_abnormal_outputs_total",
                                         "Finished outputs that look broken, by kind: empty, repetition, invalid_utf8, "

@@ -42,7 +42,8 @@ std::vector<ShedDecision> SloShedder::unattainable(const std::vector<Sequence*>&
   for (Sequence* s : ordered) {
     const int64_t deadline = ttft_deadline_ns(*s);
     if (deadline > 0 && s->first_scheduled_ns == 0 && s->first_token_ns == 0) {
-      const int64_t steps = std::max<int64_t>(1, (s->prompt_len + budget_tokens - 1) / std::max<int64_t>(1, budget_tokens));
+      const int64_t budget = std::max<int64_t>(1, budget_tokens);
+      const int64_t steps = std::max<int64_t>(1, (s->prompt_len + budget - 1) / budget);
       const double wait_s = static_cast<double>(ahead) / rate + static_cast<double>(steps) * step;
       const double forecast_ns = static_cast<double>(now_ns) + wait_s * 1e9;
       if (forecast_ns > static_cast<double>(deadline)) {

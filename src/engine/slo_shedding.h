@@ -11,8 +11,8 @@
 // idle time and intervals without a backlog do not. A request at position k of the
 // ordered queue (0: next, scheduled at this very step) is forecast to leave it after
 // k / rate seconds and to have its first token ceil(prompt / budget) steps later, a
-// step being the mean backlogged interval. Under light load the queue is short and the forecast is a step
-// or two: nothing is shed.
+// step being the mean backlogged interval. Under light load the queue is short and
+// the forecast is a step or two: nothing is shed.
 //
 // Shedding. In queue order, a request never scheduled, with a TTFT target, whose
 // forecast first token falls after its deadline is refused (FinishReason::kRejected,
