@@ -8,7 +8,11 @@
 // began with work left waiting. In such an interval the queue drains as fast as the
 // engine lets it, whatever binds (token budget, running cap, KV room), so the rate is
 // the capacity, not the arrival rate. The last kWindow backlogged intervals count;
-// idle time and intervals without a backlog do not. A request at position k of the
+// idle time and intervals without a backlog do not. The window is long against a
+// sequence's lifetime: when sequences of one length finish together, admissions come
+// in bursts a lifetime apart, and a window that holds one or two bursts misjudges the
+// rate by the phase it happens to cover (a window that ends with a burst overstates it).
+// A window of a fixed number of steps, not of admissions, is blind to that phase. A request at position k of the
 // ordered queue (0: next, scheduled at this very step) is forecast to leave it after
 // k / rate seconds and to have its first token ceil(prompt / budget) steps later, a
 // step being the mean backlogged interval. Under light load the queue is short and
@@ -39,7 +43,7 @@ struct ShedDecision {
 
 class SloShedder {
  public:
-  static constexpr size_t kWindow = 64;
+  static constexpr size_t kWindow = 256;
   static constexpr int64_t kMinAdmissions = 4;
 
   // A scheduling point at `now_ns`: `admitted` requests left the queue for the first

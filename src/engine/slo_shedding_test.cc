@@ -57,6 +57,23 @@ TEST(SloShedderTest, TheWindowForgetsTheOldestIntervals) {
   EXPECT_NEAR(shedder.service_rate(), 200, 1e-9);
 }
 
+TEST(SloShedderTest, BurstsOfAdmissionsALifetimeApartAreMeasuredAtTheirMeanRate) {
+  // Sequences of one length finish together: 32 requests leave the queue every 100
+  // steps of 10 ms, 32 per second on average. The window holds 2 or 3 bursts whatever
+  // the phase (kWindow = 256 steps), so the rate stays within 25% of it; a window of 64
+  // steps would read 0 or 50 per second.
+  SloShedder shedder;
+  shedder.on_schedule(0, 0, true);
+  int64_t t = 0;
+  for (int step = 1; step <= 2000; ++step) {
+    shedder.on_schedule(t += 10 * kMs, step % 100 == 0 ? 32 : 0, true);
+    if (step >= static_cast<int>(SloShedder::kWindow)) {
+      EXPECT_GE(shedder.service_rate(), 32 * 0.75) << "step " << step;
+      EXPECT_LE(shedder.service_rate(), 32 * 1.25) << "step " << step;
+    }
+  }
+}
+
 TEST(SloShedderTest, RequestsThatCannotMeetTheirTargetAreShedAndTheRestMoveUp) {
   SloShedder shedder;
   shedder.on_schedule(0, 0, true);
