@@ -47,7 +47,12 @@ cleanup() {
 }
 trap cleanup EXIT
 port=18931
-results=$work/results.jsonl
+# BENCH_TABLE_RESULTS=FILE: append the rows to FILE (rows of an earlier run there are
+# tabled with them); BENCH_TABLE_ROWS=REGEX: run only the rows whose label matches
+# (the peer's rows are "llama-server TYPE (16 slots)"). Together they rerun part of a
+# table without the hours of the rest.
+results=${BENCH_TABLE_RESULTS:-$work/results.jsonl}
+row_wanted() { [[ -z ${BENCH_TABLE_ROWS:-} || $1 =~ ${BENCH_TABLE_ROWS} ]]; }
 
 # bench serve against the server on $port; prints the result JSON's path.
 bench() {  # NAME ARGS...
@@ -78,7 +83,7 @@ print(json.dumps({"shape": shape, "row": label, "cold_ms": c["mean_e2el_ms"], "w
                   "req_s": s["request_throughput"], "tok_s": s["output_throughput"], "rss_gb": kb["VmRSS"] / 2**20,
                   "peak_gb": kb["VmHWM"] / 2**20, "ttft_p99_ms": t["p99_ttft_ms"],
                   "usd_per_m_tokens": s["cost"]["per_million_output_tokens"], "failed": failed,
-                  "prefix_hit_rate": s.get("server_metrics", {}).get("prefix_cache_hit_rate")}))
+                  "prefix_hit_rate": (s.get("server_metrics") or {}).get("prefix_cache_hit_rate")}))
 PY
 }
 
@@ -118,6 +123,7 @@ for shape in "${shapes[@]}"; do
   )
   for row in "${rows[@]}"; do
     IFS='|' read -r label file flags data <<<"$row"
+    row_wanted "$label" || continue
     echo "== $shape: $label" >&2
     # shellcheck disable=SC2086
     serve "$file" $flags
@@ -134,6 +140,7 @@ for shape in "${shapes[@]}"; do
   done
   if [[ $peer -eq 1 ]]; then
     for type in f16 q8_0; do
+      row_wanted "llama-server $type (16 slots)" || continue
       echo "== $shape: llama.cpp $type" >&2
       peer_serve "$m-$type.gguf"
       measure_row "$shape" "llama-server $type (16 slots)"

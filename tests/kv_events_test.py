@@ -182,10 +182,12 @@ def main():
                         if h in seen_stored:
                             seen_removed = True
                         else:
-                            check(not seen_removed, f"BlockRemoved for block {h} never stored, after eviction reached the blocks seen stored")
+                            check(not seen_removed, f"BlockRemoved for block {h}, never stored, after "
+                                                    "eviction reached the blocks seen stored")
                             unseen.add(h)
         warmup_blocks = sum(len(post(port, "/tokenize", {"prompt": w})["tokens"]) // BLOCK for w in warmups)
-        check(len(unseen) <= warmup_blocks, f"{len(unseen)} blocks removed but never stored, more than the warm-up's {warmup_blocks}")
+        check(len(unseen) <= warmup_blocks,
+              f"{len(unseen)} blocks removed but never stored, more than the warm-up's {warmup_blocks}")
         seqs = [s for s, _ in messages]
         check(seqs == list(range(seqs[0], seqs[0] + len(seqs))), f"sequence numbers with gaps: {seqs[:20]}")
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:

@@ -11,12 +11,12 @@
 // idle time and intervals without a backlog do not. The window is long against a
 // sequence's lifetime: when sequences of one length finish together, admissions come
 // in bursts a lifetime apart, and a window that holds one or two bursts misjudges the
-// rate by the phase it happens to cover (a window that ends with a burst overstates it).
-// A window of a fixed number of steps, not of admissions, is blind to that phase. A request at position k of the
-// ordered queue (0: next, scheduled at this very step) is forecast to leave it after
-// k / rate seconds and to have its first token ceil(prompt / budget) steps later, a
-// step being the mean backlogged interval. Under light load the queue is short and
-// the forecast is a step or two: nothing is shed.
+// rate by the phase it happens to cover (a window that ends with a burst overstates
+// it). A window of a fixed number of steps, not of admissions, is blind to that phase.
+// A request at position k of the ordered queue (0: next, scheduled at this very step)
+// is forecast to leave it after k / rate seconds and to have its first token
+// ceil(prompt / budget) steps later, a step being the mean backlogged interval. Under
+// light load the queue is short and the forecast is a step or two: nothing is shed.
 //
 // Shedding. In queue order, a request never scheduled, with a TTFT target, whose
 // forecast first token falls after its deadline is refused (FinishReason::kRejected,
