@@ -140,10 +140,11 @@ for shape in "${shapes[@]}"; do
   done
   if [[ $peer -eq 1 ]]; then
     for type in f16 q8_0; do
-      row_wanted "llama-server $type (16 slots)" || continue
+      label="llama-server $type (16 slots)"
+      row_wanted "$label" || continue
       echo "== $shape: llama.cpp $type" >&2
       peer_serve "$m-$type.gguf"
-      measure_row "$shape" "llama-server $type (16 slots)"
+      measure_row "$shape" "$label"
       stop "$pid"; pid=
     done
   fi

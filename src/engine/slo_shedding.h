@@ -12,7 +12,8 @@
 // sequence's lifetime: when sequences of one length finish together, admissions come
 // in bursts a lifetime apart, and a window that holds one or two bursts misjudges the
 // rate by the phase it happens to cover (a window that ends with a burst overstates
-// it). A window of a fixed number of steps, not of admissions, is blind to that phase.
+// it). A window counted in steps does not begin where a burst does, as one counted in
+// admissions would, so it does not lean high; its length bounds the error.
 // A request at position k of the ordered queue (0: next, scheduled at this very step)
 // is forecast to leave it after k / rate seconds and to have its first token
 // ceil(prompt / budget) steps later, a step being the mean backlogged interval. Under
