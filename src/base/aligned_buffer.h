@@ -42,6 +42,10 @@ class AlignedBuffer {
     return b;
   }
 
+  // Has the kernel commit every page now (zeroed, as on a first touch), so that no
+  // later first write faults: one madvise where the kernel can, else a write of zeros.
+  void commit();
+
   std::byte* data() { return data_; }
   const std::byte* data() const { return data_; }
   size_t size() const { return size_; }

@@ -35,9 +35,9 @@ Result<std::unique_ptr<Engine>> Engine::create(const Model& model, const Tokeniz
   LLMS_RETURN_IF_ERROR(config.validate());
   LLMS_RETURN_IF_ERROR(early_exit_config(config).validate(model.config().n_layer));
   LLMS_ASSIGN_OR_RETURN(const KvSizing kv, size_kv_cache(model, config));
-  auto runner = std::make_unique<LocalModelRunner>(
-      model, model.kv_config(kv.num_blocks, config.block_size, config.k_type, config.v_type), config.threads,
-      kv.context_length);
+  KvCacheConfig kv_config = model.kv_config(kv.num_blocks, config.block_size, config.k_type, config.v_type);
+  kv_config.commit_at_start = config.kv_commit_at_start;
+  auto runner = std::make_unique<LocalModelRunner>(model, kv_config, config.threads, kv.context_length);
   log_info("engine: {} batching, {} KV blocks of {} tokens ({:.1f} MiB, {}/{}), context {}, {} threads",
            batching_policy_name(config.batching), kv.num_blocks, config.block_size,
            static_cast<double>(kv.num_blocks * kv.bytes_per_block) / (1 << 20), dtype_name(config.k_type),

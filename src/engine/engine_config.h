@@ -54,6 +54,9 @@ struct EngineConfig {
   // (docs/engine.md has the costs of each type).
   DType k_type = DType::kF16;
   DType v_type = DType::kF16;
+  // Commit the KV cache's memory at start, as llama.cpp does, rather than as blocks are
+  // first written: no step pays a page's first touch, and all of it is resident at once.
+  bool kv_commit_at_start = false;
   bool prefix_cache = true;
   // A waiting request whose prompt shares whole KV blocks with a running sequence's
   // prompt that is still being computed waits until those blocks are computed, then

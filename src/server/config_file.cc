@@ -381,6 +381,9 @@ std::vector<ConfigKey> make_keys() {
                  ENG(kv_cache_bytes)),
       dtype_key("kv_k_type", "KV cache type of keys", ENG(k_type)),
       dtype_key("kv_v_type", "KV cache type of values", ENG(v_type)),
+      bool_key("kv_commit_at_start",
+               "Commit the KV cache's memory at start, as llama.cpp does (false: as blocks are first written)",
+               ENG(kv_commit_at_start)),
       bool_key("prefix_cache", "Share KV blocks of identical prompt prefixes", ENG(prefix_cache)),
       bool_key("prefix_clustering",
                "Admit a request that shares a prefix with one still computing it after that prefix is cached, and "
