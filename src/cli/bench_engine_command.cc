@@ -161,8 +161,8 @@ void add_bench_engine_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--seed", o->load.seed, "Seed of the request mix")->capture_default_str();
   cmd->add_option("--warmup", o->load.warmup,
-                  "Rounds of the same load (other prompts) before the timed one, on the same engine: the KV "
-                  "cache's memory is committed as blocks are first written")
+                  "Rounds of the same load (other prompts) before the timed one, on the same engine (their KV "
+                  "blocks stay cached: the timed round still writes new ones first; see --kv-commit-at-start)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd->add_option("--request-rate", o->load.request_rate,

@@ -29,9 +29,10 @@ struct LoadSpec {
   bool output_log_uniform = false;
   uint64_t seed = 1;
   // Rounds of the same load (requests drawn from other seeds, so that the prefix cache
-  // gives the timed round nothing) before the timed one, on the same engine: the KV
-  // cache's memory is committed as blocks are first written, and a server that has
-  // run a while has written them all. Their steps are left out of the profile.
+  // gives the timed round nothing) before the timed one, on the same engine; their
+  // steps are left out of the profile. Their blocks stay in the prefix cache, so the
+  // timed round still takes blocks never written before (their pages' first touch
+  // is timed unless EngineConfig::kv_commit_at_start).
   int warmup = 0;
   // Requests per second of a Poisson arrival process (open loop); 0: closed loop.
   double request_rate = 0;
