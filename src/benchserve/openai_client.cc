@@ -32,54 +32,78 @@ std::string chunk_text(const Json& chunk) {
   return "";
 }
 
-// State of one stream while it arrives.
-struct StreamState {
-  RequestOutcome out;
-  int64_t send_ns = 0, last_ns = 0;
-  int text_chunks = 0;
-  bool done = false;
-  std::string error, raw;
-
-  void on_event(const std::string& data) {
-    const int64_t now = now_ns();
-    if (data == "[DONE]") {
-      done = true;
-      return;
-    }
-    const Json j = Json::parse(data, nullptr, false);
-    if (j.is_discarded()) {
-      if (error.empty()) error = "an SSE event is not JSON: " + shorten(data);
-      return;
-    }
-    if (j.contains("error")) {
-      if (error.empty()) error = "error event: " + shorten(j["error"].dump());
-      return;
-    }
-    if (j.contains("usage") && j["usage"].is_object()) {
-      const Json& u = j["usage"];
-      if (u.contains("completion_tokens") && u["completion_tokens"].is_number_integer()) {
-        out.output_tokens = u["completion_tokens"].get<int>();
-      }
-      if (u.contains("prompt_tokens") && u["prompt_tokens"].is_number_integer()) {
-        out.prompt_tokens = u["prompt_tokens"].get<int>();
-      }
-    }
-    if (j.contains("timings") && j["timings"].is_object() && j["timings"].contains("prompt_ms") &&
-        j["timings"]["prompt_ms"].is_number()) {
-      out.server_prompt_ms = j["timings"]["prompt_ms"].get<double>();
-    }
-    if (chunk_text(j).empty()) return;
-    if (text_chunks == 0) {
-      out.ttft_s = seconds_between(send_ns, now);
-    } else {
-      out.itl_s.push_back(seconds_between(last_ns, now));
-    }
-    last_ns = now;
-    ++text_chunks;
-  }
-};
+// Whether a chunk's first choice is a token that renders as no text: a text or delta
+// content string, no finish_reason, no role.
+bool empty_token_chunk(const Json& chunk) {
+  if (!chunk.contains("choices") || !chunk["choices"].is_array() || chunk["choices"].empty()) return false;
+  const Json& c = chunk["choices"][0];
+  if (!c.is_object() || (c.contains("finish_reason") && !c["finish_reason"].is_null())) return false;
+  if (c.contains("text")) return c["text"].is_string();
+  if (!c.contains("delta") || !c["delta"].is_object()) return false;
+  const Json& d = c["delta"];
+  return !d.contains("role") && d.contains("content") && d["content"].is_string();
+}
 
 }  // namespace
+
+void StreamTimer::Chunks::add(int64_t now_ns) {
+  if (count == 0) {
+    first_ns = now_ns;
+  } else {
+    gaps_s.push_back(seconds_between(last_ns, now_ns));
+  }
+  last_ns = now_ns;
+  ++count;
+}
+
+void StreamTimer::on_event(const std::string& data, int64_t now_ns) {
+  if (data == "[DONE]") {
+    done_ = true;
+    return;
+  }
+  const Json j = Json::parse(data, nullptr, false);
+  if (j.is_discarded()) {
+    if (error_.empty()) error_ = "an SSE event is not JSON: " + shorten(data);
+    return;
+  }
+  if (j.contains("error")) {
+    if (error_.empty()) error_ = "error event: " + shorten(j["error"].dump());
+    return;
+  }
+  if (j.contains("usage") && j["usage"].is_object()) {
+    const Json& u = j["usage"];
+    if (u.contains("completion_tokens") && u["completion_tokens"].is_number_integer()) {
+      out_.output_tokens = u["completion_tokens"].get<int>();
+    }
+    if (u.contains("prompt_tokens") && u["prompt_tokens"].is_number_integer()) {
+      out_.prompt_tokens = u["prompt_tokens"].get<int>();
+    }
+  }
+  if (j.contains("timings") && j["timings"].is_object() && j["timings"].contains("prompt_ms") &&
+      j["timings"]["prompt_ms"].is_number()) {
+    out_.server_prompt_ms = j["timings"]["prompt_ms"].get<double>();
+  }
+  if (!chunk_text(j).empty()) {
+    text_.add(now_ns);
+  } else if (empty_token_chunk(j)) {
+    empty_.add(now_ns);
+  }
+}
+
+RequestOutcome StreamTimer::finish(int64_t end_ns) const {
+  RequestOutcome out = out_;
+  out.e2e_s = seconds_between(send_ns_, end_ns);
+  // Text when there is any; else the empty token chunks of a server that reports tokens.
+  const bool by_empty = text_.count == 0 && empty_.count > 0 && out.output_tokens > 0;
+  const Chunks& used = by_empty ? empty_ : text_;
+  if (out.output_tokens == 0) out.output_tokens = text_.count;
+  out.got_text = used.count > 0;
+  if (used.count > 0) {
+    out.ttft_s = seconds_between(send_ns_, used.first_ns);
+    out.itl_s = used.gaps_s;
+  }
+  return out;
+}
 
 double RequestOutcome::tpot_s() const {
   return output_tokens > 1 ? (e2e_s - ttft_s) / static_cast<double>(output_tokens - 1) : 0.0;
@@ -157,37 +181,37 @@ Result<std::string> OpenAiClient::first_model() {
 }
 
 RequestOutcome OpenAiClient::stream(const RequestSpec& spec, int64_t t0_ns) {
-  StreamState st;
   SseSplitter sse;
+  StreamTimer timer(0);
+  std::string raw;
   httplib::Request req;
   req.method = "POST";
   req.path = spec.endpoint;
   req.body = request_body(spec);
   req.set_header("Content-Type", "application/json");
   req.content_receiver = [&](const char* data, size_t len, uint64_t, uint64_t) {
-    if (st.raw.size() < 4096) st.raw.append(data, std::min<size_t>(len, 4096));
-    sse.feed(data, len, [&](const std::string& d) { st.on_event(d); });
+    if (raw.size() < 4096) raw.append(data, std::min<size_t>(len, 4096));
+    sse.feed(data, len, [&](const std::string& d) { timer.on_event(d, now_ns()); });
     return true;
   };
   httplib::Response res;
   httplib::Error err = httplib::Error::Success;
-  st.send_ns = now_ns();
-  st.out.start_s = seconds_between(t0_ns, st.send_ns);
+  const int64_t send_ns = now_ns();
+  timer = StreamTimer(send_ns);
   const bool sent = http_->send(req, res, err);
-  st.out.e2e_s = seconds_between(st.send_ns, now_ns());
-  if (st.out.output_tokens == 0) st.out.output_tokens = st.text_chunks;
+  RequestOutcome out = timer.finish(now_ns());
+  out.start_s = seconds_between(t0_ns, send_ns);
   if (!sent) {
-    st.out.error = fmt::format("{}: {}", spec.endpoint, httplib::to_string(err));
+    out.error = fmt::format("{}: {}", spec.endpoint, httplib::to_string(err));
   } else if (res.status != 200) {
-    st.out.error = fmt::format("HTTP {}: {}", res.status, shorten(st.raw.empty() ? res.body : st.raw));
-  } else if (!st.error.empty()) {
-    st.out.error = st.error;
-  } else if (!st.done) {
-    st.out.error = "the stream ended before [DONE]";
+    out.error = fmt::format("HTTP {}: {}", res.status, shorten(raw.empty() ? res.body : raw));
+  } else if (!timer.error().empty()) {
+    out.error = timer.error();
+  } else if (!timer.done()) {
+    out.error = "the stream ended before [DONE]";
   }
-  st.out.got_text = st.text_chunks > 0;
-  st.out.ok = st.out.error.empty();
-  return st.out;
+  out.ok = out.error.empty();
+  return out;
 }
 
 }  // namespace llms::benchserve

@@ -6,6 +6,7 @@
 // thread at a time; make one per sending thread.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -23,9 +24,9 @@ struct RequestOutcome {
   bool ok = false;
   std::string error;       // why it failed (HTTP status and body, an error event, a dropped stream)
   double start_s = 0;      // when it was sent, from the start of the run
-  double ttft_s = 0;       // send to the first chunk carrying text
+  double ttft_s = 0;       // send to the first chunk carrying text (see StreamTimer)
   double e2e_s = 0;        // send to the end of the stream
-  std::vector<double> itl_s;  // gaps between consecutive chunks carrying text
+  std::vector<double> itl_s;  // gaps between consecutive chunks carrying text (see StreamTimer)
   int output_tokens = 0;   // the server's usage.completion_tokens, else the chunks carrying text
   int prompt_tokens = -1;  // the server's usage.prompt_tokens; -1 when not reported
   bool got_text = false;   // false: the stream ended (e.g. at EOS) before any text; no TTFT
@@ -64,6 +65,38 @@ class SseSplitter {
  private:
   std::vector<std::string> take_data();
   std::string buf_;
+};
+
+// Times one streamed answer from its SSE events' data. A token is a chunk carrying
+// text. A stream that carries no text at all before its end, while the server
+// reports generated tokens, is timed by its token chunks instead: chunks whose first
+// choice holds a text (or delta content) string, with no finish_reason and no role.
+// llama-server streams one such empty chunk per token it renders as nothing (the
+// unused and control tokens a random-weight model picks); a chat stream's opening
+// chunk (a role) is never a token.
+class StreamTimer {
+ public:
+  explicit StreamTimer(int64_t send_ns) : send_ns_(send_ns) { out_.got_text = false; }
+  void on_event(const std::string& data, int64_t now_ns);
+  // The outcome so far, with the fallback above applied (ok and error left to the
+  // caller, which also knows the HTTP status).
+  RequestOutcome finish(int64_t end_ns) const;
+  bool done() const { return done_; }
+  const std::string& error() const { return error_; }
+
+ private:
+  // First-token time and gaps of one kind of chunk (text, or empty token chunks).
+  struct Chunks {
+    int count = 0;
+    int64_t first_ns = 0, last_ns = 0;
+    std::vector<double> gaps_s;
+    void add(int64_t now_ns);
+  };
+  int64_t send_ns_;
+  RequestOutcome out_;
+  Chunks text_, empty_;
+  bool done_ = false;
+  std::string error_;
 };
 
 class OpenAiClient {
