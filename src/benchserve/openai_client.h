@@ -2,7 +2,7 @@
 // benchmark: the model list, /metrics, and streamed completions timed chunk by chunk.
 // HTTP is cpp-httplib's; this file only splits the SSE stream into events.
 //
-// Thread-safety: an OpenAiClient holds one keep-alive connection and is used by one
+// Thread-safety: an OpenAiClient opens a connection per request and is used by one
 // thread at a time; make one per sending thread.
 #pragma once
 

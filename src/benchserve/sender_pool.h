@@ -1,7 +1,7 @@
-// Threads that send requests, each with its own keep-alive connection. A task handed
-// over when every thread is busy starts a new thread, so that the arrival process,
-// not the pool, decides when a request is sent (open loop); threads stay for the
-// next task, so that later requests reuse their connections.
+// Threads that send requests, each with its own client (a connection per request). A
+// task handed over when every thread is busy starts a new thread, so that the arrival
+// process, not the pool, decides when a request is sent (open loop); threads stay for
+// the next task.
 //
 // Thread-safety: submit() from one thread (the dispatcher); tasks run on the pool's
 // threads; the destructor waits for every task.
