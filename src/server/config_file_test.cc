@@ -13,7 +13,7 @@ TEST(ConfigFileTest, FileSetsKeysOfEveryType) {
   ServeConfig c;
   const Status s = load_config_text(
       "model = \"m.gguf\"\nport = 9000\nmax_delay_ms = 5\nkv_high_watermark = 0.9\nprefix_cache = false\n"
-      "result_cache_bytes = \"2MiB\"\nkv_k_type = \"f16\"\nbatching = \"dynamic\"\n",
+      "result_cache_bytes = \"2MiB\"\nkv_k_type = \"f16\"\nbatching = \"dynamic\"\nkv_commit_at_start = true\n",
       "test.toml", c);
   ASSERT_TRUE(s.ok()) << s.to_string();
   EXPECT_EQ(c.server.model_path, "m.gguf");
@@ -24,6 +24,7 @@ TEST(ConfigFileTest, FileSetsKeysOfEveryType) {
   EXPECT_EQ(c.engine.result_cache_bytes, 2 << 20);
   EXPECT_EQ(c.engine.k_type, DType::kF16);
   EXPECT_EQ(c.engine.batching, BatchingPolicy::kDynamic);
+  EXPECT_TRUE(c.engine.kv_commit_at_start);
 }
 
 TEST(ConfigFileTest, ErrorsNameTheKey) {
