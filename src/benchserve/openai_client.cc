@@ -184,23 +184,22 @@ Result<std::string> OpenAiClient::first_model() {
 }
 
 RequestOutcome OpenAiClient::stream(const RequestSpec& spec, int64_t t0_ns) {
-  SseSplitter sse;
-  StreamTimer timer(0);
-  std::string raw;
   httplib::Request req;
   req.method = "POST";
   req.path = spec.endpoint;
   req.body = request_body(spec);
   req.set_header("Content-Type", "application/json");
+  httplib::Response res;
+  httplib::Error err = httplib::Error::Success;
+  SseSplitter sse;
+  std::string raw;
+  const int64_t send_ns = now_ns();
+  StreamTimer timer(send_ns);
   req.content_receiver = [&](const char* data, size_t len, uint64_t, uint64_t) {
     if (raw.size() < 4096) raw.append(data, std::min<size_t>(len, 4096));
     sse.feed(data, len, [&](const std::string& d) { timer.on_event(d, now_ns()); });
     return true;
   };
-  httplib::Response res;
-  httplib::Error err = httplib::Error::Success;
-  const int64_t send_ns = now_ns();
-  timer = StreamTimer(send_ns);
   const bool sent = http_->send(req, res, err);
   RequestOutcome out = timer.finish(now_ns());
   out.start_s = seconds_between(t0_ns, send_ns);

@@ -76,7 +76,7 @@ class SseSplitter {
 // chunk (a role) is never a token.
 class StreamTimer {
  public:
-  explicit StreamTimer(int64_t send_ns) : send_ns_(send_ns) { out_.got_text = false; }
+  explicit StreamTimer(int64_t send_ns) : send_ns_(send_ns) {}
   void on_event(const std::string& data, int64_t now_ns);
   // The outcome so far, with the fallback above applied (ok and error left to the
   // caller, which also knows the HTTP status).

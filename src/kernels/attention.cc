@@ -308,21 +308,19 @@ void paged_attention_batch(std::span<const AttentionQuery> queries, const KvLaye
   };
   constexpr int64_t kMaxClaim = 4;
   const int64_t claim = std::clamp<int64_t>(n_tasks / (int64_t{pool.num_threads()} * 8), 1, kMaxClaim);
+  // Tasks [first, first + claim), none past the last.
   auto claimed = [&](int64_t first) {
+    first = std::min(first, n_tasks);
     return std::span<const Task>(tasks).subspan(static_cast<size_t>(first),
                                                 static_cast<size_t>(std::min(claim, n_tasks - first)));
   };
   std::atomic<int64_t> next{0};
   pool.run(static_cast<int>(std::min<int64_t>(pool.num_threads(), n_tasks)), [&](int) {
     int64_t t = next.fetch_add(claim, std::memory_order_relaxed);
-    if (t < n_tasks) {
-      for (const Task& task : claimed(t)) prefetch_first_span(task);
-    }
+    for (const Task& task : claimed(t)) prefetch_first_span(task);
     while (t < n_tasks) {
       const int64_t after = next.fetch_add(claim, std::memory_order_relaxed);
-      if (after < n_tasks) {
-        for (const Task& task : claimed(after)) prefetch_first_span(task);
-      }
+      for (const Task& task : claimed(after)) prefetch_first_span(task);
       for (const Task& task : claimed(t)) run_task(task);
       t = after;
     }
