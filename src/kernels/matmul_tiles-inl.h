@@ -36,6 +36,13 @@ struct TileArgs {
   int64_t pf_panel;
   int64_t pf;
   int64_t pf_bytes;
+  // The first chunk starts from zero rather than from `acc`; the last one writes its
+  // results straight into the output rows (y, of `rows` rows per token) rather than
+  // into `acc`, so that those stores spread over the tiles' arithmetic instead of
+  // coming in a burst after it.
+  bool zero_start = false;
+  float* y = nullptr;
+  int64_t rows = 0;
 };
 
 // Token slot t of a tile with `valid` real tokens.
@@ -47,16 +54,7 @@ LLMS_SIMD void load_acc(const TileArgs& a, VF (&acc)[P][T]) {
 #pragma GCC unroll 16
   for (int p = 0; p < P; ++p)
 #pragma GCC unroll 16
-    for (int t = 0; t < T; ++t) acc[p][t] = a.acc[p * a.stride + slot_of(t, a.valid)];
-}
-
-template <int P, int T>
-LLMS_SIMD void store_acc(const TileArgs& a, const VF (&acc)[P][T]) {
-#pragma GCC unroll 16
-  for (int p = 0; p < P; ++p)
-#pragma GCC unroll 16
-    for (int t = 0; t < T; ++t)
-      if (t < a.valid) a.acc[p * a.stride + t] = acc[p][t];
+    for (int t = 0; t < T; ++t) acc[p][t] = a.zero_start ? zero_f() : a.acc[p * a.stride + slot_of(t, a.valid)];
 }
 
 // Writes lanes of v as rows [16p, 16p + 16) of one token's output row, dropping the
@@ -68,6 +66,21 @@ LLMS_SIMD void store_rows(float* y_token, int64_t p, int64_t rows, VF v) {
   } else {
     store_part_f(y_token + r0, v, static_cast<int>(rows - r0));
   }
+}
+
+template <int P, int T>
+LLMS_SIMD void store_acc(const TileArgs& a, const VF (&acc)[P][T]) {
+#pragma GCC unroll 16
+  for (int p = 0; p < P; ++p)
+#pragma GCC unroll 16
+    for (int t = 0; t < T; ++t) {
+      if (t >= a.valid) continue;
+      if (a.y != nullptr) {
+        store_rows(a.y + (a.t0 + t) * a.rows, a.p0 + p, a.rows, acc[p][t]);
+      } else {
+        a.acc[p * a.stride + t] = acc[p][t];
+      }
+    }
 }
 
 // The last r < Kind::kTokens tokens go to the smallest tile of 1, 2, 4, 8, ... tokens
@@ -148,12 +161,10 @@ void gemm_panels(const MatmulCall& c, int64_t p) {
   VF acc[P * kBatchTokens];
   for (int64_t s0 = 0; s0 < c.n; s0 += kBatchTokens) {
     const int64_t ns = std::min<int64_t>(kBatchTokens, c.n - s0);
-    for (int i = 0; i < P; ++i)
-      for (int64_t t = 0; t < ns; ++t) acc[i * kBatchTokens + t] = zero_f();
     for (int64_t k0 = 0; k0 < units; k0 += Kind::kChunk) {
       const int64_t k1 = std::min(units, k0 + Kind::kChunk);
       // The next chunk's weights, in equal slices over this chunk's tiles.
-      TileArgs a{p, s0, T, acc, kBatchTokens, 0, 0, 0};
+      TileArgs a{p, s0, T, acc, kBatchTokens, 0, 0, 0, k0 == 0, k1 == units ? c.y : nullptr, rows};
       next_chunk<Kind, P>(c, p, k1, units, &a);
       const int64_t tiles = (ns + T - 1) / T, pf_total = a.pf_bytes, pf_start = a.pf;
       for (int64_t i = 0; i < tiles; ++i, a.t0 += T, a.acc += T) {
@@ -167,8 +178,6 @@ void gemm_panels(const MatmulCall& c, int64_t p) {
         }
       }
     }
-    for (int i = 0; i < P; ++i)
-      for (int64_t t = 0; t < ns; ++t) store_rows(c.y + (s0 + t) * rows, p + i, rows, acc[i * kBatchTokens + t]);
   }
 }
 
