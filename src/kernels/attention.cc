@@ -224,6 +224,9 @@ void attend_tile(const AttentionQuery& q, const KvLayerView& kv, int n_heads, fl
 
 }  // namespace
 
+// Decode queries per thread from which a decode query's heads make one task.
+constexpr int kMinWholeQueryTasks = 4;
+
 void paged_attention_batch(std::span<const AttentionQuery> queries, const KvLayerView& kv, int n_heads, float scale,
                            ThreadPool& pool) {
   const KernelTable& kt_ops = active_kernels();
@@ -231,7 +234,7 @@ void paged_attention_batch(std::span<const AttentionQuery> queries, const KvLaye
   // tokens keep the tile's accumulators small; with few KV heads, more tiles give
   // every thread work.
   struct Task {
-    int32_t query, kvh, i0, i1;
+    int32_t query, kvh, kvh_end, i0, i1;
     int64_t cost;   // about the scores it computes
     int64_t order;  // ties keep the order of enumeration
   };
@@ -259,16 +262,26 @@ void paged_attention_batch(std::span<const AttentionQuery> queries, const KvLaye
     list.kv_heads = kv.n_kv_heads;
     list.threads = pool.num_threads();
     list.work = 0;
+    // With many decode queries (one token each), a task takes all KV heads of one
+    // query: its keys and values are then read block by block in address order (a
+    // block holds its heads one after another), which the hardware prefetchers follow,
+    // rather than as one head's short run of each block. Few decode queries keep a
+    // task per head, so that every thread has work.
+    int64_t decodes = 0;
+    for (const AttentionQuery& q : queries) decodes += q.n_q == 1;
+    const bool whole_query = decodes >= int64_t{kMinWholeQueryTasks} * pool.num_threads();
     for (size_t qi = 0; qi < queries.size(); ++qi) {
       const AttentionQuery& q = queries[qi];
       list.shapes.emplace_back(q.n_q, q.first_pos);
       const int tile = std::max(1, std::min(32, (q.n_q + pool.num_threads() - 1) / pool.num_threads()));
       const int tiles = (q.n_q + tile - 1) / tile;
+      const int heads_per_task = whole_query && q.n_q == 1 ? kv.n_kv_heads : 1;
       for (int ti = 0; ti < tiles; ++ti) {
         const int i0 = ti * tile, i1 = std::min(q.n_q, i0 + tile);
-        for (int kvh = 0; kvh < kv.n_kv_heads; ++kvh) {
-          const int64_t cost = int64_t{i1 - i0} * (q.first_pos + i1);
-          tasks.push_back({static_cast<int32_t>(qi), kvh, i0, i1, cost, static_cast<int64_t>(tasks.size())});
+        for (int kvh = 0; kvh < kv.n_kv_heads; kvh += heads_per_task) {
+          const int64_t cost = int64_t{i1 - i0} * (q.first_pos + i1) * heads_per_task;
+          tasks.push_back({static_cast<int32_t>(qi), kvh, kvh + heads_per_task, i0, i1, cost,
+                           static_cast<int64_t>(tasks.size())});
         }
       }
       list.work += static_cast<int64_t>(q.n_q) * (q.first_pos + q.n_q);
@@ -282,7 +295,8 @@ void paged_attention_batch(std::span<const AttentionQuery> queries, const KvLaye
   }
   const int64_t work = list.work * n_heads;
   auto run_task = [&](const Task& t) {
-    attend_tile(queries[static_cast<size_t>(t.query)], kv, n_heads, scale, t.kvh, t.i0, t.i1, kt_ops);
+    for (int kvh = t.kvh; kvh < t.kvh_end; ++kvh)
+      attend_tile(queries[static_cast<size_t>(t.query)], kv, n_heads, scale, kvh, t.i0, t.i1, kt_ops);
   };
   const int64_t n_tasks = static_cast<int64_t>(tasks.size());
   if (work < 4096 || n_tasks == 1 || pool.num_threads() == 1) {
@@ -303,7 +317,7 @@ void paged_attention_batch(std::span<const AttentionQuery> queries, const KvLaye
     const int64_t lowest = q.window > 0 ? std::max<int64_t>(0, q.first_pos + t.i0 - q.window + 1) : 0;
     const int64_t first_block = lowest / kv.block_size / span * span;
     for (int64_t b = first_block; b <= std::min<int64_t>(last_block, first_block + span - 1); ++b) {
-      prefetch_block(kv, q.block_table[b], t.kvh);
+      prefetch_block(kv, q.block_table[b], t.kvh);  // a task's first head
     }
   };
   constexpr int64_t kMaxClaim = 4;

@@ -161,8 +161,12 @@ TEST(AttentionTest, SlidingWindowsMatchReferenceOnEveryTarget) {
     ref::paged_attention(fq, f.view(), c.n_heads, scale);
     double moved = 0;
     for (size_t i = 0; i < want.size(); ++i) moved = std::max(moved, static_cast<double>(std::abs(want[i] - full[i])));
-    if (w.window < c.first_pos) EXPECT_GT(moved, 0.05) << "the window changes the output, window " << w.window;
-    if (w.window >= c.first_pos + c.n_q) EXPECT_EQ(moved, 0.0) << "a window over every key changes nothing";
+    if (w.window < c.first_pos) {
+      EXPECT_GT(moved, 0.05) << "the window changes the output, window " << w.window;
+    }
+    if (w.window >= c.first_pos + c.n_q) {
+      EXPECT_EQ(moved, 0.0) << "a window over every key changes nothing";
+    }
     for (SimdTarget t : supported_simd_targets()) {
       ScopedSimdTarget use(t);
       std::fill(got.begin(), got.end(), 0.0f);
@@ -201,6 +205,13 @@ TEST(AttentionTest, ChunkingAndThreadsDoNotChangeAnyBit) {
   for (int at = 0; at < c.n_q; ++at) paged_attention(f.query(single.data(), at, 1), f.view(), c.n_heads, scale, one);
   EXPECT_EQ(whole, pieces);
   EXPECT_EQ(whole, single);
+  // The same tokens as 40 decode queries of one batch: enough of them that a task
+  // takes all heads of a query.
+  std::vector<float> batch(f.out_size());
+  std::vector<AttentionQuery> decodes;
+  for (int at = 0; at < c.n_q; ++at) decodes.push_back(f.query(batch.data(), at, 1));
+  paged_attention_batch(decodes, f.view(), c.n_heads, scale, two);
+  EXPECT_EQ(whole, batch);
 }
 
 }  // namespace
