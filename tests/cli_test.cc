@@ -259,6 +259,39 @@ TEST(CliTest, ImatrixAndPlannerWriteAMeasuredPlan) {
   std::filesystem::remove_all(dir);
 }
 
+// --type with a calibration text: the measured policy spends the bytes the rule's
+// protection costs where the text says they matter, on stories260K, measured on the
+// held-out half; and its refusals of bad input.
+TEST(CliTest, MeasuredPolicyProtectsWithinTheRulesBytes) {
+  if (!have_stories()) GTEST_SKIP() << "needs " << kStories;
+  const std::string dir = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_measured";
+  std::filesystem::create_directories(dir);
+  const std::string text = slurp(std::string(LLMSERVE_SOURCE_DIR) + "/tests/data/eval_stories.txt");
+  const size_t half = text.find('\n', text.size() / 2);
+  std::ofstream(dir + "/calib.txt") << text.substr(0, half);
+  std::ofstream(dir + "/eval.txt") << text.substr(half);
+  const std::string texts = " --calib " + dir + "/calib.txt --eval " + dir + "/eval.txt";
+  CmdResult r = run("quantize " + kStories + " " + dir + "/m.gguf --type q8_0 --json" + texts);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_LE(j["bytes"].get<uint64_t>(), j["rule"]["bytes"].get<uint64_t>());
+  EXPECT_LT(j["measured_kl"].get<double>(), j["rule"]["measured_kl"].get<double>());
+  EXPECT_EQ(j["tensors"].size(), 37u);
+  for (const auto& t : j["tensors"]) {  // Q8_0 where it fits, or more; the 172-wide rows take F16 or F32
+    const std::string type = t["type"].get<std::string>();
+    EXPECT_TRUE(type == "q8_0" || type == "f16" || type == "f32") << t["name"] << " " << type;
+  }
+  r = run("quantize " + kStories + " " + dir + "/x.gguf --type q8_0 --policy measured", true);
+  EXPECT_NE(r.out.find("need --calib"), std::string::npos) << r.out;
+  r = run("quantize " + kStories + " " + dir + "/x.gguf --type q8_0 --keep f16:output" + texts + " --policy measured", true);
+  EXPECT_NE(r.out.find("give one of them"), std::string::npos) << r.out;
+  r = run("quantize " + kStories + " " + dir + "/x.gguf --type q8_0 --policy best", true);
+  EXPECT_NE(r.out.find("--policy must be"), std::string::npos) << r.out;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/x.gguf"));
+  EXPECT_FALSE(std::filesystem::exists(dir + "/m.gguf.rule.tmp.gguf"));
+  std::filesystem::remove_all(dir);
+}
+
 TEST(CliTest, BenchServeRefusesBadFlagsByName) {
   const std::pair<const char*, const char*> cases[] = {
       {"--endpoint /v1/embeddings", "--endpoint '/v1/embeddings'"},

@@ -9,6 +9,8 @@
 
 #include "base/mapped_file.h"
 #include "cli/commands.h"
+#include "base/thread_pool.h"
+#include "eval/perplexity.h"
 #include "eval/quant_planner.h"
 #include "io/gguf_file.h"
 #include "model/model.h"
@@ -21,7 +23,7 @@ namespace {
 struct Options {
   std::string in, out, type;
   std::vector<std::string> keep;
-  std::string policy = "default";
+  std::string policy = "auto";
   double tolerance = 0.05;
   bool no_protect = false;
   int threads = 0;
@@ -38,33 +40,17 @@ std::vector<int32_t> tokens_of(const std::string& model_path, const std::string&
   return tokenizer->encode(value_or_fail(read_file(text_path)));
 }
 
-// --target-bpw / --target-size / --max-kl: the planner chooses every matrix's type.
-void run_planned(const Options& o, QuantizeOptions q) {
-  if ((o.target_bpw > 0) + (o.target_size > 0) + (o.max_kl > 0) != 1) {
-    fail(invalid_argument("give one of --target-bpw, --target-size and --max-kl"));
-  }
-  if (o.calib.empty()) fail(invalid_argument("--target-bpw, --target-size and --max-kl need --calib TEXT"));
+// The texts a plan is measured on.
+PlanRequest texts_of(const Options& o) {
+  if (o.calib.empty()) fail(invalid_argument("--target-bpw, --target-size, --max-kl and --policy measured need --calib TEXT"));
   PlanRequest r;
   r.calib = tokens_of(o.in, o.calib);
   if (!o.eval.empty()) r.eval = tokens_of(o.in, o.eval);
   r.ctx = o.ctx;
-  r.max_kl = o.max_kl;
-  if (!o.type.empty()) r.where_fits = q.type;
-  {
-    const GgufFile in = value_or_fail(GgufFile::open(o.in));
-    uint64_t elements = 0, data = 0;
-    for (const auto& t : in.tensors()) elements += static_cast<uint64_t>(t.num_elements()), data += t.num_bytes;
-    if (o.target_bpw > 0) r.target_bytes = static_cast<uint64_t>(o.target_bpw * static_cast<double>(elements) / 8.0);
-    // A file size: less the source's header and metadata (plus 1 KiB for the keys
-    // quantize adds), which the tensors do not change.
-    const uint64_t file = std::filesystem::file_size(o.in);
-    if (o.target_size > 0) {
-      const uint64_t overhead = file - data + 1024;
-      if (o.target_size <= overhead) fail(invalid_argument(fmt::format("--target-size is below the file's {} bytes of metadata", overhead)));
-      r.target_bytes = o.target_size - overhead;
-    }
-  }
-  const PlanResult p = value_or_fail(plan_and_quantize(o.in, o.out, q, r));
+  return r;
+}
+
+void print_plan(const Options& o, const PlanResult& p, nlohmann::json extra) {
   const uint64_t file_bytes = std::filesystem::file_size(o.out);
   const double bpw = 8.0 * static_cast<double>(p.bytes) / static_cast<double>(p.elements);
   if (o.json) {
@@ -75,6 +61,7 @@ void run_planned(const Options& o, QuantizeOptions q) {
     for (const auto& t : p.tensors) {
       j["tensors"].push_back({{"name", t.name}, {"type", dtype_name(t.type)}, {"bytes", t.bytes}, {"predicted_kl", t.predicted_kl}});
     }
+    j.update(extra);
     std::printf("%s\n", j.dump(1).c_str());
     return;
   }
@@ -95,6 +82,68 @@ void run_planned(const Options& o, QuantizeOptions q) {
   }
 }
 
+// --target-bpw / --target-size / --max-kl: the planner chooses every matrix's type.
+void run_planned(const Options& o, QuantizeOptions q) {
+  if ((o.target_bpw > 0) + (o.target_size > 0) + (o.max_kl > 0) != 1) {
+    fail(invalid_argument("give one of --target-bpw, --target-size and --max-kl"));
+  }
+  PlanRequest r = texts_of(o);
+  r.max_kl = o.max_kl;
+  if (!o.type.empty()) r.where_fits = q.type;
+  {
+    const GgufFile in = value_or_fail(GgufFile::open(o.in));
+    uint64_t elements = 0, data = 0;
+    for (const auto& t : in.tensors()) elements += static_cast<uint64_t>(t.num_elements()), data += t.num_bytes;
+    if (o.target_bpw > 0) r.target_bytes = static_cast<uint64_t>(o.target_bpw * static_cast<double>(elements) / 8.0);
+    // A file size: less the source's header and metadata (plus 1 KiB for the keys
+    // quantize adds), which the tensors do not change.
+    const uint64_t file = std::filesystem::file_size(o.in);
+    if (o.target_size > 0) {
+      const uint64_t overhead = file - data + 1024;
+      if (o.target_size <= overhead) fail(invalid_argument(fmt::format("--target-size is below the file's {} bytes of metadata", overhead)));
+      r.target_bytes = o.target_size - overhead;
+    }
+  }
+  print_plan(o, value_or_fail(plan_and_quantize(o.in, o.out, q, r)), nlohmann::json::object());
+}
+
+// --policy measured: the protection the rule gives (output head and token embedding
+// one type up) costs some bytes; the planner spends the same bytes where the
+// calibration text says they lower the KL divergence most. Every matrix that fits
+// --type takes it or a larger type; the rule's file is measured beside the plan's.
+void run_measured(const Options& o, const QuantizeOptions& q) {
+  PlanRequest r = texts_of(o);
+  r.floor = q.type;
+  const std::string rule_path = o.out + ".rule.tmp.gguf";
+  QuantizeOptions rule = q;
+  rule.policy = QuantPolicy::kDefault;
+  rule.protect_embeddings = true;
+  const QuantizeReport by_rule = value_or_fail(quantize_model(o.in, rule_path, rule));
+  r.target_bytes = by_rule.bytes_out;
+  auto plan = plan_and_quantize(o.in, o.out, q, r);
+  if (!plan.ok()) std::filesystem::remove(rule_path);
+  const PlanResult p = value_or_fail(std::move(plan));
+  PerplexityResult rule_quality;
+  {
+    auto rule_model = Model::load(rule_path);
+    auto source = Model::load(o.in);
+    std::filesystem::remove(rule_path);
+    const std::unique_ptr<Model> rm = value_or_fail(std::move(rule_model)), sm = value_or_fail(std::move(source));
+    ThreadPool pool(q.threads);
+    rule_quality = value_or_fail(evaluate_perplexity(r.eval.empty() ? r.calib : r.eval, {rm.get(), DType::kF32, DType::kF32},
+                                                     {sm.get(), DType::kF32, DType::kF32}, {r.ctx, 0}, pool));
+  }
+  print_plan(o, p,
+             {{"rule", {{"bytes", by_rule.bytes_out}, {"measured_kl", rule_quality.kl_divergence},
+                        {"top1_agreement", rule_quality.top1_agreement}, {"perplexity", rule_quality.perplexity}}}});
+  if (!o.json) {
+    std::printf("the rule's file (--policy rule) at the same size: %llu bytes of tensors, KL %.6f, top-1 agreement %.2f%%, "
+                "perplexity %.4f\n",
+                static_cast<unsigned long long>(by_rule.bytes_out), rule_quality.kl_divergence,
+                100 * rule_quality.top1_agreement, rule_quality.perplexity);
+  }
+}
+
 void run(const Options& o) {
   QuantizeOptions q;
   std::optional<ImportanceTable> importance;
@@ -111,8 +160,18 @@ void run(const Options& o) {
   if (o.type.empty()) fail(invalid_argument("--type is required (or a planner target: --target-bpw, --target-size, --max-kl)"));
   q.type = dtype_or_fail(o.type, "--type");
   for (const auto& k : o.keep) q.keep.push_back(value_or_fail(parse_keep_rule(k)));
-  if (o.policy != "default" && o.policy != "depth") fail(invalid_argument("--policy must be default or depth"));
-  q.policy = o.policy == "depth" ? QuantPolicy::kDepth : QuantPolicy::kDefault;
+  std::string policy = o.policy == "default" ? "rule" : o.policy;  // "default": the rule's earlier name
+  if (policy == "auto") policy = o.calib.empty() ? "rule" : "measured";
+  if (policy != "rule" && policy != "depth" && policy != "measured") {
+    fail(invalid_argument("--policy must be auto, rule, measured or depth"));
+  }
+  if (policy == "measured") {
+    if (!o.keep.empty()) fail(invalid_argument("--keep and --policy measured both choose types: give one of them"));
+    if (o.no_protect) fail(invalid_argument("--no-protect and --policy measured both choose the protection: give one of them"));
+    run_measured(o, q);
+    return;
+  }
+  q.policy = policy == "depth" ? QuantPolicy::kDepth : QuantPolicy::kDefault;
   q.tolerance = o.tolerance;
   q.protect_embeddings = !o.no_protect;
   const QuantizeReport r = value_or_fail(quantize_model(o.in, o.out, q));
@@ -149,7 +208,10 @@ void add_quantize_command(CLI::App& app) {
   cmd->add_option("--eval", o->eval, "Held-out text the planned file is measured on (default: --calib)");
   cmd->add_option("--ctx", o->ctx, "Window length in tokens for the planner's measurements")->capture_default_str();
   cmd->add_option("--keep", o->keep, "TYPE:PATTERN[,PATTERN]: pin tensors whose name contains a pattern (repeatable)");
-  cmd->add_option("--policy", o->policy, "default, or depth (promote tensors above a depth-scaled error tolerance)")
+  cmd->add_option("--policy", o->policy,
+                  "auto (measured with --calib, else rule), rule (output head and token embedding one type up), "
+                  "measured (the planner spends the rule's bytes where --calib says they matter), or depth "
+                  "(promote tensors above a depth-scaled error tolerance)")
       ->capture_default_str();
   cmd->add_option("--tolerance", o->tolerance, "Base relative RMS error for --policy depth")->capture_default_str();
   cmd->add_flag("--no-protect", o->no_protect, "Quantize the output head and token embedding like the rest");

@@ -145,9 +145,14 @@ Result<PlanResult> plan_and_quantize(const std::string& in_path, const std::stri
     Matrix m;
     m.name = t.name;
     const bool fixed_type = req.where_fits && type_fits_rows(*req.where_fits, t.ne[0]);
+    const bool floored = !fixed_type && req.floor && type_fits_rows(*req.floor, t.ne[0]);
+    const uint64_t least_bytes = floored ? bytes_as(t, *req.floor) : 0;
+    std::vector<DType> types = fixed_type ? std::vector<DType>{*req.where_fits} : candidates;
+    if (floored && std::find(types.begin(), types.end(), *req.floor) == types.end()) types.push_back(*req.floor);
     if (!fixed_type) m.options.push_back({unchanged[t.name], bytes_as(t, unchanged[t.name]), 0.0});
-    for (DType type : fixed_type ? std::vector<DType>{*req.where_fits} : candidates) {
+    for (DType type : types) {
       if (!fixed_type && (type == unchanged[t.name] || !type_fits_rows(type, t.ne[0]) || !quantize_target_supported(type))) continue;
+      if (bytes_as(t, type) < least_bytes) continue;
       std::map<std::string, DType> plan = unchanged;
       plan[t.name] = type;
       auto r = score(in_path, tmp, base, plan, calib_ref, pool);

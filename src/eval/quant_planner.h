@@ -34,6 +34,11 @@ struct PlanRequest {
   // Set (`--type T` with a target): T for every matrix whose rows are whole blocks of
   // T; the planner chooses only the others.
   std::optional<DType> where_fits;
+  // Set (`--type T --policy measured`): every matrix whose rows are whole blocks of T
+  // takes T or an option of at least its size (a larger candidate, or the source
+  // type), so that the plan only chooses which matrices to protect; the others are
+  // planned as usual.
+  std::optional<DType> floor;
   int ctx = 128;
   int max_windows = 0;
 };

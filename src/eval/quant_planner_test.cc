@@ -152,6 +152,31 @@ TEST(QuantPlannerTest, SizeTargetPlanIsTheCheapestThatFitsAndIsMeasured) {
   std::filesystem::remove(path);
 }
 
+TEST(QuantPlannerTest, FloorKeepsEveryMatrixAtItsTypeOrLarger) {
+  const std::string path = small_model(), out = temp("planned_floor.gguf");
+  PlanRequest req = small_request(31);
+  req.floor = DType::kQ8_0;
+  const QuantizeOptions base = two_threads();
+  // Room for Q8_0 everywhere and a little more.
+  auto all = plan_and_quantize(path, out, base, [&] { PlanRequest r = req; r.target_bytes = 1u << 30; return r; }());
+  ASSERT_TRUE(all.ok()) << all.status().to_string();
+  uint64_t least = 0, vectors = all->bytes;
+  for (const auto& t : all->tensors) least += t.options.front().bytes, vectors -= t.bytes;
+  req.target_bytes = vectors + least + 4096;
+  auto r = plan_and_quantize(path, out, base, req);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(r->sensitivity_runs, 18);  // 9 matrices x (Q8_0, F16): Q4_0 is below the floor
+  for (const auto& t : r->tensors) {
+    EXPECT_EQ(t.options.front().type, DType::kQ8_0) << t.name;  // the smallest option is the floor
+    for (const auto& o : t.options) EXPECT_NE(o.type, DType::kQ4_0) << t.name;
+  }
+  EXPECT_LE(r->bytes, req.target_bytes);
+  EXPECT_NEAR(r->predicted_kl, brute_force(r->tensors, req.target_bytes - vectors), 1e-12);
+  EXPECT_TRUE(std::any_of(r->tensors.begin(), r->tensors.end(), [](const auto& t) { return t.type != DType::kQ8_0; }));
+  std::filesystem::remove(out);
+  std::filesystem::remove(path);
+}
+
 TEST(QuantPlannerTest, KlBoundIsMetOnTheHeldOutTextOrReportedUnmet) {
   const std::string path = small_model(), out = temp("planned_kl.gguf");
   PlanRequest req = small_request(21);
