@@ -6,6 +6,7 @@
 # llama.cpp's `llama-perplexity --kl-divergence` (its KLD and "same top p", the second
 # half of each 128-token window), on the same held-out text.
 #   scripts/quant-vs-llama.sh
+# The last row is `--type q8_0` with the calibration text (the measured policy).
 # Calibration text: 30 stories of 200 tokens sampled from the F32 model itself
 # (`llmserve generate --temp 1 --seed 1..30`). Evaluation text: tests/data/eval_stories.txt,
 # written for the project, not sampled from the model.
@@ -64,3 +65,8 @@ for imatrix in "" "--imatrix $work/imatrix.gguf"; do
   read -r k t p lk ls <<<"$(measure "$work/q8.gguf")"
   echo "| llmserve --type q8_0${imatrix:+ --imatrix} | $size | $(bpw "$size" "$elements") | $k | $t | $p | $lk | $ls |"
 done
+# The measured policy: --type q8_0 with the calibration text protects where it measures.
+"$llmserve" quantize "$model" "$work/q8m.gguf" --type q8_0 --calib "$work/calib.txt" --eval "$eval_text" >/dev/null 2>&1
+size=$(bytes "$work/q8m.gguf")
+read -r k t p lk ls <<<"$(measure "$work/q8m.gguf")"
+echo "| llmserve --type q8_0 --calib | $size | $(bpw "$size" "$elements") | $k | $t | $p | $lk | $ls |"
