@@ -182,7 +182,7 @@ void HttpConnection::dispatch() {
   req.body = std::move(msg.body());
   keep_alive_ = msg.keep_alive();
   response_done_ = false;
-  HttpExchangeRecord rec{req.method, req.path, 0, 0, false};
+  HttpExchangeRecord rec{req.method, req.path, 0, 0, false, ""};
   current_ = std::make_shared<ConnectionExchange>(weak_from_this(), strand_, std::move(rec));
   current_->start_ns = now_ns();
   watch();
@@ -375,7 +375,7 @@ void HttpConnection::after_response() {
 void HttpConnection::fail_request(int status, const std::string& message) {
   keep_alive_ = false;
   HttpResponse r = state_->options.error_response(status, message);
-  HttpExchangeRecord rec{"", "", status, 0, false};
+  HttpExchangeRecord rec{"", "", status, 0, false, ""};
   current_ = std::make_shared<ConnectionExchange>(weak_from_this(), strand_, std::move(rec));
   current_->start_ns = now_ns();
   close_after_response_ = true;
@@ -393,16 +393,16 @@ void HttpConnection::linger_close() {
   }
   arm_read_timer(ReadPhase::kLinger, kLingerSeconds);
   drain_buf_.resize(kWatchChunk);
-  auto drain = std::make_shared<std::function<void(beast::error_code, size_t)>>();
-  *drain = [self = shared_from_this(), drain](beast::error_code ec, size_t) {
-    if (ec || self->closed_) {
-      self->close();
-      *drain = nullptr;  // breaks the self-reference
-      return;
-    }
-    self->socket_.async_read_some(asio::buffer(self->drain_buf_), *drain);
-  };
-  socket_.async_read_some(asio::buffer(drain_buf_), *drain);
+  drain_some();
+}
+
+// Each read's handler holds the connection, and nothing else does: a server stopped
+// while a read is pending destroys the handler and with it the last reference.
+void HttpConnection::drain_some() {
+  socket_.async_read_some(asio::buffer(drain_buf_), [self = shared_from_this()](beast::error_code ec, size_t) {
+    if (ec || self->closed_) return self->close();
+    self->drain_some();
+  });
 }
 
 void HttpConnection::close() {

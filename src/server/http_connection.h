@@ -101,6 +101,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   void after_response();
   void fail_request(int status, const std::string& message);
   void linger_close();
+  void drain_some();  // one read of what the client still sends, discarded, until close
   void close();
   void arm_read_timer(ReadPhase phase, double seconds);
   void cancel_read_timer();
