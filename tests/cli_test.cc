@@ -227,14 +227,20 @@ namespace {
 // imatrix and the planner end to end on stories260K: an importance file from one half
 // of the project's story text, a plan for 8 bits per weight from it, measured on the
 // other half; and their refusals of bad input.
-TEST(CliTest, ImatrixAndPlannerWriteAMeasuredPlan) {
-  if (!have_stories()) GTEST_SKIP() << "needs " << kStories;
-  const std::string dir = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_plan";
+// A fresh folder holding the project's story text in two halves, calib.txt and eval.txt.
+std::string story_halves(const std::string& name) {
+  const std::string dir = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_" + name;
   std::filesystem::create_directories(dir);
   const std::string text = slurp(std::string(LLMSERVE_SOURCE_DIR) + "/tests/data/eval_stories.txt");
   const size_t half = text.find('\n', text.size() / 2);
   std::ofstream(dir + "/calib.txt") << text.substr(0, half);
   std::ofstream(dir + "/eval.txt") << text.substr(half);
+  return dir;
+}
+
+TEST(CliTest, ImatrixAndPlannerWriteAMeasuredPlan) {
+  if (!have_stories()) GTEST_SKIP() << "needs " << kStories;
+  const std::string dir = story_halves("plan");
   CmdResult r = run("imatrix -m " + kStories + " -f " + dir + "/calib.txt -o " + dir + "/imat.gguf", true);
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("36 weight tensors"), std::string::npos) << r.out;
@@ -264,12 +270,7 @@ TEST(CliTest, ImatrixAndPlannerWriteAMeasuredPlan) {
 // held-out half; and its refusals of bad input.
 TEST(CliTest, MeasuredPolicyProtectsWithinTheRulesBytes) {
   if (!have_stories()) GTEST_SKIP() << "needs " << kStories;
-  const std::string dir = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_measured";
-  std::filesystem::create_directories(dir);
-  const std::string text = slurp(std::string(LLMSERVE_SOURCE_DIR) + "/tests/data/eval_stories.txt");
-  const size_t half = text.find('\n', text.size() / 2);
-  std::ofstream(dir + "/calib.txt") << text.substr(0, half);
-  std::ofstream(dir + "/eval.txt") << text.substr(half);
+  const std::string dir = story_halves("measured");
   const std::string texts = " --calib " + dir + "/calib.txt --eval " + dir + "/eval.txt";
   CmdResult r = run("quantize " + kStories + " " + dir + "/m.gguf --type q8_0 --json" + texts);
   ASSERT_EQ(r.exit_code, 0) << r.out;
