@@ -446,7 +446,7 @@ void matrix_args(benchmark::internal::Benchmark* b) {
 void batch_matrix_args(benchmark::internal::Benchmark* b) {
   for (int t = 0; t < static_cast<int>(std::size(kTypes)); ++t)
     for (Shape s : {Shape{2048, 2048}, Shape{5632, 2048}, Shape{2048, 5632}, Shape{768, 768}, Shape{2048, 768},
-                    Shape{768, 2048}})
+                    Shape{768, 2048}, Shape{32000, 768}})  // the last: llama-110m's output head
       for (int64_t n : {8, 16, 32, 64})
         for (int64_t from_memory : {0, 1}) b->Args({t, s.rows, s.cols, n, from_memory});
 }
