@@ -76,6 +76,8 @@ TEST(CliTest, SpeculativeDecodingGivesThePlainOutputs) {
     }
   }
   EXPECT_NE(run("generate -m " + kStories + " -p x --speculative draft", true).out.find("draft_model"), std::string::npos);
+  std::filesystem::remove(draft);
+  std::filesystem::remove(prompts);
 }
 
 // bench-speculative replays the target's own greedy output: unchanged, every proposed

@@ -40,6 +40,10 @@ std::string write_text(const std::string& path, const std::string& text) {
 // are overwritten, and a model with another vocabulary.
 struct Candidates {
   std::string q8, truncated, damaged, other_vocab;
+  ~Candidates() {  // at the test process's exit
+    std::error_code ignored;
+    for (const std::string* p : {&q8, &truncated, &damaged, &other_vocab}) fs::remove(*p, ignored);
+  }
 };
 
 const Candidates& candidates() {

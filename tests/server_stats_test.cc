@@ -100,7 +100,9 @@ TEST(ServerStatsTest, SchemaWindowBoundAndValuesThatMoveWithRequests) {
     EXPECT_GT(req["ttft_s"][i].get<double>(), 0);
     EXPECT_GT(req["itl_s"][i].get<double>(), 0);
     EXPECT_GE(req["e2e_s"][i].get<double>(), req["ttft_s"][i].get<double>());
-    if (i > 0) EXPECT_GE(req["t_ms"][i].get<int64_t>(), req["t_ms"][i - 1].get<int64_t>());
+    if (i > 0) {
+      EXPECT_GE(req["t_ms"][i].get<int64_t>(), req["t_ms"][i - 1].get<int64_t>());
+    }
   }
   EXPECT_EQ(req["priority"].back(), kRequests - 1);  // the newest last
   const Json& steps = after["steps"];

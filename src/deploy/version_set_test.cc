@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <map>
 
 #include "tools/synthetic.h"
@@ -11,13 +12,22 @@
 namespace llms {
 namespace {
 
+// A file written once per test process and removed at its exit.
+struct TempModel {
+  std::string path;
+  ~TempModel() {
+    std::error_code ignored;
+    std::filesystem::remove(path, ignored);
+  }
+};
+
 const std::string& tiny_model() {
-  static const std::string path = [] {
+  static const TempModel model = [] {
     const std::string p = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_versions_tiny.gguf";
     EXPECT_TRUE(write_synthetic_model(synthetic_preset("tiny").value(), p).ok());
-    return p;
+    return TempModel{p};
   }();
-  return path;
+  return model.path;
 }
 
 VersionPtr load(const std::string& name) {
