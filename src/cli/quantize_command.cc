@@ -8,8 +8,8 @@
 #include <nlohmann/json.hpp>
 
 #include "base/mapped_file.h"
-#include "cli/commands.h"
 #include "base/thread_pool.h"
+#include "cli/commands.h"
 #include "eval/perplexity.h"
 #include "eval/quant_planner.h"
 #include "io/gguf_file.h"
