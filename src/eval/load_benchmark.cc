@@ -1,8 +1,12 @@
 #include "eval/load_benchmark.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
+#include <deque>
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -54,13 +58,12 @@ struct LoadTimings {
   int64_t good_tokens = 0;
 };
 
-// Reads a request's events to its end and records it (under `mu`).
-void record_request(RequestHandle& h, const LoadSpec& spec, std::mutex& mu, LoadTimings& rec) {
+// Reads a finished request's events and records it.
+void record_request(RequestHandle& h, const LoadSpec& spec, LoadTimings& rec) {
   RequestEvent ev;
   while (h.next(&ev)) {
     const auto* f = std::get_if<FinishEvent>(&ev);
     if (f == nullptr) continue;
-    std::lock_guard<std::mutex> lock(mu);
     if (f->reason != FinishReason::kStop && f->reason != FinishReason::kLength) {  // refused, timed out, failed
       ++rec.failed;
       if (rec.first_error.empty()) rec.first_error = std::string(finish_reason_name(f->reason)) + ": " + f->message;
@@ -86,58 +89,101 @@ void record_request(RequestHandle& h, const LoadSpec& spec, std::mutex& mu, Load
   }
 }
 
+// The requests of a run, watched without a thread each: after each event the engine
+// pushes, the handle's notify (on the engine thread) queues the request once it has
+// finished, and one client thread takes finished requests from that queue. So the
+// client wakes once per request, not once per token, and takes no core from the step.
+class FinishQueue {
+ public:
+  explicit FinishQueue(size_t n) : handles_(n), queued_(new std::atomic<bool>[n]) {
+    for (size_t i = 0; i < n; ++i) queued_[i] = false;
+  }
+  FinishQueue(const FinishQueue&) = delete;
+  FinishQueue& operator=(const FinishQueue&) = delete;
+  ~FinishQueue() {
+    for (auto& h : handles_) {
+      if (h) h->set_notify(nullptr);
+    }
+  }
+
+  // Watches `h` as request i (each i once).
+  void watch(size_t i, std::shared_ptr<RequestHandle> h) {
+    RequestHandle* raw = h.get();
+    handles_[i] = std::move(h);
+    raw->set_notify([this, i, raw] { offer(i, *raw); });
+    offer(i, *raw);  // it may have finished before the notify was set
+  }
+
+  // Waits for a watched request to finish; returns its handle, every event queued.
+  RequestHandle& next_finished() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return !done_.empty(); });
+    const size_t i = done_.front();
+    done_.pop_front();
+    return *handles_[i];
+  }
+
+ private:
+  void offer(size_t i, const RequestHandle& h) {
+    if (!h.finished() || queued_[i].exchange(true)) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    done_.push_back(i);
+    cv_.notify_one();
+  }
+
+  std::vector<std::shared_ptr<RequestHandle>> handles_;
+  std::unique_ptr<std::atomic<bool>[]> queued_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<size_t> done_;
+};
+
 // Open loop: request i is submitted at arrivals[i] seconds from now, whatever became
-// of the others; a thread per request in flight reads its events.
+// of the others; their ends are read after the last arrival.
 void drive_open_loop(Engine& engine, const std::vector<RequestParams>& requests, const std::vector<double>& arrivals,
                      const LoadSpec& spec, LoadTimings& rec) {
-  std::mutex mu;
-  std::vector<std::thread> readers;
-  readers.reserve(requests.size());
+  FinishQueue queue(requests.size());
+  size_t in_flight = 0;
   const auto start = std::chrono::steady_clock::now();
   for (size_t i = 0; i < requests.size(); ++i) {
     std::this_thread::sleep_until(start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                               std::chrono::duration<double>(arrivals[i])));
     auto h = engine.submit(requests[i]);
     if (!h.ok()) {
-      std::lock_guard<std::mutex> lock(mu);
       ++rec.failed;
       if (rec.first_error.empty()) rec.first_error = h.status().to_string();
       continue;
     }
-    readers.emplace_back([h = *std::move(h), &spec, &mu, &rec] { record_request(*h, spec, mu, rec); });
+    queue.watch(i, *std::move(h));
+    ++in_flight;
   }
-  for (auto& t : readers) t.join();
+  for (; in_flight > 0; --in_flight) record_request(queue.next_finished(), spec, rec);
 }
 
-// Sends `requests` from `concurrency` clients, each submitting its next request when
-// the last one finished, until all are done; records into `out` (null: nothing).
+// Sends `requests` with `concurrency` in flight, submitting the next as one finishes,
+// until all are done; records into `out` (null: nothing).
 Status drive(Engine& engine, const std::vector<RequestParams>& requests, int concurrency, const LoadSpec& spec,
              LoadTimings* out) {
-  std::mutex mu;
-  size_t next = 0;
-  Status failure;
   LoadTimings sink;
   LoadTimings& rec = out != nullptr ? *out : sink;
-  auto client = [&]() {
-    for (;;) {
-      size_t i;
-      {
-        std::lock_guard<std::mutex> lock(mu);
-        if (next >= requests.size() || !failure.ok()) return;
-        i = next++;
-      }
-      auto h = engine.submit(requests[i]);
-      if (!h.ok()) {
-        std::lock_guard<std::mutex> lock(mu);
-        failure = h.status();
-        return;
-      }
-      record_request(**h, spec, mu, rec);
+  FinishQueue queue(requests.size());
+  size_t next = 0, in_flight = 0;
+  Status failure;
+  auto submit_next = [&] {
+    auto h = engine.submit(requests[next]);
+    if (!h.ok()) {
+      failure = h.status();
+      return;
     }
+    queue.watch(next++, *std::move(h));
+    ++in_flight;
   };
-  std::vector<std::thread> clients;
-  for (int i = 0; i < concurrency; ++i) clients.emplace_back(client);
-  for (auto& t : clients) t.join();
+  while (failure.ok() && next < requests.size() && in_flight < static_cast<size_t>(concurrency)) submit_next();
+  while (in_flight > 0) {
+    record_request(queue.next_finished(), spec, rec);
+    --in_flight;
+    if (failure.ok() && next < requests.size()) submit_next();
+  }
   return failure;
 }
 
