@@ -112,6 +112,7 @@ void run(const Options& o) {
         all.back()["request_goodput"] = r.request_goodput;
         all.back()["goodput_tokens_per_s"] = r.goodput_tok_s;
       }
+      if (r.slo_requests > 0) all.back()["slo_goodput_tokens_per_s"] = r.slo_goodput_tok_s;
       if (r.expert_load_imbalance > 0) all.back()["expert_load_imbalance"] = r.expert_load_imbalance;
       if (o.profile) {
         all.back()["profile"] = r.profile;
@@ -127,6 +128,10 @@ void run(const Options& o) {
         std::printf("goodput: %.1f tok/s, %.2f req/s met TTFT <= %s and TPOT <= %s\n", r.goodput_tok_s,
                     r.request_goodput, slo.ttft_ms ? fmt::format("{} ms", *slo.ttft_ms).c_str() : "any",
                     slo.tpot_ms ? fmt::format("{} ms", *slo.tpot_ms).c_str() : "any");
+      }
+      if (r.slo_requests > 0) {
+        std::printf("SLO goodput: %.1f tok/s of requests that met the engine's targets (TTFT, ITL at p%g)\n",
+                    r.slo_goodput_tok_s, 100.0 * c.slo_percentile);
       }
       if (r.expert_load_imbalance > 0) {
         std::printf("experts: load imbalance %.2f (max / mean tokens per expert, all layers)\n", r.expert_load_imbalance);

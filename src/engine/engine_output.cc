@@ -89,6 +89,9 @@ void Engine::finish(Sequence& s, FinishReason reason, const std::string& message
   fe.timings.ttft_s = s.first_token_ns ? static_cast<double>(s.first_token_ns - s.arrival_ns) * 1e-9 : 0;
   fe.timings.e2e_s = static_cast<double>(now - s.arrival_ns) * 1e-9;
   fe.timings.compute_s = s.compute_s;
+  const SloOutcome slo = slo_outcome(s, config_.slo_percentile);
+  fe.has_slo = slo.any();
+  fe.slo_met = slo.all_met();
 
   if (s.first_scheduled_ns == 0) admission_.release_waiting(s.prompt_len);  // ended while still queued
   s.text += fe.text;
@@ -100,7 +103,7 @@ void Engine::finish(Sequence& s, FinishReason reason, const std::string& message
   std::erase(waiting_, &s);
   std::erase(running_, &s);
   metrics_.finished.with({finish_reason_name(reason)}).inc();
-  if (const SloOutcome slo = slo_outcome(s, config_.slo_percentile); slo.any()) {
+  if (slo.any()) {
     if (slo.has_ttft) metrics_.slo_requests.with({"ttft", slo.ttft_met ? "met" : "missed"}).inc();
     if (slo.has_itl) metrics_.slo_requests.with({"itl", slo.itl_met ? "met" : "missed"}).inc();
     if (slo.all_met()) metrics_.slo_goodput_tokens.inc(static_cast<double>(s.generated()));

@@ -192,7 +192,9 @@ void check_random_workload(AutotuneMode autotune, BatchingPolicy batching = Batc
   EXPECT_GT(reasons[FinishReason::kLength], (static_cast<int>(handles.size()) - reasons[FinishReason::kRejected]) / 2);
   EXPECT_GT(reasons[FinishReason::kCancelled], 0);
   EXPECT_GT(reasons[FinishReason::kTimeout], 0);
-  if (shed) EXPECT_GT(reasons[FinishReason::kRejected], 0) << "nothing was shed: the property says nothing about it";
+  if (shed) {
+    EXPECT_GT(reasons[FinishReason::kRejected], 0) << "nothing was shed: the property says nothing about it";
+  }
   std::printf("shed: %d requests\n", reasons[FinishReason::kRejected]);
 }
 

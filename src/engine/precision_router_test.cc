@@ -133,7 +133,9 @@ TEST(PrecisionRouterTest, EntropyIsPassedOnOnlyWhenAsked) {
   double expect = 0;
   for (double l : {2.0, 1.0, 0.0, -1.0}) expect -= std::exp(l) / z * (l - std::log(z));
   for (auto& e : (*plain)->drain()) {
-    if (auto* t = std::get_if<TokenEvent>(&e)) EXPECT_EQ(t->entropy, -1.0f);
+    if (auto* t = std::get_if<TokenEvent>(&e)) {
+      EXPECT_EQ(t->entropy, -1.0f);
+    }
   }
   int seen = 0;
   for (auto& e : (*asked)->drain()) {

@@ -77,6 +77,10 @@ struct FinishEvent {
   int64_t cached_prompt_tokens = 0;  // served by the prefix cache
   int preemptions = 0;
   RequestTimings timings;
+  // Whether the request had latency targets, and met every one as the engine judges
+  // them (engine/slo.h: TTFT, and ITL at EngineConfig::slo_percentile).
+  bool has_slo = false;
+  bool slo_met = false;
 };
 
 using RequestEvent = std::variant<TokenEvent, FinishEvent>;

@@ -56,6 +56,8 @@ struct LoadTimings {
   std::string first_error;
   int good_requests = 0;
   int64_t good_tokens = 0;
+  int slo_requests = 0;  // with the engine's latency targets
+  int64_t slo_good_tokens = 0;
 };
 
 // Reads a finished request's events and records it.
@@ -80,6 +82,10 @@ void record_request(RequestHandle& h, const LoadSpec& spec, LoadTimings& rec) {
     }
     rec.generated += f->completion_tokens;
     ++rec.completed;
+    if (f->has_slo) {
+      ++rec.slo_requests;
+      if (f->slo_met) rec.slo_good_tokens += f->completion_tokens;
+    }
     if ((spec.goodput_ttft_s <= 0 || f->timings.ttft_s <= spec.goodput_ttft_s) &&
         (spec.goodput_tpot_s <= 0 || tpot <= spec.goodput_tpot_s)) {
       ++rec.good_requests;
@@ -265,6 +271,8 @@ Result<LoadResult> run_load(const Model& model, const Tokenizer& tokenizer, cons
   r.first_error = timed.first_error;
   r.request_goodput = static_cast<double>(timed.good_requests) / seconds;
   r.goodput_tok_s = static_cast<double>(timed.good_tokens) / seconds;
+  r.slo_requests = timed.slo_requests;
+  r.slo_goodput_tok_s = static_cast<double>(timed.slo_good_tokens) / seconds;
   r.expert_load_imbalance = snap.expert_load_imbalance;
   return r;
 }

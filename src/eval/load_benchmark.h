@@ -55,6 +55,10 @@ struct LoadResult {
   std::string first_error;
   double request_goodput = 0;     // requests per second that met the goodput bounds
   double goodput_tok_s = 0;       // their generated tokens per second
+  // Goodput as the engine judges its own targets (EngineConfig's SLOs: TTFT, and ITL at
+  // its percentile), over the completed requests that had targets.
+  int slo_requests = 0;
+  double slo_goodput_tok_s = 0;
   int64_t preemptions = 0;
   double expert_load_imbalance = 0;  // mixture of experts: max / mean tokens per expert (0: dense)
   // The engine's step profile (EngineConfig::profile), as StepProfile::table() prints it.

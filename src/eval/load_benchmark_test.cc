@@ -134,5 +134,39 @@ TEST(LoadBenchmarkTest, WarmupRoundsAreLeftOutOfTheResult) {
   std::filesystem::remove(path);
 }
 
+// The engine's own judgement of its SLO reaches the result: every request had targets;
+// with targets nothing can miss, the SLO goodput is the throughput, and with a TTFT
+// target nothing can meet (and no shedding), it is 0 while every request completes.
+TEST(LoadBenchmarkTest, SloGoodputIsTheEnginesJudgementOfItsTargets) {
+  SyntheticSpec model_spec;
+  model_spec.n_vocab = 320, model_spec.n_embd = 64, model_spec.n_layer = 2, model_spec.n_head = 4;
+  model_spec.n_head_kv = 2, model_spec.n_ff = 128;
+  const std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_slo_load.gguf";
+  ASSERT_TRUE(write_synthetic_model(model_spec, path).ok());
+  auto model = Model::load(path).value();
+  auto tokenizer = Tokenizer::from_gguf(model->file()).value();
+  LoadSpec spec;
+  spec.requests = 6, spec.concurrency = 3;
+  spec.prompt_min = 4, spec.prompt_max = 8, spec.output_min = 3, spec.output_max = 6;
+  spec.request_rate = 200;
+  EngineConfig config;
+  config.threads = 1;
+  auto none = run_load(*model, *tokenizer, config, spec);
+  ASSERT_TRUE(none.ok()) << none.status().to_string();
+  EXPECT_EQ(none->slo_requests, 0);
+  config.slo_interactive.ttft_ms = 3.6e6, config.slo_interactive.itl_ms = 3.6e6;
+  auto loose = run_load(*model, *tokenizer, config, spec);
+  ASSERT_TRUE(loose.ok()) << loose.status().to_string();
+  EXPECT_EQ(loose->slo_requests, 6);
+  EXPECT_DOUBLE_EQ(loose->slo_goodput_tok_s, loose->tokens_per_s);
+  config.slo_interactive.ttft_ms = 1e-6;
+  auto tight = run_load(*model, *tokenizer, config, spec);
+  ASSERT_TRUE(tight.ok()) << tight.status().to_string();
+  EXPECT_EQ(tight->completed, 6);
+  EXPECT_EQ(tight->slo_requests, 6);
+  EXPECT_EQ(tight->slo_goodput_tok_s, 0);
+  std::filesystem::remove(path);
+}
+
 }  // namespace
 }  // namespace llms
