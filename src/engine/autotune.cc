@@ -32,6 +32,7 @@ AutoTuner::AutoTuner(AutotuneBounds bounds, double itl_target_s, double margin, 
   decision_.batch_tokens = bounds_.max_batch_tokens;
   decision_.max_running = bounds_.max_running;
   samples_.reserve(kWindow);
+  ratios_.reserve(kWindow);
 }
 
 bool AutoTuner::observe(int64_t tokens, int64_t sequences, double step_s) {
@@ -91,7 +92,13 @@ bool AutoTuner::fit() {
   // Costs are not negative; a noisy fit that says so is clipped.
   a_ = std::max(0.0, a_);
   c_ = std::max(0.0, c_);
-  return b_ > 0;
+  if (!(b_ > 0)) return false;
+  ratios_.clear();
+  for (const Sample& s : samples_) ratios_.push_back(s.seconds / predict(s.tokens, s.sequences));
+  const auto q = ratios_.begin() + static_cast<ptrdiff_t>(kTailQuantile * static_cast<double>(ratios_.size() - 1));
+  std::nth_element(ratios_.begin(), q, ratios_.end());
+  tail_ = std::clamp(*q, 1.0, kMaxTail);
+  return true;
 }
 
 int AutoTuner::approach(int current, int target, double hysteresis) {
@@ -103,7 +110,7 @@ int AutoTuner::approach(int current, int target, double hysteresis) {
 void AutoTuner::decide(double seqs) {
   int budget = bounds_.max_batch_tokens, cap = bounds_.max_running;
   if (itl_target_s_ > 0) {
-    const double t = margin_ * itl_target_s_;
+    const double t = margin_ * itl_target_s_ / tail_;
     budget = static_cast<int>(std::floor((t - a_ - c_ * seqs) / b_));
     cap = static_cast<int>(std::floor((t - a_) / (b_ + c_)));
   }

@@ -7,6 +7,11 @@
 // pass, b the cost of a token's matrix work, c what each sequence adds (its attention,
 // sampling and streaming). Every running sequence decodes one token per step, so its
 // inter-token latency is the step time: the tuner wants t <= margin * itl target.
+// The target is of intervals at p99, not of their mean, so the fit's prediction is
+// scaled by its tail: the 99th percentile, over the window, of each step's measured
+// time against its prediction (at least 1, at most 2). Steps that run long now and
+// then (a prefill chunk's attention, the machine's other work) lower the budget and
+// cap until they too stay under the target.
 //
 // Decision (every decision_steps steps, once the fit has kMinSamples points):
 //   budget = the most tokens whose predicted step, with the sequences now running,
@@ -64,9 +69,13 @@ class AutoTuner {
   double per_token_s() const { return b_; }
   double per_sequence_s() const { return c_; }
   double predict(double tokens, double sequences) const { return a_ + b_ * tokens + c_ * sequences; }
+  // The 99th percentile of measured / predicted step time over the window, in [1, 2].
+  double tail_factor() const { return tail_; }
 
   static constexpr size_t kWindow = 256;
   static constexpr size_t kMinSamples = 16;
+  static constexpr double kTailQuantile = 0.99;
+  static constexpr double kMaxTail = 2.0;
 
  private:
   struct Sample {
@@ -85,6 +94,8 @@ class AutoTuner {
   size_t next_ = 0;
   int64_t steps_ = 0;
   double a_ = 0, b_ = 0, c_ = 0;
+  double tail_ = 1;
+  std::vector<double> ratios_;  // scratch of fit()
   AutotuneDecision decision_;
 };
 

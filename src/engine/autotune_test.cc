@@ -24,13 +24,15 @@ struct Sim {
   // One step at the tuner's current budget: about `mean_seqs` decodes (requests
   // finish and join) plus a prefill share of what is left of the budget (waiting
   // prompts come and go), timed by the model.
-  void step(int mean_seqs, double noise) {
+  // A share `spike_share` of the steps takes `spike` times as long (the tail).
+  void step(int mean_seqs, double noise, double spike_share = 0, double spike = 1) {
     const int spread = mean_seqs / 4;
     const int seqs = mean_seqs + std::uniform_int_distribution<int>(-spread, spread)(rng);
     const int budget = tuner.decision().batch_tokens;
     const int prefill = static_cast<int>(std::uniform_int_distribution<int>(0, std::max(0, budget - seqs))(rng));
     const int tokens = seqs + prefill;
-    const double jitter = 1.0 + std::uniform_real_distribution<double>(-noise, noise)(rng);
+    double jitter = 1.0 + std::uniform_real_distribution<double>(-noise, noise)(rng);
+    if (std::uniform_real_distribution<double>(0, 1)(rng) < spike_share) jitter *= spike;
     if (tuner.observe(tokens, seqs, (kA + kB * tokens + kC * seqs) * jitter)) {
       changes += tuner.decision().changed;
       budgets.push_back(tuner.decision().batch_tokens);
@@ -86,6 +88,23 @@ TEST(AutoTunerTest, CapsTheRunningSequencesWhenDecodesAloneMissTheTarget) {
   const int want_cap = static_cast<int>(std::floor((0.9 * 0.004 - kA) / (kB + kC)));  // 10
   EXPECT_NEAR(sim.tuner.decision().max_running, want_cap, 0.2 * want_cap + 1);
   EXPECT_EQ(sim.tuner.decision().batch_tokens, 32);  // the lower bound
+}
+
+// 3% of the steps take 1.5 times the model's time: the tuner holds those under the
+// target too (the target is of intervals at p99), so the budget is the one whose
+// predicted step is margin * target / 1.5, not margin * target.
+TEST(AutoTunerTest, HoldsTheTailOfStepsUnderTheTarget) {
+  Sim sim{AutoTuner({32, 2048, 64}, 0.020)};
+  for (int i = 0; i < 3000; ++i) sim.step(16, 0.0, 0.03, 1.5);
+  EXPECT_NEAR(sim.tuner.tail_factor(), 1.5, 0.05);
+  const int want = static_cast<int>(std::floor((0.9 * 0.020 / 1.5 - kA - kC * 16) / kB));  // 168
+  EXPECT_NEAR(sim.tuner.decision().batch_tokens, want, 0.2 * want);
+  EXPECT_LT(sim.tuner.decision().batch_tokens, ideal_budget(0.020, 16) * 0.8);  // 288 without the tail
+  EXPECT_LE(sim.tuner.decision().predicted_step_s * 1.5, 0.020);
+  // Without spikes the factor stays near the noise's 1 + 5%.
+  Sim calm{AutoTuner({32, 2048, 64}, 0.020)};
+  for (int i = 0; i < 3000; ++i) calm.step(16, 0.05);
+  EXPECT_LE(calm.tuner.tail_factor(), 1.06);
 }
 
 TEST(AutoTunerTest, WithoutATargetTheBoundsStandForThroughput) {

@@ -361,9 +361,10 @@ void Engine::tune(const SchedulePlan& plan, double step_s) {
   if (d.changed) {
     metrics_.autotune_decisions.with({apply ? "applied" : "observed"}).inc();
     log_info("autotune ({}): max_batch_tokens {}, max_running {}, predicted step {:.2f} ms (fit: {:.2f} ms + {:.2f} "
-             "us/token + {:.2f} us/sequence)",
+             "us/token + {:.2f} us/sequence; p99 of measured / predicted {:.2f})",
              autotune_mode_name(config_.autotune), d.batch_tokens, d.max_running, d.predicted_step_s * 1e3,
-             tuner_->fixed_s() * 1e3, tuner_->per_token_s() * 1e6, tuner_->per_sequence_s() * 1e6);
+             tuner_->fixed_s() * 1e3, tuner_->per_token_s() * 1e6, tuner_->per_sequence_s() * 1e6,
+             tuner_->tail_factor());
   }
   if (apply) {
     step_config_.max_batch_tokens = d.batch_tokens;
