@@ -21,6 +21,20 @@ double share_below(const std::vector<RequestParams>& rs, int bound) {
   return static_cast<double>(n) / static_cast<double>(rs.size());
 }
 
+// A two-layer model and six short requests, three at a time.
+SyntheticSpec small_model() {
+  SyntheticSpec m;
+  m.n_vocab = 320, m.n_embd = 64, m.n_layer = 2, m.n_head = 4, m.n_head_kv = 2, m.n_ff = 128;
+  return m;
+}
+
+LoadSpec small_load() {
+  LoadSpec spec;
+  spec.requests = 6, spec.concurrency = 3;
+  spec.prompt_min = 4, spec.prompt_max = 8, spec.output_min = 3, spec.output_max = 6;
+  return spec;
+}
+
 TEST(LoadBenchmarkTest, RequestsStayInTheirRangesAndRepeatForASeed) {
   LoadSpec spec;
   spec.requests = 500;
@@ -83,16 +97,12 @@ TEST(LoadBenchmarkTest, ArrivalsArePoissonAtTheRequestedRate) {
 // the tokens its steps computed (each prompt, then every generated token but the last
 // fed back), none of the warm-up's.
 TEST(LoadBenchmarkTest, WarmupRoundsAreLeftOutOfTheResult) {
-  SyntheticSpec model_spec;
-  model_spec.n_vocab = 320, model_spec.n_embd = 64, model_spec.n_layer = 2, model_spec.n_head = 4;
-  model_spec.n_head_kv = 2, model_spec.n_ff = 128;
+  const SyntheticSpec model_spec = small_model();
   const std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_load.gguf";
   ASSERT_TRUE(write_synthetic_model(model_spec, path).ok());
   auto model = Model::load(path).value();
   auto tokenizer = Tokenizer::from_gguf(model->file()).value();
-  LoadSpec spec;
-  spec.requests = 6, spec.concurrency = 3;
-  spec.prompt_min = 4, spec.prompt_max = 8, spec.output_min = 3, spec.output_max = 6;
+  LoadSpec spec = small_load();
   int64_t prompt = 0, generated = 0;
   for (const RequestParams& p : make_load_requests(spec, model_spec.n_vocab)) {
     prompt += static_cast<int64_t>(p.prompt.size());
@@ -138,16 +148,12 @@ TEST(LoadBenchmarkTest, WarmupRoundsAreLeftOutOfTheResult) {
 // with targets nothing can miss, the SLO goodput is the throughput, and with a TTFT
 // target nothing can meet (and no shedding), it is 0 while every request completes.
 TEST(LoadBenchmarkTest, SloGoodputIsTheEnginesJudgementOfItsTargets) {
-  SyntheticSpec model_spec;
-  model_spec.n_vocab = 320, model_spec.n_embd = 64, model_spec.n_layer = 2, model_spec.n_head = 4;
-  model_spec.n_head_kv = 2, model_spec.n_ff = 128;
+  const SyntheticSpec model_spec = small_model();
   const std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_slo_load.gguf";
   ASSERT_TRUE(write_synthetic_model(model_spec, path).ok());
   auto model = Model::load(path).value();
   auto tokenizer = Tokenizer::from_gguf(model->file()).value();
-  LoadSpec spec;
-  spec.requests = 6, spec.concurrency = 3;
-  spec.prompt_min = 4, spec.prompt_max = 8, spec.output_min = 3, spec.output_max = 6;
+  LoadSpec spec = small_load();
   spec.request_rate = 200;
   EngineConfig config;
   config.threads = 1;
