@@ -44,7 +44,12 @@ bool AutoTuner::observe(int64_t tokens, int64_t sequences, double step_s) {
     samples_[next_] = s;
   }
   next_ = (next_ + 1) % kWindow;
-  if (++steps_ % decision_steps_ != 0 || samples_.size() < kMinSamples || !fit()) return false;
+  // The first decision as soon as the fit has its samples (the bounds it starts from
+  // may be far over the target), then one every decision_steps.
+  ++steps_;
+  const bool now = !decided_ || steps_ % decision_steps_ == 0;
+  if (!now || samples_.size() < kMinSamples || !fit()) return false;
+  decided_ = true;
   // The sequences the next steps will carry: the mean of the recent steps'.
   double seqs = 0;
   const size_t recent = std::min<size_t>(samples_.size(), static_cast<size_t>(decision_steps_));
@@ -103,8 +108,9 @@ bool AutoTuner::fit() {
 
 int AutoTuner::approach(int current, int target, double hysteresis) {
   if (std::abs(target - current) <= hysteresis * current) return current;
-  // At most a doubling or a halving per decision.
-  return std::clamp(target, std::max(1, current / 2), current * 2);
+  // Down in one move (every step at the current value is predicted to miss the
+  // target); up by at most a doubling per decision.
+  return std::min(target, current * 2);
 }
 
 void AutoTuner::decide(double seqs) {

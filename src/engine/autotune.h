@@ -20,9 +20,12 @@
 //            [1, max_running];
 // without an ITL target the budget and cap stay at their upper bounds (throughput).
 // It never oscillates: a new value is taken only when it differs from the current by
-// more than `hysteresis` (20%), and it moves at most halfway there per decision, so a
-// steady load settles and a load step is followed in a few decisions without
-// overshooting back and forth.
+// more than `hysteresis` (20%). A lower value is taken in one move, since steps at the
+// current one are predicted to miss the target; a higher one in at most a doubling per
+// decision, so a steady load settles and a load step is followed in a few decisions
+// without overshooting back and forth. The first decision comes as soon as the fit has
+// kMinSamples steps, so that a start at the upper bounds under load is corrected
+// within a few steps.
 //
 // Modes: off (never constructed), observe (decides and reports, changes nothing), on.
 //
@@ -93,6 +96,7 @@ class AutoTuner {
   std::vector<Sample> samples_;  // ring of the last kWindow steps
   size_t next_ = 0;
   int64_t steps_ = 0;
+  bool decided_ = false;
   double a_ = 0, b_ = 0, c_ = 0;
   double tail_ = 1;
   std::vector<double> ratios_;  // scratch of fit()
