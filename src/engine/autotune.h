@@ -6,8 +6,7 @@
 // over the last kWindow steps, refitted at each decision): a is the fixed cost of a
 // pass, b the cost of a token's matrix work, c what each sequence adds (its attention,
 // sampling and streaming). Every running sequence decodes one token per step, so its
-// inter-token latency is the step time: the tuner wants t <= margin * itl target
-// (kDefaultMargin, below).
+// inter-token latency is the step time: the tuner wants t <= margin * itl target.
 // The target is of intervals at p99, not of their mean, so the fit's prediction is
 // scaled by its tail: the 99th percentile, over the window, of each step's measured
 // time against its prediction (at least 1, at most 2). Steps that run long now and
@@ -60,7 +59,7 @@ struct AutotuneDecision {
 
 class AutoTuner {
  public:
-  AutoTuner(AutotuneBounds bounds, double itl_target_s, double margin = kDefaultMargin, double hysteresis = 0.2,
+  AutoTuner(AutotuneBounds bounds, double itl_target_s, double margin = 0.9, double hysteresis = 0.2,
             int decision_steps = 32);
 
   // One finished step: its tokens, sequences and time. Returns true when a decision
@@ -76,12 +75,6 @@ class AutoTuner {
   // The 99th percentile of measured / predicted step time over the window, in [1, 2].
   double tail_factor() const { return tail_; }
 
-  // The share of the ITL target that a step's prediction, times its tail, may take.
-  // Half: now and then a step runs up to twice its prediction (2 to 4 steps in 700 of
-  // the 110M model past saturation, 1.4 to 2.2 times, on a 2-core machine), and such a
-  // step puts an interval over the target for every sequence in it. At 0.9 those
-  // steps failed 10-30% of the requests there; see docs/benchmarks.md.
-  static constexpr double kDefaultMargin = 0.5;
   static constexpr size_t kWindow = 256;
   static constexpr size_t kMinSamples = 16;
   static constexpr double kTailQuantile = 0.99;

@@ -13,9 +13,6 @@ namespace llms {
 namespace {
 
 constexpr double kA = 0.002, kB = 0.00005, kC = 0.0001;  // 2 ms, 50 us/token, 100 us/sequence
-// The share of the target the tests' tuners aim at (the engine's default is
-// AutoTuner::kDefaultMargin).
-constexpr double kMargin = 0.9;
 
 struct Sim {
   explicit Sim(AutoTuner t) : tuner(t) {}
@@ -44,12 +41,12 @@ struct Sim {
 };
 
 // The budget whose step, with `seqs` sequences, takes margin * target.
-int ideal_budget(double target_s, int seqs, double margin = kMargin) {
+int ideal_budget(double target_s, int seqs, double margin = 0.9) {
   return static_cast<int>(std::floor((margin * target_s - kA - kC * seqs) / kB));
 }
 
 TEST(AutoTunerTest, FitsTheStepCostAndConvergesToTheBudgetThatMeetsTheTarget) {
-  Sim sim{AutoTuner({32, 2048, 64}, /*itl_target_s=*/0.020, kMargin)};
+  Sim sim{AutoTuner({32, 2048, 64}, /*itl_target_s=*/0.020)};
   for (int i = 0; i < 3000; ++i) sim.step(16, 0.05);
   EXPECT_NEAR(sim.tuner.fixed_s(), kA, 0.0005);
   EXPECT_NEAR(sim.tuner.per_token_s(), kB, kB * 0.1);
@@ -70,7 +67,7 @@ TEST(AutoTunerTest, FitsTheStepCostAndConvergesToTheBudgetThatMeetsTheTarget) {
 // samples: not a halving per decision, one every 32 steps, while each of those steps
 // misses the target.
 TEST(AutoTunerTest, LeavesAStartOverTheTargetWithinItsFirstSamples) {
-  Sim sim{AutoTuner({32, 2048, 64}, 0.020, kMargin)};
+  Sim sim{AutoTuner({32, 2048, 64}, 0.020)};
   for (size_t i = 0; i < AutoTuner::kMinSamples; ++i) sim.step(16, 0.05);
   ASSERT_EQ(sim.budgets.size(), 1u);
   const int want = ideal_budget(0.020, 16);  // 288, from 2048
@@ -83,7 +80,7 @@ TEST(AutoTunerTest, LeavesAStartOverTheTargetWithinItsFirstSamples) {
 }
 
 TEST(AutoTunerTest, FollowsALoadStepWithoutOscillating) {
-  Sim sim{AutoTuner({32, 2048, 64}, 0.020, kMargin)};
+  Sim sim{AutoTuner({32, 2048, 64}, 0.020)};
   for (int i = 0; i < 3000; ++i) sim.step(8, 0.1);
   const int before = sim.tuner.decision().batch_tokens;
   EXPECT_NEAR(before, ideal_budget(0.020, 8), 0.2 * ideal_budget(0.020, 8));
@@ -103,9 +100,9 @@ TEST(AutoTunerTest, FollowsALoadStepWithoutOscillating) {
 
 TEST(AutoTunerTest, CapsTheRunningSequencesWhenDecodesAloneMissTheTarget) {
   // 4 ms target: even 64 decode-only sequences take 2 + 64 * 0.15 = 11.6 ms.
-  Sim sim{AutoTuner({32, 2048, 64}, 0.004, kMargin)};
+  Sim sim{AutoTuner({32, 2048, 64}, 0.004)};
   for (int i = 0; i < 3000; ++i) sim.step(12, 0.05);
-  const int want_cap = static_cast<int>(std::floor((kMargin * 0.004 - kA) / (kB + kC)));  // 10
+  const int want_cap = static_cast<int>(std::floor((0.9 * 0.004 - kA) / (kB + kC)));  // 10
   EXPECT_NEAR(sim.tuner.decision().max_running, want_cap, 0.2 * want_cap + 1);
   EXPECT_EQ(sim.tuner.decision().batch_tokens, 32);  // the lower bound
 }
@@ -114,21 +111,21 @@ TEST(AutoTunerTest, CapsTheRunningSequencesWhenDecodesAloneMissTheTarget) {
 // target too (the target is of intervals at p99), so the budget is the one whose
 // predicted step is margin * target / 1.5, not margin * target.
 TEST(AutoTunerTest, HoldsTheTailOfStepsUnderTheTarget) {
-  Sim sim{AutoTuner({32, 2048, 64}, 0.020, kMargin)};
+  Sim sim{AutoTuner({32, 2048, 64}, 0.020)};
   for (int i = 0; i < 3000; ++i) sim.step(16, 0.0, 0.03, 1.5);
   EXPECT_NEAR(sim.tuner.tail_factor(), 1.5, 0.05);
-  const int want = static_cast<int>(std::floor((kMargin * 0.020 / 1.5 - kA - kC * 16) / kB));  // 168
+  const int want = static_cast<int>(std::floor((0.9 * 0.020 / 1.5 - kA - kC * 16) / kB));  // 168
   EXPECT_NEAR(sim.tuner.decision().batch_tokens, want, 0.2 * want);
   EXPECT_LT(sim.tuner.decision().batch_tokens, ideal_budget(0.020, 16) * 0.8);  // 288 without the tail
   EXPECT_LE(sim.tuner.decision().predicted_step_s * 1.5, 0.020);
   // Without spikes the factor stays near the noise's 1 + 5%.
-  Sim calm{AutoTuner({32, 2048, 64}, 0.020, kMargin)};
+  Sim calm{AutoTuner({32, 2048, 64}, 0.020)};
   for (int i = 0; i < 3000; ++i) calm.step(16, 0.05);
   EXPECT_LE(calm.tuner.tail_factor(), 1.06);
 }
 
 TEST(AutoTunerTest, WithoutATargetTheBoundsStandForThroughput) {
-  Sim sim{AutoTuner({32, 2048, 64}, 0, kMargin)};
+  Sim sim{AutoTuner({32, 2048, 64}, 0)};
   for (int i = 0; i < 1000; ++i) sim.step(16, 0.05);
   EXPECT_EQ(sim.tuner.decision().batch_tokens, 2048);
   EXPECT_EQ(sim.tuner.decision().max_running, 64);
