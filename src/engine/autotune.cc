@@ -29,7 +29,9 @@ AutoTuner::AutoTuner(AutotuneBounds bounds, double itl_target_s, double margin, 
       margin_(margin),
       hysteresis_(hysteresis),
       decision_steps_(std::max(1, decision_steps)) {
-  decision_.batch_tokens = bounds_.max_batch_tokens;
+  // With a target, the budget starts at its floor: until the first fit nothing says
+  // what a larger step costs, and a step over the target fails every sequence in it.
+  decision_.batch_tokens = itl_target_s_ > 0 ? bounds_.min_batch_tokens : bounds_.max_batch_tokens;
   decision_.max_running = bounds_.max_running;
   samples_.reserve(kWindow);
   ratios_.reserve(kWindow);
@@ -49,12 +51,13 @@ bool AutoTuner::observe(int64_t tokens, int64_t sequences, double step_s) {
   ++steps_;
   const bool now = !decided_ || steps_ % decision_steps_ == 0;
   if (!now || samples_.size() < kMinSamples || !fit()) return false;
+  const bool first_fit = !decided_;
   decided_ = true;
   // The sequences the next steps will carry: the mean of the recent steps'.
   double seqs = 0;
   const size_t recent = std::min<size_t>(samples_.size(), static_cast<size_t>(decision_steps_));
   for (size_t i = 0; i < recent; ++i) seqs += samples_[(next_ + kWindow - 1 - i) % kWindow % samples_.size()].sequences;
-  decide(seqs / static_cast<double>(recent));
+  decide(seqs / static_cast<double>(recent), first_fit);
   return true;
 }
 
@@ -113,7 +116,7 @@ int AutoTuner::approach(int current, int target, double hysteresis) {
   return std::min(target, current * 2);
 }
 
-void AutoTuner::decide(double seqs) {
+void AutoTuner::decide(double seqs, bool first_fit) {
   int budget = bounds_.max_batch_tokens, cap = bounds_.max_running;
   if (itl_target_s_ > 0) {
     const double t = margin_ * itl_target_s_ / tail_;
@@ -122,8 +125,9 @@ void AutoTuner::decide(double seqs) {
   }
   budget = std::clamp(budget, bounds_.min_batch_tokens, bounds_.max_batch_tokens);
   cap = std::clamp(cap, 1, bounds_.max_running);
-  const int new_budget = approach(decision_.batch_tokens, budget, hysteresis_);
-  const int new_cap = approach(decision_.max_running, cap, hysteresis_);
+  // The first fit's values are taken outright (the start was a guess).
+  const int new_budget = first_fit ? budget : approach(decision_.batch_tokens, budget, hysteresis_);
+  const int new_cap = first_fit ? cap : approach(decision_.max_running, cap, hysteresis_);
   decision_.changed = new_budget != decision_.batch_tokens || new_cap != decision_.max_running;
   decision_.batch_tokens = new_budget;
   decision_.max_running = new_cap;

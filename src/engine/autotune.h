@@ -23,9 +23,10 @@
 // more than `hysteresis` (20%). A lower value is taken in one move, since steps at the
 // current one are predicted to miss the target; a higher one in at most a doubling per
 // decision, so a steady load settles and a load step is followed in a few decisions
-// without overshooting back and forth. The first decision comes as soon as the fit has
-// kMinSamples steps, so that a start at the upper bounds under load is corrected
-// within a few steps.
+// without overshooting back and forth. With an ITL target the budget starts at its
+// lower bound (the cap at its upper one), and the first decision comes as soon as the
+// fit has kMinSamples steps and takes its values outright: a start at the upper bound
+// under load ran steps far over the target until the fit had caught up.
 //
 // Modes: off (never constructed), observe (decides and reports, changes nothing), on.
 //
@@ -85,7 +86,7 @@ class AutoTuner {
     double tokens, sequences, seconds;
   };
   bool fit();
-  void decide(double sequences_now);
+  void decide(double sequences_now, bool first_fit);
   static int approach(int current, int target, double hysteresis);
 
   AutotuneBounds bounds_;

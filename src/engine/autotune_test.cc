@@ -62,15 +62,16 @@ TEST(AutoTunerTest, FitsTheStepCostAndConvergesToTheBudgetThatMeetsTheTarget) {
   EXPECT_TRUE(std::all_of(tail.begin(), tail.end(), [&](int b) { return b == tail.front(); }));
 }
 
-// Started at its upper bounds under load (every step over the target), the tuner
-// brings the budget under the target at its first decision, once the fit has its
-// samples: not a halving per decision, one every 32 steps, while each of those steps
-// misses the target.
-TEST(AutoTunerTest, LeavesAStartOverTheTargetWithinItsFirstSamples) {
+// With a target the budget starts at its floor (a step over the target fails every
+// sequence in it), and the first decision, as soon as the fit has its samples, takes
+// the fitted budget outright rather than doubling towards it once per 32 steps.
+TEST(AutoTunerTest, StartsAtTheFloorAndTakesTheFittedBudgetAtTheFirstDecision) {
   Sim sim{AutoTuner({32, 2048, 64}, 0.020)};
+  EXPECT_EQ(sim.tuner.decision().batch_tokens, 32);
+  EXPECT_EQ(sim.tuner.decision().max_running, 64);
   for (size_t i = 0; i < AutoTuner::kMinSamples; ++i) sim.step(16, 0.05);
   ASSERT_EQ(sim.budgets.size(), 1u);
-  const int want = ideal_budget(0.020, 16);  // 288, from 2048
+  const int want = ideal_budget(0.020, 16);  // 288
   EXPECT_NEAR(sim.budgets[0], want, 0.2 * want);
   EXPECT_LE(sim.tuner.decision().predicted_step_s, 0.020);
   // The next decisions keep it there.

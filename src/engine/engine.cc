@@ -96,6 +96,10 @@ Engine::Engine(std::unique_ptr<ModelRunner> runner, const Tokenizer& tokenizer, 
         AutotuneBounds{std::min(config_.autotune_min_batch_tokens, config_.max_batch_tokens), config_.max_batch_tokens,
                        config_.max_running},
         config_.slo_interactive.itl_ms * 1e-3);
+    if (config_.autotune == AutotuneMode::kOn) {
+      step_config_.max_batch_tokens = tuner_->decision().batch_tokens;
+      step_config_.max_running = tuner_->decision().max_running;
+    }
   }
   if (config_.slo_shed) shedder_ = std::make_unique<SloShedder>();
   if (config_.profile) {
@@ -242,7 +246,8 @@ void Engine::shed(int64_t now) {
   if (waiting_.empty() || shedder_->service_rate() <= 0) return;
   order_waiting(waiting_, step_config_, now, config_.prefix_cache && config_.prefix_clustering ? &kv_ : nullptr);
   const double retry = shedder_->retry_after_s(waiting_.size());
-  for (const ShedDecision& d : shedder_->unattainable(waiting_, now, step_config_.max_batch_tokens)) {
+  for (const ShedDecision& d :
+       shedder_->unattainable(waiting_, now, step_config_.max_batch_tokens, static_cast<int64_t>(running_.size()))) {
     metrics_.rejected.with({"slo"}).inc();
     finish(*d.seq, FinishReason::kRejected,
            fmt::format("the server is past its capacity: this request's first token is forecast {:.0f} ms after "

@@ -33,7 +33,7 @@ double SloShedder::step_s() const {
 }
 
 std::vector<ShedDecision> SloShedder::unattainable(const std::vector<Sequence*>& ordered, int64_t now_ns,
-                                                   int64_t budget_tokens) const {
+                                                   int64_t budget_tokens, int64_t decoding) const {
   std::vector<ShedDecision> shed;
   const double rate = service_rate();
   if (rate <= 0) return shed;
@@ -42,7 +42,7 @@ std::vector<ShedDecision> SloShedder::unattainable(const std::vector<Sequence*>&
   for (Sequence* s : ordered) {
     const int64_t deadline = ttft_deadline_ns(*s);
     if (deadline > 0 && s->first_scheduled_ns == 0 && s->first_token_ns == 0) {
-      const int64_t budget = std::max<int64_t>(1, budget_tokens);
+      const int64_t budget = std::max<int64_t>(1, budget_tokens - decoding);
       const int64_t steps = std::max<int64_t>(1, (s->prompt_len + budget - 1) / budget);
       const double wait_s = static_cast<double>(ahead) / rate + static_cast<double>(steps) * step;
       const double forecast_ns = static_cast<double>(now_ns) + wait_s * 1e9;

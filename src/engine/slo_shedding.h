@@ -16,7 +16,9 @@
 // admissions would, so it does not lean high; its length bounds the error.
 // A request at position k of the ordered queue (0: next, scheduled at this very step)
 // is forecast to leave it after k / rate seconds and to have its first token
-// ceil(prompt / budget) steps later, a step being the mean backlogged interval. Under
+// ceil(prompt / room) steps later, a step being the mean backlogged interval and the
+// room what the step budget leaves after one token for each decoding sequence (they
+// are scheduled first; at least 1). Under
 // light load the queue is short and the forecast is a step or two: nothing is shed.
 //
 // Shedding. In queue order, a request never scheduled, with a TTFT target, whose
@@ -57,9 +59,10 @@ class SloShedder {
   double step_s() const;
 
   // Of `ordered` (the waiting queue, best first), the requests to refuse at `now_ns`,
-  // in queue order. `budget_tokens`: the step token budget.
+  // in queue order. `budget_tokens`: the step token budget; `decoding`: the running
+  // sequences, each of which takes a token of it before any prompt does.
   std::vector<ShedDecision> unattainable(const std::vector<Sequence*>& ordered, int64_t now_ns,
-                                         int64_t budget_tokens) const;
+                                         int64_t budget_tokens, int64_t decoding = 0) const;
 
   // How long a queue of `waiting` requests takes to drain at the measured rate, at
   // least one second: the Retry-After of a refused request.

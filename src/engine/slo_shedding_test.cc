@@ -101,5 +101,26 @@ TEST(SloShedderTest, RequestsThatCannotMeetTheirTargetAreShedAndTheRestMoveUp) {
   EXPECT_NEAR(shed[2].forecast_ttft_s, 0.070, 1e-9);
 }
 
+// The budget's room for prompts is what the decoding sequences leave of it: with 120
+// of 128 tokens taken by decodes, a 32-token prompt takes ceil(32 / 8) = 4 steps.
+TEST(SloShedderTest, PromptsGetTheBudgetTheDecodesLeave) {
+  SloShedder shedder;
+  shedder.on_schedule(0, 0, true);
+  for (int i = 1; i <= 4; ++i) shedder.on_schedule(i * 10 * kMs, 1, true);  // 100 per second, 10 ms steps
+  const int64_t now = 1000 * kMs;
+  Sequence a = waiting(1, now, 45, 32);  // next in line: 0 ahead + 4 steps = 40 ms <= 45
+  Sequence b = waiting(2, now, 45, 32);  // 10 ms + 40 ms = 50 ms > 45: shed
+  std::vector<Sequence*> queue{&a, &b};
+  EXPECT_TRUE(shedder.unattainable(queue, now, 128).empty());  // no decodes: 1 step each
+  const auto shed = shedder.unattainable(queue, now, 128, 120);
+  ASSERT_EQ(shed.size(), 1u);
+  EXPECT_EQ(shed[0].seq, &b);
+  EXPECT_NEAR(shed[0].forecast_ttft_s, 0.050, 1e-9);
+  // More decodes than the budget: one prompt token per step, not a division by zero.
+  const auto all = shedder.unattainable(queue, now, 128, 200);
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_NEAR(all[0].forecast_ttft_s, 0.320, 1e-9);
+}
+
 }  // namespace
 }  // namespace llms
