@@ -96,10 +96,7 @@ Engine::Engine(std::unique_ptr<ModelRunner> runner, const Tokenizer& tokenizer, 
         AutotuneBounds{std::min(config_.autotune_min_batch_tokens, config_.max_batch_tokens), config_.max_batch_tokens,
                        config_.max_running},
         config_.slo_interactive.itl_ms * 1e-3);
-    if (config_.autotune == AutotuneMode::kOn) {
-      step_config_.max_batch_tokens = tuner_->decision().batch_tokens;
-      step_config_.max_running = tuner_->decision().max_running;
-    }
+    apply_tuning();  // the tuner's starting values
   }
   if (config_.slo_shed) shedder_ = std::make_unique<SloShedder>();
   if (config_.profile) {
@@ -371,10 +368,14 @@ void Engine::tune(const SchedulePlan& plan, double step_s) {
              tuner_->fixed_s() * 1e3, tuner_->per_token_s() * 1e6, tuner_->per_sequence_s() * 1e6,
              tuner_->tail_factor());
   }
-  if (apply) {
-    step_config_.max_batch_tokens = d.batch_tokens;
-    step_config_.max_running = d.max_running;
-  }
+  apply_tuning();
+}
+
+// With autotune = on, the tuner's current budget and cap bind the next steps.
+void Engine::apply_tuning() {
+  if (config_.autotune != AutotuneMode::kOn) return;
+  step_config_.max_batch_tokens = tuner_->decision().batch_tokens;
+  step_config_.max_running = tuner_->decision().max_running;
 }
 
 void Engine::track_batch(const SchedulePlan* plan, int64_t now) {

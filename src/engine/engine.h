@@ -136,6 +136,7 @@ class Engine {
   void finish(Sequence& s, FinishReason reason, const std::string& message = "", double retry_after_s = 0);
   void record_request_sample(const Sequence& s, const FinishEvent& fe);
   void tune(const SchedulePlan& plan, double step_s);
+  void apply_tuning();
   // The dynamic batch in progress (batch tuner): ended when the running set is empty,
   // started when `plan` (if any) admits into an empty one.
   void track_batch(const SchedulePlan* plan, int64_t now);
