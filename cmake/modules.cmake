@@ -37,7 +37,7 @@ function(llmserve_module name)
     target_compile_definitions(${name}_test PRIVATE
       LLMSERVE_SHARED_DIR="${LLMSERVE_SHARED_DIR}")
     gtest_discover_tests(${name}_test DISCOVERY_MODE PRE_TEST
-      PROPERTIES LABELS unit)
+      PROPERTIES LABELS unit ${LLMSERVE_TEST_PROPERTIES})
   endif()
 endfunction()
 
