@@ -39,11 +39,19 @@ TEST(DecodeBenchmarkTest, CountsTheBytesEveryTokenReads) {
   EXPECT_GT(r->best_bandwidth_gb_s, 0);
   EXPECT_NEAR(r->pct_bandwidth, 100.0 * r->achieved_gb_s / r->bandwidth_gb_s, 1e-9);
   EXPECT_EQ(r->verify_cost_ratio, 0);  // not asked for
+  // The prefill's median pass and its first pass are reported on the same scale.
+  ASSERT_GT(r->prefill_tok_s, 0);
+  ASSERT_GT(r->prefill_first_tok_s, 0);
+  EXPECT_NEAR(r->pct_peak_first / r->pct_peak, r->prefill_first_tok_s / r->prefill_tok_s, 1e-9);
+  EXPECT_NEAR(r->prefill_gops / r->peak_gops * 100.0, r->pct_peak, 1e-9);
   o.verify_tokens = 4;
   auto v = run_decode_benchmark(*model, o);
   ASSERT_TRUE(v.ok()) << v.status().to_string();
   EXPECT_GT(v->verify_s, 0);
   EXPECT_DOUBLE_EQ(v->verify_cost_ratio, v->verify_s / v->verify_decode_s);
+  o.prefill_rounds = 0;
+  EXPECT_EQ(run_decode_benchmark(*model, o).status().code(), StatusCode::kInvalidArgument);
+  o.prefill_rounds = 3;
   o.verify_tokens = 17;
   EXPECT_EQ(run_decode_benchmark(*model, o).status().code(), StatusCode::kInvalidArgument);
   o.prefill_tokens = 4000;
