@@ -26,6 +26,7 @@ struct Options {
   int threads = 0;
   std::string kv_type = "f16";  // as serve (EngineConfig)
   bool kv_commit_at_start = false;
+  bool no_warmup_pass = false;
   std::string output_dist = "uniform";
   bool json = false;
   bool profile = false;
@@ -85,6 +86,7 @@ void run(const Options& o) {
     c.threads = o.threads;
     c.k_type = c.v_type = kv;
     c.kv_commit_at_start = o.kv_commit_at_start;
+    c.warmup_pass = !o.no_warmup_pass;
     c.profile = o.profile;
     c.autotune = autotune;
     c.autotune_min_batch_tokens = o.autotune_min_batch_tokens;
@@ -189,6 +191,9 @@ void add_bench_engine_command(CLI::App& app) {
   cmd->add_option("--max-batch-size", o->max_batch_size, "dynamic: requests per batch")->capture_default_str();
   cmd->add_option("--max-delay-ms", o->max_delay_ms, "dynamic: wait for a full batch at most")->capture_default_str();
   cmd->add_option("--kv-type", o->kv_type, "KV cache type")->capture_default_str();
+  cmd->add_flag("--no-warmup-pass", o->no_warmup_pass,
+                "No pass over a dummy batch at the engine's start (serve's warmup_pass = false): the first steps "
+                "pay the buffers' first touch");
   cmd->add_flag("--kv-commit-at-start", o->kv_commit_at_start,
                 "Commit the KV cache's memory at start (as serve's kv_commit_at_start): no step pays a first touch");
   cmd->add_option("-t,--threads", o->threads, "Kernel threads (0 = one per core)");

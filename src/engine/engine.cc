@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <numeric>
 #include <random>
 
 #include "base/clock.h"
@@ -44,6 +45,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const Model& model, const Tokeniz
            dtype_name(config.v_type), kv.context_length, runner->num_threads());
   auto engine = std::make_unique<Engine>(std::move(runner), tokenizer, config, model.identity(), kv.num_blocks,
                                          kv.context_length, registry);
+  if (config.warmup_pass) LLMS_RETURN_IF_ERROR(engine->warm_up());
   if (config.speculative == SpeculativeMode::kDraft) {
     LLMS_ASSIGN_OR_RETURN(engine->draft_model_, Model::load(config.draft_model));
     const int64_t per_block = engine->draft_model_->kv_config(1, config.block_size, DType::kF16, DType::kF16).bytes_per_block();
@@ -109,6 +111,31 @@ Engine::Engine(std::unique_ptr<ModelRunner> runner, const Tokenizer& tokenizer, 
   metrics_.memory_bytes.with({"file_mapped_resident"}).set(static_cast<double>(weights.mapped_resident_bytes));
   metrics_.memory_bytes.with({"kv_reserved"}).set(static_cast<double>(runner_->kv_reserved_bytes()));
   publish(clock_(), true);
+}
+
+Status Engine::warm_up() {
+  const Stopwatch watch;
+  const int64_t capacity = static_cast<int64_t>(kv_.num_blocks()) * config_.block_size;
+  const int64_t tokens = std::min<int64_t>({config_.max_batch_tokens, context_length_, capacity});
+  if (tokens < 1) return ok_status();
+  const int64_t rows = std::clamp<int64_t>(config_.max_running, 1, tokens);
+  // One prompt-like chunk and rows - 1 decode-like ones of a token each, all over the
+  // same blocks (every block is free now, and these are left free: sequences write a
+  // position before they read it, and nothing of this pass enters the prefix cache).
+  std::vector<int32_t> ids(static_cast<size_t>(tokens), 0);
+  std::vector<int32_t> table(static_cast<size_t>((tokens + config_.block_size - 1) / config_.block_size));
+  std::iota(table.begin(), table.end(), 0);
+  const int64_t prompt = tokens - rows + 1;
+  std::vector<SequenceChunk> chunks;
+  chunks.push_back({std::span<const int32_t>(ids).first(static_cast<size_t>(prompt)), 0, table, LogitsWanted::kLast});
+  for (int64_t i = 1; i < rows; ++i) {
+    chunks.push_back({std::span<const int32_t>(ids).first(1), prompt + i - 1, table, LogitsWanted::kLast});
+  }
+  LLMS_RETURN_IF_ERROR(runner_->forward(chunks, fwd_));
+  runner_->reset_expert_load();
+  profile_.clear();
+  log_info("engine: warm-up pass of {} tokens ({} rows of logits) in {:.0f} ms", tokens, rows, watch.elapsed_s() * 1e3);
+  return ok_status();
 }
 
 Engine::~Engine() {

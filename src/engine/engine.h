@@ -117,6 +117,8 @@ class Engine {
   void set_clock(std::function<int64_t()> clock) { clock_ = std::move(clock); }
 
  private:
+  // The pass of EngineConfig::warmup_pass, before any request; its time is logged.
+  Status warm_up();
   void thread_main();
   void intake();
   void reap(int64_t now);

@@ -123,6 +123,7 @@ inline RequestParams greedy_request(std::vector<int32_t> prompt, int max_tokens)
 // Reads every event of a finished request.
 struct Collected {
   std::vector<int32_t> tokens;
+  std::vector<float> logprobs;  // each token's, when the request asked for logprobs
   std::string text;
   FinishEvent finish;
   bool finished = false;
@@ -134,6 +135,7 @@ inline Collected collect(RequestHandle& h) {
   for (auto& e : h.drain()) {
     if (auto* t = std::get_if<TokenEvent>(&e)) {
       c.tokens.push_back(t->token);
+      c.logprobs.push_back(t->logprob);
       c.text += t->text;
     } else {
       c.finish = std::get<FinishEvent>(e);
@@ -149,6 +151,7 @@ inline Collected collect(RequestHandle& h) {
 inline bool collect_more(RequestHandle& h, Collected& into) {
   Collected got = collect(h);
   into.tokens.insert(into.tokens.end(), got.tokens.begin(), got.tokens.end());
+  into.logprobs.insert(into.logprobs.end(), got.logprobs.begin(), got.logprobs.end());
   into.text += got.text;
   into.finish_count += got.finish_count;
   if (got.finished) {

@@ -33,6 +33,8 @@ class ModelRunner {
   // (ForwardState::expert_load()); 0 and empty for a dense model.
   virtual int expert_count() const { return 0; }
   virtual std::span<const int64_t> expert_load() const { return {}; }
+  // Sets the routed-token counts of expert_load() back to 0 (after a warm-up pass).
+  virtual void reset_expert_load() {}
   // Confidence early exit for the chunks that allow it (SequenceChunk::early_exit_from);
   // INVALID_ARGUMENT for settings the model cannot have. A fake model never exits.
   virtual Status set_early_exit(const EarlyExitConfig& /*exit*/) { return ok_status(); }
@@ -55,6 +57,7 @@ class LocalModelRunner : public ModelRunner {
   }
   int expert_count() const override { return model_.config().n_expert; }
   std::span<const int64_t> expert_load() const override { return state_.expert_load(); }
+  void reset_expert_load() override { state_.reset_expert_load(); }
   Status set_early_exit(const EarlyExitConfig& exit) override;
   const KvCache& kv_cache() const { return kv_; }
   int num_threads() const { return pool_.num_threads(); }

@@ -7,6 +7,7 @@
 // and one KvCache belong to one caller at a time.
 #pragma once
 
+#include <algorithm>
 #include <memory>
 #include <span>
 #include <string>
@@ -56,6 +57,7 @@ class ForwardState {
   // Of a mixture of experts: the tokens routed to each expert over every pass so far,
   // [n_layer * n_expert] (layer-major); empty for a dense model.
   const std::vector<int64_t>& expert_load() const { return expert_load_; }
+  void reset_expert_load() { std::fill(expert_load_.begin(), expert_load_.end(), 0); }
   // Early exit (model/early_exit.h): records what later passes decide per token into
   // `trace` (not owned; null to stop).
   void set_exit_trace(ExitTrace* trace) { exit_trace_ = trace; }

@@ -384,6 +384,10 @@ std::vector<ConfigKey> make_keys() {
       bool_key("kv_commit_at_start",
                "Commit the KV cache's memory at start, as llama.cpp does (false: as blocks are first written)",
                ENG(kv_commit_at_start)),
+      bool_key("warmup_pass",
+               "Run one pass of max_batch_tokens dummy tokens at start, so that no request pays the buffers' first "
+               "touch",
+               ENG(warmup_pass)),
       bool_key("prefix_cache", "Share KV blocks of identical prompt prefixes", ENG(prefix_cache)),
       bool_key("prefix_clustering",
                "Admit a request that shares a prefix with one still computing it after that prefix is cached, and "
