@@ -83,7 +83,9 @@ void check_unchanged(const SyntheticSpec& spec) {
   EXPECT_EQ(warm.prefill_computed, cold.prefill_computed);
   // Its dummy tokens are not counted as routed tokens.
   EXPECT_EQ(warm.expert_imbalance, cold.expert_imbalance);
-  if (spec.n_expert > 0) EXPECT_GT(warm.expert_imbalance, 0);
+  if (spec.n_expert > 0) {
+    EXPECT_GT(warm.expert_imbalance, 0);
+  }
   std::filesystem::remove(path);
 }
 

@@ -166,9 +166,16 @@ Status Model::forward(std::span<const SequenceChunk> chunks, KvCache& kv, Forwar
   s.reserve(c, n_tokens);
 
   embed(chunks, n_tokens, s, pool);
+  // Each block's residual pass also norms the rows for the block after it.
   for (int l = 0; l < c.n_layer; ++l) {
-    attention_block(l, chunks, n_tokens, kv, s, pool);
-    ffn_block(l, n_tokens, s, pool);
+    const LayerWeights& L = weights_.layers[static_cast<size_t>(l)];
+    attention_block(l, chunks, n_tokens, kv, s, pool, l > 0, {&L.ffn_norm, &L.ffn_norm_b});
+    NormWeights next;
+    if (l + 1 < c.n_layer) {
+      const LayerWeights& N = weights_.layers[static_cast<size_t>(l + 1)];
+      next = {&N.attn_norm, &N.attn_norm_b};
+    }
+    ffn_block(l, n_tokens, s, pool, true, next);
   }
   {
     const ScopedStepPart part(s.profile_, StepPart::kLogits);
@@ -223,7 +230,7 @@ void Model::embed(std::span<const SequenceChunk> chunks, int64_t n_tokens, Forwa
 }
 
 void Model::attention_block(int l, std::span<const SequenceChunk> chunks, int64_t n, KvCache& kv, ForwardState& s,
-                            ThreadPool& pool) const {
+                            ThreadPool& pool, bool input_normed, NormWeights next) const {
   const ModelConfig& c = config_;
   const LayerWeights& L = weights_.layers[static_cast<size_t>(l)];
   float* x = s.x_.as<float>();
@@ -233,9 +240,12 @@ void Model::attention_block(int l, std::span<const SequenceChunk> chunks, int64_
   float* v = s.v_.as<float>();    // [n, kv_dim]
   float* att = s.att_.as<float>();  // [n, q_dim]
   StepProfile* prof = s.profile_;
-  std::optional<ScopedStepPart> part(std::in_place, prof, StepPart::kElementwise);
-  norm_rows(x, L.attn_norm, L.attn_norm_b, n, xn, pool);
-  part.reset();
+  std::optional<ScopedStepPart> part;
+  if (!input_normed) {
+    part.emplace(prof, StepPart::kElementwise);
+    norm_rows(x, L.attn_norm, L.attn_norm_b, n, xn, pool);
+    part.reset();
+  }
   {
     const MatmulOutput outs[] = {{&L.wq, q}, {&L.wk, k}, {&L.wv, v}};
     const char* const whats[] = {"attn_q", "attn_k", "attn_v"};
@@ -289,24 +299,28 @@ void Model::attention_block(int l, std::span<const SequenceChunk> chunks, int64_
   float* tmp = s.tmp_.as<float>();
   product(L.wo, l, "attn_output", att, n, tmp, s, pool);
   part.emplace(prof, StepPart::kElementwise);
-  add_residual(x, tmp, L.bo, L.attn_post_norm, n, pool);
+  add_residual(x, tmp, L.bo, L.attn_post_norm, n, pool, next, xn);
 }
 
-void Model::ffn_block(int l, int64_t n, ForwardState& s, ThreadPool& pool) const {
+void Model::ffn_block(int l, int64_t n, ForwardState& s, ThreadPool& pool, bool input_normed,
+                      NormWeights next) const {
   const LayerWeights& L = weights_.layers[static_cast<size_t>(l)];
   float* x = s.x_.as<float>();
   float* xn = s.xn_.as<float>();
   float* tmp = s.tmp_.as<float>();
-  std::optional<ScopedStepPart> part(std::in_place, s.profile_, StepPart::kElementwise);
-  norm_rows(x, L.ffn_norm, L.ffn_norm_b, n, xn, pool);
-  part.reset();
+  std::optional<ScopedStepPart> part;
+  if (!input_normed) {
+    part.emplace(s.profile_, StepPart::kElementwise);
+    norm_rows(x, L.ffn_norm, L.ffn_norm_b, n, xn, pool);
+    part.reset();
+  }
   if (config_.moe()) {
     expert_ffn(l, xn, n, tmp, s, pool);
   } else {
     dense_ffn(l, xn, n, tmp, s, pool);
   }
   part.emplace(s.profile_, StepPart::kElementwise);
-  add_residual(x, tmp, L.b_down, L.ffn_post_norm, n, pool);
+  add_residual(x, tmp, L.b_down, L.ffn_post_norm, n, pool, next, xn);
 }
 
 void Model::dense_ffn(int l, const float* xn, int64_t n, float* out, ForwardState& s, ThreadPool& pool) const {
@@ -368,7 +382,7 @@ void Model::norm_rows(const float* x, const std::vector<float>& w, const std::ve
 }
 
 void Model::add_residual(float* x, float* y, const std::vector<float>& bias, const std::vector<float>& post_norm,
-                         int64_t n, ThreadPool& pool) const {
+                         int64_t n, ThreadPool& pool, NormWeights next, float* xn) const {
   const int64_t d = config_.n_embd;
   for_rows(pool, n, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
@@ -376,6 +390,7 @@ void Model::add_residual(float* x, float* y, const std::vector<float>& bias, con
       if (!bias.empty()) add_inplace(yt, bias.data(), d);
       if (!post_norm.empty()) norm_rows(yt, post_norm, {}, 1, yt);
       add_inplace(x + t * d, yt, d);
+      if (next.w != nullptr) norm_rows(x + t * d, *next.w, *next.b, 1, xn + t * d);
     }
   });
 }

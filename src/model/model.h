@@ -94,6 +94,12 @@ class ForwardState {
   std::vector<SequenceChunk> runs_;      // the active rows as runs of consecutive positions
 };
 
+// A norm's weights (RMSNorm: b empty); null w: none.
+struct NormWeights {
+  const std::vector<float>* w = nullptr;
+  const std::vector<float>* b = nullptr;
+};
+
 class Model {
  public:
   // Opens, validates and maps the model. The error names the file and what is wrong.
@@ -133,9 +139,15 @@ class Model {
   // each token's slot and RoPE table.
   void embed(std::span<const SequenceChunk> chunks, int64_t n_tokens, ForwardState& s, ThreadPool& pool) const;
   Status validate(std::span<const SequenceChunk> chunks, const KvCache& kv) const;
+  // A block reads the normed rows state.xn_ and adds its output to state.x_. With
+  // input_normed, xn_ already holds this block's input norm of x_ (the block before
+  // computed it); with `next`, the block leaves next's norm of the new x_ in xn_, in
+  // the same pass over the rows as the residual: one pool job fewer per block, and
+  // the same arithmetic per row.
   void attention_block(int layer, std::span<const SequenceChunk> chunks, int64_t n_tokens, KvCache& kv,
-                       ForwardState& s, ThreadPool& pool) const;
-  void ffn_block(int layer, int64_t n_tokens, ForwardState& s, ThreadPool& pool) const;
+                       ForwardState& s, ThreadPool& pool, bool input_normed = false, NormWeights next = {}) const;
+  void ffn_block(int layer, int64_t n_tokens, ForwardState& s, ThreadPool& pool, bool input_normed = false,
+                 NormWeights next = {}) const;
   // The dense FFN of the normed rows xn into out [n, n_embd] (Qwen2-MoE: the shared expert).
   void dense_ffn(int layer, const float* xn, int64_t n, float* out, ForwardState& s, ThreadPool& pool) const;
   // The mixture of experts of the normed rows xn into out [n, n_embd] (model/experts.cc).
@@ -145,9 +157,10 @@ class Model {
   // The same, rows split across the pool.
   void norm_rows(const float* x, const std::vector<float>& w, const std::vector<float>& b, int64_t n, float* out,
                  ThreadPool& pool) const;
-  // x[t] += bias (may be empty), post-norm (may be empty) and residual: x += y, for n rows.
+  // x[t] += bias (may be empty), post-norm (may be empty) and residual: x += y, for n
+  // rows; then, with next.w, xn[t] = next's norm of the new x[t].
   void add_residual(float* x, float* y, const std::vector<float>& bias, const std::vector<float>& post_norm, int64_t n,
-                    ThreadPool& pool) const;
+                    ThreadPool& pool, NormWeights next = {}, float* xn = nullptr) const;
   void compute_logits(std::span<const SequenceChunk> chunks, ForwardState& s, ThreadPool& pool, ForwardOutput& out) const;
   // The final norm, the output head and its soft-capping of the hidden rows `src` (of
   // s.x_) into `logits` [src.size(), n_vocab].
