@@ -19,6 +19,15 @@
 
 namespace llms::testing {
 
+// AddressSanitizer keeps shadow memory and a quarantine of freed blocks (handing out
+// fresh memory, whose pages fault in on first use): tests of the process's memory and
+// page faults read the program's own behaviour only without it.
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr bool kUnderAsan = true;
+#else
+inline constexpr bool kUnderAsan = false;
+#endif
+
 constexpr int kFakeVocab = 300;
 
 // next(token, pos) = (token * 7 + pos * 3 + 5) % kFakeVocab, never 2 (EOS) unless the

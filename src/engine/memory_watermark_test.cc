@@ -20,14 +20,9 @@ namespace {
 using testing::collect;
 using testing::greedy_request;
 
-// AddressSanitizer keeps shadow memory and a quarantine of freed blocks in the
-// process's anonymous memory, which the watermark reads: the shares measured here
-// mean nothing under it.
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kUnderAsan = true;
-#else
-constexpr bool kUnderAsan = false;
-#endif
+// Under AddressSanitizer the process's anonymous memory, which the watermark reads,
+// holds its shadow and quarantine: the shares measured here mean nothing there.
+using testing::kUnderAsan;
 
 TEST(MemoryWatermarkTest, ModelLargerThanHalfTheLimitIsServed) {
   if (kUnderAsan) GTEST_SKIP() << "process memory is not the program's own under AddressSanitizer";

@@ -18,6 +18,7 @@ namespace {
 
 using testing::collect;
 using testing::greedy_request;
+using testing::kUnderAsan;
 
 struct Run {
   std::vector<testing::Collected> out;
@@ -97,14 +98,6 @@ TEST(WarmupEngineTest, LeavesOutputsCacheAndExpertCountsUnchanged) {
   moe.n_expert_used = 2;
   check_unchanged(moe);
 }
-
-// AddressSanitizer's allocator keeps freed blocks in quarantine and hands out fresh
-// memory, whose pages fault in on first use, warm-up or not.
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kUnderAsan = true;
-#else
-constexpr bool kUnderAsan = false;
-#endif
 
 int64_t minor_faults() {
   rusage u{};

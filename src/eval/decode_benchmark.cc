@@ -115,7 +115,7 @@ Result<DecodeBenchResult> run_decode_benchmark(const Model& model, const DecodeB
   const double ops = 2.0 * ((params - head) * o.prefill_tokens + head);
   r.prefill_gops = ops / prefill_s / 1e9;
   r.pct_peak = 100.0 * r.prefill_gops / r.peak_gops;
-  r.pct_peak_first = 100.0 * ops / first_s / 1e9 / r.peak_gops;
+  r.pct_peak_first = r.pct_peak * prefill_s / first_s;
   if (o.verify_tokens > 0) {
     // Alternate a decode step and a verification pass at the same position, so both
     // see the same bandwidth; each overwrites the positions the other wrote.

@@ -21,10 +21,10 @@
 // Tokens whose accumulators one pass over a panel group keeps (in memory, P x 64 x 64
 // bytes at most); larger batches take several passes.
 inline constexpr int kBatchTokens = 64;
-// The tiles of a chunk that prefetch the next chunk's weights, in equal slices. Spread
-// over every tile (11 of 6 tokens in a pass of 64), each block of every tile paid the
-// cursor's bookkeeping for a line or two; in the first two, a GEMM of 32 tokens ran
-// 5-15% faster and one of 512 tokens 6% (BM_GemmBatch, BM_Gemm, 2 threads).
+// The tiles of a chunk that prefetch the next chunk's weights, in equal slices: the
+// first two. The others then pay no prefetch bookkeeping per block, and the weights
+// are asked for early in the chunk (docs/benchmarks.md: 5-15% on GEMMs of 32 tokens
+// and 6% on 512 against slices in every tile).
 inline constexpr int64_t kPrefetchTiles = 2;
 
 // Where a tile reads and writes its accumulators: acc[p * stride + t] for panel p and
@@ -124,8 +124,8 @@ struct ChunkPrefetch {
     }
   }
   LLMS_SIMD void step_once() {
-    // Unrolled over the panels, so that the cursors stay in registers (a loop over
-    // them kept them on the stack: a store and a load per cursor and line).
+    // Unrolled over the panels, so that the cursors stay in registers rather than on
+    // the stack (a store and a load per cursor and line).
 #pragma GCC unroll 16
     for (int p = 0; p < P; ++p) {
       for (int64_t done = 0; done < step && left[p] > 0; done += 64, left[p] -= 64) {
@@ -177,8 +177,9 @@ void gemm_panels(const MatmulCall& c, int64_t p) {
       const int64_t tiles = (ns + T - 1) / T, pf_total = a.pf_bytes, pf_start = a.pf;
       const int64_t pf_tiles = std::min<int64_t>(tiles, kPrefetchTiles);
       for (int64_t i = 0; i < tiles; ++i, a.t0 += T, a.acc += T) {
-        a.pf = pf_start + pf_total * std::min(i, pf_tiles) / pf_tiles;
-        a.pf_bytes = i < pf_tiles ? pf_total * (i + 1) / pf_tiles - pf_total * i / pf_tiles : 0;
+        const int64_t from = pf_total * std::min(i, pf_tiles) / pf_tiles;
+        a.pf = pf_start + from;
+        a.pf_bytes = pf_total * std::min(i + 1, pf_tiles) / pf_tiles - from;  // 0 past the first pf_tiles
         a.valid = std::min<int64_t>(T, s0 + ns - a.t0);
         if (a.valid == T) {
           Kind::template tile<P, T>(c, a, k0, k1);
