@@ -63,6 +63,102 @@ LLMS_SIMD void attention_scores(const AttentionRows& a, int g, const float* cons
   }
 }
 
+// Scores of G full groups of 16 keys at once, group i being keys [j[i], j[i] + 16) of
+// the span's block g[i], with each key's arithmetic that of attention_scores<R, true,
+// kF16>: only the instruction streams interleave, so that the groups' blocks (which
+// lie apart in the pool) are read side by side.
+template <int R, int G, bool kF16>
+LLMS_SIMD void attention_scores_groups(const AttentionRows& a, const int (&g)[G], const int (&j)[G],
+                                       const float* const (&q)[R], float* const (&s)[R]) {
+  const int B = a.block, hd = a.head_dim;
+  auto load = [&](const auto* p) {
+    if constexpr (kF16) {
+      return load_f16(p);
+    } else {
+      return load_f(p);
+    }
+  };
+  using Elem = std::conditional_t<kF16, uint16_t, float>;
+  const Elem* kt[G];
+  VF p[G][R][4];
+#pragma GCC unroll 4
+  for (int i = 0; i < G; ++i) {
+    if constexpr (kF16) {
+      kt[i] = a.kt_f16[g[i]] + j[i];
+    } else {
+      kt[i] = a.kt[g[i]] + j[i];
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) p[i][r][0] = p[i][r][1] = p[i][r][2] = p[i][r][3] = zero_f();
+  }
+  int d = 0;
+  for (; d + 4 <= hd; d += 4) {
+#pragma GCC unroll 4
+    for (int u = 0; u < 4; ++u) {
+#pragma GCC unroll 4
+      for (int i = 0; i < G; ++i) {
+        const VF kv = load(kt[i] + (d + u) * B);
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) p[i][r][u] = fma_f(set1_f(q[r][d + u]), kv, p[i][r][u]);
+      }
+    }
+  }
+#pragma GCC unroll 3
+  for (int u = 0; u < 3; ++u) {
+    if (d + u < hd) {
+#pragma GCC unroll 4
+      for (int i = 0; i < G; ++i) {
+        const VF kv = load(kt[i] + (d + u) * B);
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) p[i][r][u] = fma_f(set1_f(q[r][d + u]), kv, p[i][r][u]);
+      }
+    }
+  }
+  const VF scale = set1_f(a.scale);
+#pragma GCC unroll 4
+  for (int i = 0; i < G; ++i) {
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const VF v = mul_f(add_f(add_f(p[i][r][0], p[i][r][1]), add_f(p[i][r][2], p[i][r][3])), scale);
+      store_f(s[r] + g[i] * B + j[i], v);
+    }
+  }
+}
+
+// The span's scores, full groups of 16 keys G at a time (fewer at the end), then each
+// block's partial group.
+template <int R, bool kF16>
+LLMS_SIMD void attention_span_scores(const AttentionRows& a, const float* const (&q)[R], float* const (&s)[R],
+                                     int n_blocks) {
+  constexpr int G = R >= 4 ? 1 : 4 / R;
+  const int B = a.block, valid = a.valid;
+  int gs[G], js[G], n = 0;
+  auto flush = [&] {
+    if constexpr (G > 1) {
+      if (n == G) {
+        attention_scores_groups<R, G, kF16>(a, gs, js, q, s);
+        n = 0;
+        return;
+      }
+    }
+    for (int i = 0; i < n; ++i) attention_scores<R, true, kF16>(a, gs[i], q, s, js[i], 16);
+    n = 0;
+  };
+  for (int g = 0; g < n_blocks; ++g) {
+    const int keys = std::min(B, valid - g * B);
+    for (int j = 0; j + 16 <= keys; j += 16) {
+      gs[n] = g, js[n] = j, ++n;
+      if (n == G) flush();
+    }
+  }
+  flush();
+  for (int g = 0; g < n_blocks; ++g) {
+    const int keys = std::min(B, valid - g * B);
+    const int j = keys / 16 * 16;
+    if (j < keys) attention_scores<R, false, kF16>(a, g, q, s, j, keys - j);
+  }
+}
+
 template <int R>
 LLMS_SIMD void attention_rows_tile(const AttentionRows& a, int r0) {
   const int B = a.block, hd = a.head_dim, valid = a.valid;
@@ -72,16 +168,10 @@ LLMS_SIMD void attention_rows_tile(const AttentionRows& a, int r0) {
   const float* q[R];
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) s[r] = a.scores + (r0 + r) * stride, q[r] = a.q[r0 + r];
-  for (int g = 0; g < n_blocks; ++g) {
-    const int keys = std::min(B, valid - g * B);
-    int j = 0;
-    if (a.kt_f16[0] != nullptr) {
-      for (; j + 16 <= keys; j += 16) attention_scores<R, true, true>(a, g, q, s, j, 16);
-      if (j < keys) attention_scores<R, false, true>(a, g, q, s, j, keys - j);
-    } else {
-      for (; j + 16 <= keys; j += 16) attention_scores<R, true, false>(a, g, q, s, j, 16);
-      if (j < keys) attention_scores<R, false, false>(a, g, q, s, j, keys - j);
-    }
+  if (a.kt_f16[0] != nullptr) {
+    attention_span_scores<R, true>(a, q, s, n_blocks);
+  } else {
+    attention_span_scores<R, false>(a, q, s, n_blocks);
   }
   // Soft-capping (Gemma-2): scalar tanh, the same on every target.
   if (a.softcap > 0.0f) {

@@ -29,12 +29,6 @@ LLMS_SIMD void for_each_vec(int64_t n, F&& f) {
   if (i < n) f(i, static_cast<int>(n - i));
 }
 LLMS_SIMD VF load_n(const float* p, int n) { return n == 16 ? load_f(p) : load_part_f(p, n); }
-// Halves [0, n) of p (n <= 16) as floats, the other lanes zero; reads nothing past p + n.
-LLMS_SIMD VF load_part_f16(const uint16_t* p, int n) {
-  uint16_t h[16] = {};
-  for (int i = 0; i < n; ++i) h[i] = p[i];
-  return load_f16(h);
-}
 LLMS_SIMD void store_n(float* p, VF v, int n) {
   if (n == 16) {
     store_f(p, v);

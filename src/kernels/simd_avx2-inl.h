@@ -70,6 +70,12 @@ LLMS_SIMD VF load_f16(const uint16_t* p) {
   return {_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))),
           _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 8)))};
 }
+// Halves [0, n) of p (n <= 16) as floats, the other lanes zero; reads nothing past p + n.
+LLMS_SIMD VF load_part_f16(const uint16_t* p, int n) {
+  alignas(32) uint16_t h[16] = {};
+  for (int i = 0; i < n; ++i) h[i] = p[i];
+  return load_f16(h);
+}
 // To the nearest F16 (ties to even) and back.
 LLMS_SIMD VF round_f16(VF v) {
   return {_mm256_cvtph_ps(_mm256_cvtps_ph(v.lo, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)),
