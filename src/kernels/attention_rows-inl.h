@@ -11,71 +11,21 @@
 // a row's result does not depend on which rows share its call.
 // Spliced into a target namespace after ops-inl.h.
 
-// Scores of keys [j, j + k) of the span's block g (k = 16 when kFull) for R rows, four
-// partial sums each; keys from a.kt_f16[g] when kF16, else a.kt[g].
-template <int R, bool kFull, bool kF16>
-LLMS_SIMD void attention_scores(const AttentionRows& a, int g, const float* const (&q)[R], float* const (&s)[R], int j,
-                                int k) {
+// Scores of G groups of keys for R rows, group i being keys [j[i], j[i] + k) of the
+// span's block g[i] (k = 16 when kFull; a partial group comes alone, G = 1), four
+// partial sums each; keys from a.kt_f16 when kF16, else a.kt. A key's arithmetic does
+// not depend on G: several groups only interleave their instruction streams, so that
+// their blocks (which lie apart in the pool) are read side by side.
+template <int R, int G, bool kFull, bool kF16>
+LLMS_SIMD void attention_scores(const AttentionRows& a, const int (&g)[G], const int (&j)[G],
+                                const float* const (&q)[R], float* const (&s)[R], int k) {
+  static_assert(kFull || G == 1);
   const int B = a.block, hd = a.head_dim;
   auto load = [&](const auto* p) {
     if constexpr (kF16) {
       return kFull ? load_f16(p) : load_part_f16(p, k);
     } else {
       return kFull ? load_f(p) : load_part_f(p, k);
-    }
-  };
-  VF p[R][4];
-#pragma GCC unroll 8
-  for (int r = 0; r < R; ++r) p[r][0] = p[r][1] = p[r][2] = p[r][3] = zero_f();
-  const auto* kt = [&] {
-    if constexpr (kF16) {
-      return a.kt_f16[g] + j;
-    } else {
-      return a.kt[g] + j;
-    }
-  }();
-  int d = 0;
-  for (; d + 4 <= hd; d += 4, kt += 4 * B) {
-#pragma GCC unroll 4
-    for (int u = 0; u < 4; ++u) {
-      const VF kv = load(kt + u * B);
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) p[r][u] = fma_f(set1_f(q[r][d + u]), kv, p[r][u]);
-    }
-  }
-#pragma GCC unroll 3
-  for (int u = 0; u < 3; ++u) {
-    if (d + u < hd) {
-      const VF kv = load(kt + u * B);
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) p[r][u] = fma_f(set1_f(q[r][d + u]), kv, p[r][u]);
-    }
-  }
-  const VF scale = set1_f(a.scale);
-#pragma GCC unroll 8
-  for (int r = 0; r < R; ++r) {
-    const VF v = mul_f(add_f(add_f(p[r][0], p[r][1]), add_f(p[r][2], p[r][3])), scale);
-    if (kFull) {
-      store_f(s[r] + g * B + j, v);
-    } else {
-      store_part_f(s[r] + g * B + j, v, k);
-    }
-  }
-}
-
-// Scores of G full groups of 16 keys at once, group i being keys [j[i], j[i] + 16) of
-// the span's block g[i], with each key's arithmetic that of attention_scores<R, true,
-// kF16>: only the instruction streams interleave, so that the groups' blocks (which
-// lie apart in the pool) are read side by side.
-template <int R, int G, bool kF16>
-LLMS_SIMD void attention_scores_groups(const AttentionRows& a, const int (&g)[G], const int (&j)[G],
-                                       const float* const (&q)[R], float* const (&s)[R]) {
-  const int B = a.block, hd = a.head_dim;
-  auto load = [&](const auto* p) {
-    if constexpr (kF16) {
-      return load_f16(p);
-    } else {
-      return load_f(p);
     }
   };
   using Elem = std::conditional_t<kF16, uint16_t, float>;
@@ -120,7 +70,11 @@ LLMS_SIMD void attention_scores_groups(const AttentionRows& a, const int (&g)[G]
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const VF v = mul_f(add_f(add_f(p[i][r][0], p[i][r][1]), add_f(p[i][r][2], p[i][r][3])), scale);
-      store_f(s[r] + g[i] * B + j[i], v);
+      if (kFull) {
+        store_f(s[r] + g[i] * B + j[i], v);
+      } else {
+        store_part_f(s[r] + g[i] * B + j[i], v, k);
+      }
     }
   }
 }
@@ -134,14 +88,11 @@ LLMS_SIMD void attention_span_scores(const AttentionRows& a, const float* const 
   const int B = a.block, valid = a.valid;
   int gs[G], js[G], n = 0;
   auto flush = [&] {
-    if constexpr (G > 1) {
-      if (n == G) {
-        attention_scores_groups<R, G, kF16>(a, gs, js, q, s);
-        n = 0;
-        return;
-      }
+    if (n == G) {
+      attention_scores<R, G, true, kF16>(a, gs, js, q, s, 16);
+    } else {
+      for (int i = 0; i < n; ++i) attention_scores<R, 1, true, kF16>(a, {gs[i]}, {js[i]}, q, s, 16);
     }
-    for (int i = 0; i < n; ++i) attention_scores<R, true, kF16>(a, gs[i], q, s, js[i], 16);
     n = 0;
   };
   for (int g = 0; g < n_blocks; ++g) {
@@ -155,7 +106,7 @@ LLMS_SIMD void attention_span_scores(const AttentionRows& a, const float* const 
   for (int g = 0; g < n_blocks; ++g) {
     const int keys = std::min(B, valid - g * B);
     const int j = keys / 16 * 16;
-    if (j < keys) attention_scores<R, false, kF16>(a, g, q, s, j, keys - j);
+    if (j < keys) attention_scores<R, 1, false, kF16>(a, {g}, {j}, q, s, keys - j);
   }
 }
 
