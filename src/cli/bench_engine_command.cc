@@ -167,6 +167,12 @@ void add_bench_engine_command(CLI::App& app) {
       ->check(CLI::IsMember({"uniform", "log-uniform"}))
       ->capture_default_str();
   cmd->add_option("--seed", o->load.seed, "Seed of the request mix")->capture_default_str();
+  cmd->add_option("--temperature", o->load.temperature, "Every request's sampling temperature (0: greedy)")
+      ->check(CLI::Range(0.0f, 100.0f))
+      ->capture_default_str();
+  cmd->add_option("--top-p", o->load.top_p, "Every request's top-p")->check(CLI::Range(0.0f, 1.0f))->capture_default_str();
+  cmd->add_option("--top-k", o->load.top_k, "Every request's top-k (0: off)")->check(CLI::NonNegativeNumber)->capture_default_str();
+  cmd->add_option("--min-p", o->load.min_p, "Every request's min-p")->check(CLI::Range(0.0f, 1.0f))->capture_default_str();
   cmd->add_option("--warmup", o->load.warmup,
                   "Rounds of the same load (other prompts) before the timed one, on the same engine (their KV "
                   "blocks stay cached: the timed round still writes new ones first; see --kv-commit-at-start)")

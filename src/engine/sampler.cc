@@ -3,8 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
+
+#include "kernels/ops.h"
 
 namespace llms {
 
@@ -82,59 +85,149 @@ void Sampler::apply_penalties(std::vector<float>& l) const {
   }
 }
 
+namespace {
+
+// Order of logit, ties to the lower id.
+bool by_logit(const std::pair<float, int32_t>& a, const std::pair<float, int32_t>& b) {
+  return a.first > b.first || (a.first == b.first && a.second < b.second);
+}
+
+// A positive float's exponent and first two mantissa bits (coarse), or twelve (fine):
+// larger keys, larger values.
+uint32_t coarse_key(float e) { return std::bit_cast<uint32_t>(e) >> 21; }
+uint32_t fine_key(float e) { return std::bit_cast<uint32_t>(e) >> 11; }
+constexpr size_t kKeys = size_t{1} << 10;  // coarse keys, and fine keys within one
+
+}  // namespace
+
+// The last token top-p keeps, in order of logit, found without sorting the vocabulary:
+// the exponentials' mass by coarse key (a quarter of an octave each, from the top)
+// gives the key where the kept mass reaches top_p, their mass by fine key within it
+// the fine key; only that fine key's tokens are sorted.
+Sampler::NucleusBound Sampler::nucleus_bound(const float* l, int n_vocab, float inv_t, double sum) {
+  constexpr float kMasked = -std::numeric_limits<float>::infinity();
+  NucleusBound keep_all{0, {kMasked, std::numeric_limits<int32_t>::max()}};
+  if (params_.top_p >= 1.0f) return keep_all;
+  const double target = params_.top_p * sum;
+  double cum = 0.0;  // of the tokens above the key found so far
+  // The highest key of `mass_` at which cum reaches target, or -1.
+  auto find = [&] {
+    size_t key = kKeys;
+    while (key > 0 && cum + mass_[key - 1] < target) cum += mass_[--key];
+    return static_cast<int64_t>(key) - 1;
+  };
+  mass_.assign(kKeys, 0.0);
+  for (int i = 0; i < n_vocab; ++i) {
+    if (l[i] != kMasked) mass_[coarse_key(probs_[i])] += probs_[i];
+  }
+  const int64_t coarse = find();
+  if (coarse < 0) return keep_all;
+  mass_.assign(kKeys, 0.0);
+  for (int i = 0; i < n_vocab; ++i) {
+    if (l[i] != kMasked && coarse_key(probs_[i]) == coarse) mass_[fine_key(probs_[i]) % kKeys] += probs_[i];
+  }
+  int64_t fine = find();
+  // Rounding left the target above this key's whole mass: all of it is kept, down to
+  // its lowest fine key.
+  while (fine < 0 || mass_[static_cast<size_t>(fine)] == 0.0) ++fine;
+  const uint32_t key = static_cast<uint32_t>(coarse * static_cast<int64_t>(kKeys) + fine);
+  candidates_.clear();
+  for (int i = 0; i < n_vocab; ++i) {
+    if (l[i] != kMasked && fine_key(probs_[i]) == key) candidates_.emplace_back(l[i] * inv_t, i);
+  }
+  std::sort(candidates_.begin(), candidates_.end(), by_logit);
+  for (const auto& c : candidates_) {
+    cum += probs_[static_cast<size_t>(c.second)];
+    if (cum >= target) return {key, c};
+  }
+  return {key, candidates_.back()};
+}
+
 int32_t Sampler::sample(const float* logits, int n_vocab) {
   const bool penalized = params_.repetition_penalty != 1.0f || params_.presence_penalty != 0.0f ||
                          params_.frequency_penalty != 0.0f || !params_.logit_bias.empty();
-  // Greedy without penalties reads the logits in place.
-  if (params_.greedy() && !penalized) return first_max_index(logits, n_vocab);
-  scratch_.assign(logits, logits + n_vocab);
-  apply_penalties(scratch_);
-  if (params_.greedy()) {
-    // First maximum: ties go to the lowest id, as every reference does.
-    return static_cast<int32_t>(std::max_element(scratch_.begin(), scratch_.end()) - scratch_.begin());
+  // Without penalties the logits are read in place.
+  const float* l = logits;
+  if (penalized) {
+    scratch_.assign(logits, logits + n_vocab);
+    apply_penalties(scratch_);
+    l = scratch_.data();
   }
+  // First maximum: ties go to the lowest id, as every reference does.
+  if (params_.greedy()) return first_max_index(l, n_vocab);
+  constexpr float kMasked = -std::numeric_limits<float>::infinity();  // a grammar's: never drawn
   const float inv_t = 1.0f / params_.temperature;
+  const bool top_k = params_.top_k > 0 && params_.top_k < n_vocab;
+  // Without top-k, the draw walks the tokens in id order over those that top-p and
+  // min-p keep: the same distribution as walking them in order of logit, without
+  // sorting the vocabulary per token (2.4 ms at 32,000 tokens, more than the model's
+  // step).
+  if (!top_k) {
+    // Exponentials of the scaled logits from their maximum (whose own is 1).
+    probs_.resize(static_cast<size_t>(n_vocab));
+    for (int i = 0; i < n_vocab; ++i) probs_[i] = l[i] * inv_t;
+    float max = 0.0f;
+    softmax_step(probs_.data(), n_vocab, kMasked, &max);
+    if (max == kMasked) return 0;  // every token masked: the first maximum
+    double sum = 0.0;  // probabilities are e / sum
+    for (int i = 0; i < n_vocab; ++i) sum += l[i] == kMasked ? 0.0 : probs_[i];
+    const NucleusBound bound = nucleus_bound(l, n_vocab, inv_t, sum);
+    // Min-p keeps probabilities of at least min_p times the top one's (whose e is 1).
+    const float min_e = params_.min_p;
+    auto kept = [&](int i) {
+      if (l[i] == kMasked || probs_[i] < min_e) return false;
+      const uint32_t key = fine_key(probs_[i]);
+      if (key != bound.key) return key > bound.key;
+      const std::pair<float, int32_t> c(l[i] * inv_t, i);
+      return c == bound.last || by_logit(c, bound.last);
+    };
+    // The kept tokens' exponentials in place, the others' 0.
+    double total = 0.0;
+    for (int i = 0; i < n_vocab; ++i) total += probs_[i] = kept(i) ? probs_[i] : 0.0f;
+    const double r = rng_.uniform() * total;
+    double acc = 0.0;
+    int32_t last = 0;
+    for (int i = 0; i < n_vocab; ++i) {
+      if (probs_[i] == 0.0f) continue;
+      acc += probs_[i];
+      last = i;
+      if (r < acc) return i;
+    }
+    return last;
+  }
+  // Top-k: its k candidates in order of logit, then top-p and min-p among them.
   candidates_.clear();
-  // Tokens a grammar masked out (-infinity) can never be drawn: leave them out.
   for (int i = 0; i < n_vocab; ++i) {
-    if (scratch_[i] != -std::numeric_limits<float>::infinity()) candidates_.emplace_back(scratch_[i] * inv_t, i);
+    if (l[i] != kMasked) candidates_.emplace_back(l[i] * inv_t, i);
   }
-  if (candidates_.empty()) return static_cast<int32_t>(std::max_element(scratch_.begin(), scratch_.end()) - scratch_.begin());
-  auto by_logit = [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); };
-  size_t n = candidates_.size();
-  if (params_.top_k > 0 && static_cast<size_t>(params_.top_k) < n) {
-    n = static_cast<size_t>(params_.top_k);
-    std::partial_sort(candidates_.begin(), candidates_.begin() + static_cast<ptrdiff_t>(n), candidates_.end(), by_logit);
-  } else {
-    std::sort(candidates_.begin(), candidates_.end(), by_logit);
-  }
-  // Softmax over the kept candidates (sorted, so [0] is the max).
-  const float max = candidates_[0].first;
-  double sum = 0.0;
-  for (size_t i = 0; i < n; ++i) sum += (candidates_[i].first = std::exp(candidates_[i].first - max));
-  for (size_t i = 0; i < n; ++i) candidates_[i].first = static_cast<float>(candidates_[i].first / sum);
+  if (candidates_.empty()) return 0;  // every token masked: the first maximum
+  size_t n = std::min(candidates_.size(), static_cast<size_t>(params_.top_k));
+  std::partial_sort(candidates_.begin(), candidates_.begin() + static_cast<ptrdiff_t>(n), candidates_.end(), by_logit);
+  auto e = [&](size_t i) { return std::exp(static_cast<double>(candidates_[i].first) - candidates_[0].first); };
+  double sum = 0.0;  // probabilities are e / sum
+  for (size_t i = 0; i < n; ++i) sum += e(i);
   if (params_.top_p < 1.0f) {
     double cum = 0.0;
     size_t keep = 0;
     while (keep < n) {
-      cum += candidates_[keep].first;
+      cum += e(keep) / sum;
       ++keep;
       if (cum >= params_.top_p) break;
     }
     n = keep;
   }
   if (params_.min_p > 0.0f) {
-    const float cutoff = params_.min_p * candidates_[0].first;
+    const double cutoff = params_.min_p * (e(0) / sum);
     size_t keep = 1;
-    while (keep < n && candidates_[keep].first >= cutoff) ++keep;
+    while (keep < n && e(keep) / sum >= cutoff) ++keep;
     n = keep;
   }
   double total = 0.0;
-  for (size_t i = 0; i < n; ++i) total += candidates_[i].first;
+  for (size_t i = 0; i < n; ++i) total += e(i);
   const double r = rng_.uniform() * total;
   double acc = 0.0;
   for (size_t i = 0; i < n; ++i) {
-    acc += candidates_[i].first;
+    acc += e(i);
     if (r < acc) return candidates_[i].second;
   }
   return candidates_[n - 1].second;

@@ -62,6 +62,13 @@ class Sampler {
 
  private:
   void apply_penalties(std::vector<float>& logits) const;
+  // Top-p's last kept token (without top-k): tokens whose exponential's fine key is
+  // above `key` are kept, and those at it up to `last` in order of logit.
+  struct NucleusBound {
+    uint32_t key = 0;
+    std::pair<float, int32_t> last;
+  };
+  NucleusBound nucleus_bound(const float* logits, int n_vocab, float inv_t, double sum);
 
   SamplingParams params_;
   Rng rng_;
@@ -69,6 +76,8 @@ class Sampler {
   std::unordered_map<int32_t, int> seen_;  // prompt + output, for the repetition penalty
   std::vector<std::pair<float, int32_t>> candidates_;  // scratch
   std::vector<float> scratch_;
+  std::vector<float> probs_;  // scratch: exponentials of the scaled logits, by token
+  std::vector<double> mass_;  // scratch: their sum by key (nucleus_bound)
 };
 
 }  // namespace llms

@@ -94,6 +94,58 @@ TEST(SamplerTest, TopKTopPMinPCutTheTail) {
   expect_frequencies(mp, log_probs({0.5f, 0.3f, 0.2f}), {0.625, 0.375, 0.0});
 }
 
+// The distribution a draw follows, by the definition: candidates (masked tokens left
+// out) sorted by scaled logit, softmax over the top k, the shortest prefix whose
+// probability reaches top-p, then those of at least min-p times the top one's.
+std::vector<double> reference_distribution(const SamplingParams& p, const std::vector<float>& logits) {
+  std::vector<std::pair<double, int>> c;
+  for (int i = 0; i < static_cast<int>(logits.size()); ++i) {
+    if (logits[i] != -INFINITY) c.emplace_back(logits[i] / p.temperature, i);
+  }
+  std::sort(c.begin(), c.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  size_t n = p.top_k > 0 ? std::min(c.size(), static_cast<size_t>(p.top_k)) : c.size();
+  std::vector<double> prob(n);
+  double sum = 0.0;
+  for (size_t i = 0; i < n; ++i) sum += prob[i] = std::exp(c[i].first - c[0].first);
+  for (double& x : prob) x /= sum;
+  double cum = 0.0;
+  size_t keep = 0;
+  while (keep < n && cum < p.top_p) cum += prob[keep++];
+  n = keep;
+  while (n > 1 && prob[n - 1] < p.min_p * prob[0]) --n;
+  std::vector<double> out(logits.size(), 0.0);
+  double kept = 0.0;
+  for (size_t i = 0; i < n; ++i) kept += prob[i];
+  for (size_t i = 0; i < n; ++i) out[static_cast<size_t>(c[i].second)] = prob[i] / kept;
+  return out;
+}
+
+// A vocabulary of 300 random logits (some masked), against the definition: tokens
+// outside the kept set never drawn, the others at their renormalised probability. The
+// cut tokens span many of the nucleus search's keys.
+TEST(SamplerTest, CutsOfALargeVocabularyFollowTheDefinition) {
+  Rng rng(11);
+  std::vector<float> logits(300);
+  for (auto& x : logits) x = rng.next_u64() % 10 == 0 ? -INFINITY : static_cast<float>(rng.normal());
+  struct Cut {
+    float temperature, top_p, min_p;
+    int top_k;
+  };
+  const Cut cuts[] = {{1.0f, 1.0f, 0.0f, 0},  {1.0f, 0.9f, 0.0f, 0},  {0.7f, 0.5f, 0.0f, 0}, {1.5f, 0.95f, 0.0f, 0},
+                      {1.0f, 1.0f, 0.05f, 0}, {1.0f, 0.9f, 0.02f, 0}, {1.0f, 0.8f, 0.0f, 20}, {0.8f, 1.0f, 0.1f, 50}};
+  for (const Cut& cut : cuts) {
+    SCOPED_TRACE(::testing::Message() << "temperature " << cut.temperature << " top_p " << cut.top_p << " min_p "
+                                      << cut.min_p << " top_k " << cut.top_k);
+    SamplingParams p;
+    p.temperature = cut.temperature, p.top_p = cut.top_p, p.min_p = cut.min_p, p.top_k = cut.top_k;
+    const std::vector<double> want = reference_distribution(p, logits);
+    int kept = 0;
+    for (double x : want) kept += x > 0;
+    EXPECT_GT(kept, 2);
+    expect_frequencies(p, logits, want);
+  }
+}
+
 TEST(SamplerTest, Penalties) {
   const std::vector<float> l = {2.0f, 1.9f, 0.0f};
   SamplingParams rep;

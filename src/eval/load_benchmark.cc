@@ -38,7 +38,11 @@ std::vector<RequestParams> make_load_requests(const LoadSpec& spec, int vocab) {
       p.max_tokens = spec.output_min + static_cast<int>(rng.below(spec.output_max - spec.output_min + 1));
     }
     p.ignore_eos = true;
-    p.sampling.temperature = 0.0f;
+    p.sampling.temperature = spec.temperature;
+    p.sampling.top_p = spec.top_p;
+    p.sampling.top_k = spec.top_k;
+    p.sampling.min_p = spec.min_p;
+    if (spec.temperature > 0.0f) p.sampling.seed = rng.next_u64();
     p.timeout_s = 3600;
     out.push_back(std::move(p));
   }

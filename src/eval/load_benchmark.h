@@ -28,6 +28,10 @@ struct LoadSpec {
   // 256-1024, like chat traffic, where most answers are short and a few are long).
   bool output_log_uniform = false;
   uint64_t seed = 1;
+  // How every request samples: greedy (temperature 0) unless set; sampled requests
+  // take seeds drawn from `seed`.
+  float temperature = 0.0f, top_p = 1.0f, min_p = 0.0f;
+  int top_k = 0;
   // Rounds of the same load (requests drawn from other seeds, so that the prefix cache
   // gives the timed round nothing) before the timed one, on the same engine; their
   // steps are left out of the profile. Their blocks stay in the prefix cache, so the
@@ -67,7 +71,7 @@ struct LoadResult {
 };
 
 // The requests of a load: prompts (BOS, then random tokens of a `vocab`-token
-// vocabulary) and output lengths drawn from spec.seed; greedy, EOS ignored.
+// vocabulary) and output lengths drawn from spec.seed; sampled as spec says, EOS ignored.
 std::vector<RequestParams> make_load_requests(const LoadSpec& spec, int vocab);
 
 // Seconds from the start at which each request arrives: open loop, exponential gaps
