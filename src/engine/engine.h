@@ -135,6 +135,7 @@ class Engine {
   // Samples the next token of `s` from `logits`, under its grammar when it has one;
   // -1 when the grammar leaves no token (the sequence is then finished).
   int32_t sample_next(Sequence& s, const float*& logits);
+  void draw_ahead(const SchedulePlan& plan);
   void finish(Sequence& s, FinishReason reason, const std::string& message = "", double retry_after_s = 0);
   void record_request_sample(const Sequence& s, const FinishEvent& fe);
   void tune(const SchedulePlan& plan, double step_s);
@@ -187,6 +188,8 @@ class Engine {
   std::deque<int64_t> recent_costs_;
   std::unordered_map<uint64_t, std::vector<TokenEvent>> replay_;  // cacheable requests' events
   std::vector<SequenceChunk> chunks_;                              // the step's batch, reused
+  std::vector<int32_t> draws_;  // the step's tokens drawn ahead, by chunk (-1: none), reused
+  std::vector<int64_t> to_draw_;  // chunks whose tokens are drawn ahead, reused
   ForwardOutput fwd_;
   StepProfile profile_;
   std::vector<float> constrained_logits_;  // a constrained sequence's masked row

