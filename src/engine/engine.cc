@@ -484,26 +484,6 @@ Status Engine::run_plan(const SchedulePlan& plan) {
   return ok_status();
 }
 
-// The tokens of the chunks that end in a plain draw (logits wanted, no proposals to
-// verify, no grammar), drawn on the runner's threads: each sequence's sampler is its
-// own, so the draws are those sample_next() would make one after another.
-void Engine::draw_ahead(const SchedulePlan& plan) {
-  draws_.assign(plan.chunks.size(), -1);
-  to_draw_.clear();
-  for (size_t i = 0; i < plan.chunks.size(); ++i) {
-    if (plan.chunks[i].n_draft == 0 && chunks_[i].logits != LogitsWanted::kNone && !plan.chunks[i].seq->matcher) {
-      to_draw_.push_back(static_cast<int64_t>(i));
-    }
-  }
-  if (to_draw_.size() < 2) return;
-  const ScopedStepPart part(&profile_, StepPart::kSampling);
-  const int n_vocab = runner_->vocab_size();
-  runner_->for_each(static_cast<int64_t>(to_draw_.size()), [&](int64_t k) {
-    const size_t i = static_cast<size_t>(to_draw_[static_cast<size_t>(k)]);
-    draws_[i] = plan.chunks[i].seq->sampler->sample(fwd_.last_of(i, chunks_[i]), n_vocab);
-  });
-}
-
 std::optional<Hash128> Engine::result_key(const RequestParams& params) const {
   return ResultCache::key_for(early_exit_applies(config_, params) ? exit_identity_ : model_identity_, params);
 }

@@ -1,7 +1,8 @@
-// What a step's outputs become: the next token sampled for a sequence (under its
-// grammar), the token event handed to its client (text through the detokenizer and the
-// stop matcher, logprobs), and the end of a sequence (its finish event, metrics, KV
-// blocks released, result cache filled). Engine-thread only, like the rest of the step.
+// What a step's outputs become: the next tokens (plain draws on the runner's threads,
+// draws under a grammar one by one), the token event handed to its client (text
+// through the detokenizer and the stop matcher, logprobs), and the end of a sequence
+// (its finish event, metrics, KV blocks released, result cache filled). Engine-thread
+// only, like the rest of the step.
 #include <algorithm>
 
 #include "base/clock.h"
@@ -21,6 +22,26 @@ int32_t Engine::sample_next(Sequence& s, const float*& logits) {
   }
   logits = constrained_logits_.data();  // logprobs are those of the constrained distribution
   return s.sampler->sample(logits, n_vocab);
+}
+
+// The tokens of the chunks that end in a plain draw (logits wanted, no proposals to
+// verify, no grammar), drawn on the runner's threads: each sequence's sampler is its
+// own, so the draws are those sample_next() would make one after another.
+void Engine::draw_ahead(const SchedulePlan& plan) {
+  draws_.assign(plan.chunks.size(), -1);
+  to_draw_.clear();
+  for (size_t i = 0; i < plan.chunks.size(); ++i) {
+    if (plan.chunks[i].n_draft == 0 && chunks_[i].logits != LogitsWanted::kNone && !plan.chunks[i].seq->matcher) {
+      to_draw_.push_back(static_cast<int64_t>(i));
+    }
+  }
+  if (to_draw_.size() < 2) return;
+  const ScopedStepPart part(&profile_, StepPart::kSampling);
+  const int n_vocab = runner_->vocab_size();
+  runner_->for_each(static_cast<int64_t>(to_draw_.size()), [&](int64_t k) {
+    const size_t i = static_cast<size_t>(to_draw_[static_cast<size_t>(k)]);
+    draws_[i] = plan.chunks[i].seq->sampler->sample(fwd_.last_of(i, chunks_[i]), n_vocab);
+  });
 }
 
 void Engine::on_token(Sequence& s, int32_t token, const float* logits, int64_t now) {

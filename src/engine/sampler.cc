@@ -87,6 +87,8 @@ void Sampler::apply_penalties(std::vector<float>& l) const {
 
 namespace {
 
+constexpr float kMasked = -std::numeric_limits<float>::infinity();  // a grammar's: never drawn
+
 // Order of logit, ties to the lower id.
 bool by_logit(const std::pair<float, int32_t>& a, const std::pair<float, int32_t>& b) {
   return a.first > b.first || (a.first == b.first && a.second < b.second);
@@ -105,7 +107,6 @@ constexpr size_t kKeys = size_t{1} << 10;  // coarse keys, and fine keys within 
 // gives the key where the kept mass reaches top_p, their mass by fine key within it
 // the fine key; only that fine key's tokens are sorted.
 Sampler::NucleusBound Sampler::nucleus_bound(const float* l, int n_vocab, float inv_t, double sum) {
-  constexpr float kMasked = -std::numeric_limits<float>::infinity();
   NucleusBound keep_all{0, {kMasked, std::numeric_limits<int32_t>::max()}};
   if (params_.top_p >= 1.0f) return keep_all;
   const double target = params_.top_p * sum;
@@ -155,7 +156,6 @@ int32_t Sampler::sample(const float* logits, int n_vocab) {
   }
   // First maximum: ties go to the lowest id, as every reference does.
   if (params_.greedy()) return first_max_index(l, n_vocab);
-  constexpr float kMasked = -std::numeric_limits<float>::infinity();  // a grammar's: never drawn
   const float inv_t = 1.0f / params_.temperature;
   const bool top_k = params_.top_k > 0 && params_.top_k < n_vocab;
   // Without top-k, the draw walks the tokens in id order over those that top-p and
