@@ -65,11 +65,14 @@ struct Q8_0Kind {
           for (int t = 0; t < T; ++t) isum[p][t] = set1_i32(x[t].corr[b * n]);
 #pragma GCC unroll 8
         for (int s = 0; s < 8; ++s) {
+          VI wv[P];
 #pragma GCC unroll 16
-          for (int p = 0; p < P; ++p) {
-            const VI wv = load_i(panel[p] + paired_q_offset(b, 512, stride[p]) + s * 64);
+          for (int p = 0; p < P; ++p) wv[p] = load_i(panel[p] + paired_q_offset(b, 512, stride[p]) + s * 64);
 #pragma GCC unroll 16
-            for (int t = 0; t < T; ++t) isum[p][t] = dot_q8_bcast(isum[p][t], wv, x[t].q + b * n * 32 + 4 * s);
+          for (int t = 0; t < T; ++t) {
+            const VI xv = bcast_i32(x[t].q + b * n * 32 + 4 * s);
+#pragma GCC unroll 16
+            for (int p = 0; p < P; ++p) isum[p][t] = dot_q8(isum[p][t], wv[p], xv);
           }
         }
 #pragma GCC unroll 16
