@@ -99,6 +99,19 @@ bool by_logit(const std::pair<float, int32_t>& a, const std::pair<float, int32_t
 uint32_t coarse_key(float e) { return std::bit_cast<uint32_t>(e) >> 21; }
 uint32_t fine_key(float e) { return std::bit_cast<uint32_t>(e) >> 11; }
 constexpr size_t kKeys = size_t{1} << 10;  // coarse keys, and fine keys within one
+// Tokens whose kept mass one entry of block_mass_ holds.
+constexpr int kDrawBlock = 64;
+
+// The sum of e[i0, i1) in double, in eight interleaved partial sums (no chain of
+// additions through the whole range), added pairwise at the end.
+double sum_in_lanes(const float* e, int i0, int i1) {
+  double part[8] = {};
+  int i = i0;
+  for (; i + 8 <= i1; i += 8)
+    for (int j = 0; j < 8; ++j) part[j] += e[i + j];
+  for (int j = 0; i < i1; ++i, ++j) part[j] += e[i];
+  return ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
+}
 
 }  // namespace
 
@@ -117,15 +130,27 @@ Sampler::NucleusBound Sampler::nucleus_bound(const float* l, int n_vocab, float 
     while (key > 0 && cum + mass_[key - 1] < target) cum += mass_[--key];
     return static_cast<int64_t>(key) - 1;
   };
-  mass_.assign(kKeys, 0.0);
-  for (int i = 0; i < n_vocab; ++i) {
-    if (l[i] != kMasked) mass_[coarse_key(probs_[i])] += probs_[i];
+  // Masked tokens' exponentials are 0 here (sample() cleared them), so they add
+  // nothing. Two interleaved tables, so that neighbours of the same key do not wait on
+  // each other's sum.
+  mass_.assign(2 * kKeys, 0.0);
+  const float* e = probs_.data();
+  int i = 0;
+  for (; i + 2 <= n_vocab; i += 2) {
+    mass_[coarse_key(e[i])] += e[i];
+    mass_[kKeys + coarse_key(e[i + 1])] += e[i + 1];
   }
+  if (i < n_vocab) mass_[coarse_key(e[i])] += e[i];
+  for (size_t k = 0; k < kKeys; ++k) mass_[k] += mass_[kKeys + k];
+  mass_.resize(kKeys);
   const int64_t coarse = find();
   if (coarse < 0) return keep_all;
   mass_.assign(kKeys, 0.0);
+  // Every token adds to a fine key: its exponential if it lies in the coarse key,
+  // else 0 (no branch on the data).
   for (int i = 0; i < n_vocab; ++i) {
-    if (l[i] != kMasked && coarse_key(probs_[i]) == coarse) mass_[fine_key(probs_[i]) % kKeys] += probs_[i];
+    const uint32_t bits = std::bit_cast<uint32_t>(e[i]);
+    mass_[(bits >> 11) % kKeys] += std::bit_cast<float>(bits & (0u - static_cast<uint32_t>((bits >> 21) == coarse)));
   }
   int64_t fine = find();
   // Rounding left the target above this key's whole mass: all of it is kept, down to
@@ -134,7 +159,7 @@ Sampler::NucleusBound Sampler::nucleus_bound(const float* l, int n_vocab, float 
   const uint32_t key = static_cast<uint32_t>(coarse * static_cast<int64_t>(kKeys) + fine);
   candidates_.clear();
   for (int i = 0; i < n_vocab; ++i) {
-    if (l[i] != kMasked && fine_key(probs_[i]) == key) candidates_.emplace_back(l[i] * inv_t, i);
+    if (fine_key(e[i]) == key && l[i] != kMasked) candidates_.emplace_back(l[i] * inv_t, i);
   }
   std::sort(candidates_.begin(), candidates_.end(), by_logit);
   for (const auto& c : candidates_) {
@@ -163,35 +188,68 @@ int32_t Sampler::sample(const float* logits, int n_vocab) {
   // sorting the vocabulary per token (2.4 ms at 32,000 tokens, more than the model's
   // step).
   if (!top_k) {
-    // Exponentials of the scaled logits from their maximum (whose own is 1).
+    // Exponentials of the scaled logits from their maximum (whose own is 1); a masked
+    // token's is 0.
     probs_.resize(static_cast<size_t>(n_vocab));
-    for (int i = 0; i < n_vocab; ++i) probs_[i] = l[i] * inv_t;
+    float* e = probs_.data();
+    for (int i = 0; i < n_vocab; ++i) e[i] = l[i] * inv_t;
     float max = 0.0f;
-    softmax_step(probs_.data(), n_vocab, kMasked, &max);
+    softmax_step(e, n_vocab, kMasked, &max);
     if (max == kMasked) return 0;  // every token masked: the first maximum
-    double sum = 0.0;  // probabilities are e / sum
-    for (int i = 0; i < n_vocab; ++i) sum += l[i] == kMasked ? 0.0 : probs_[i];
+    for (int i = 0; i < n_vocab; ++i) e[i] = l[i] == kMasked ? 0.0f : e[i];
+    const double sum = sum_in_lanes(e, 0, n_vocab);  // probabilities are e / sum
     const NucleusBound bound = nucleus_bound(l, n_vocab, inv_t, sum);
-    // Min-p keeps probabilities of at least min_p times the top one's (whose e is 1).
+    // Min-p keeps probabilities of at least min_p times the top one's (whose e is 1);
+    // top-p the fine keys above the bound's, and in its key the tokens up to its last.
+    // The kept tokens' exponentials stay, the others become 0, and their mass is summed
+    // by block of kDrawBlock tokens for the draw.
     const float min_e = params_.min_p;
-    auto kept = [&](int i) {
-      if (l[i] == kMasked || probs_[i] < min_e) return false;
-      const uint32_t key = fine_key(probs_[i]);
-      if (key != bound.key) return key > bound.key;
-      const std::pair<float, int32_t> c(l[i] * inv_t, i);
-      return c == bound.last || by_logit(c, bound.last);
-    };
-    // The kept tokens' exponentials in place, the others' 0.
+    const uint32_t bound_key = bound.key;
+    const bool top_p = bound.last.first != kMasked;  // else every token is kept (key >= 0)
+    const int n_blocks = (n_vocab + kDrawBlock - 1) / kDrawBlock;
+    block_mass_.resize(static_cast<size_t>(n_blocks));
     double total = 0.0;
-    for (int i = 0; i < n_vocab; ++i) total += probs_[i] = kept(i) ? probs_[i] : 0.0f;
+    int last_block = 0;  // the last block with kept mass
+    for (int b = 0; b < n_blocks; ++b) {
+      const int i0 = b * kDrawBlock, i1 = std::min(n_vocab, i0 + kDrawBlock);
+      // Without branches on the data: the bound's own key is kept here and settled
+      // below, token by token, in the blocks that hold it.
+      uint32_t at_bound = 0;
+      for (int i = i0; i < i1; ++i) {
+        const uint32_t bits = std::bit_cast<uint32_t>(e[i]), key = bits >> 11;
+        const uint32_t keep = static_cast<uint32_t>(e[i] >= min_e) & static_cast<uint32_t>(key >= bound_key);
+        at_bound |= static_cast<uint32_t>(key == bound_key);
+        e[i] = std::bit_cast<float>(bits & (0u - keep));
+      }
+      if (at_bound != 0 && top_p) {
+        for (int i = i0; i < i1; ++i) {
+          if (e[i] == 0.0f || fine_key(e[i]) != bound_key) continue;
+          const std::pair<float, int32_t> c(l[i] * inv_t, i);
+          if (!(c == bound.last || by_logit(c, bound.last))) e[i] = 0.0f;
+        }
+      }
+      const double mass = block_mass_[static_cast<size_t>(b)] = sum_in_lanes(e, i0, i1);
+      total += mass;
+      if (mass > 0.0) last_block = b;
+    }
+    // The draw: the block where r falls, then the token within it, in id order.
     const double r = rng_.uniform() * total;
     double acc = 0.0;
     int32_t last = 0;
-    for (int i = 0; i < n_vocab; ++i) {
-      if (probs_[i] == 0.0f) continue;
-      acc += probs_[i];
-      last = i;
-      if (r < acc) return i;
+    for (int b = 0; b < n_blocks; ++b) {
+      const double mass = block_mass_[static_cast<size_t>(b)];
+      if (mass == 0.0) continue;
+      if (r >= acc + mass && b < last_block) {
+        acc += mass;
+        continue;
+      }
+      const int i0 = b * kDrawBlock, i1 = std::min(n_vocab, i0 + kDrawBlock);
+      for (int i = i0; i < i1; ++i) {
+        if (e[i] == 0.0f) continue;
+        acc += e[i];
+        last = i;
+        if (r < acc) return i;
+      }
     }
     return last;
   }

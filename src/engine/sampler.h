@@ -78,6 +78,7 @@ class Sampler {
   std::vector<float> scratch_;
   std::vector<float> probs_;  // scratch: exponentials of the scaled logits, by token
   std::vector<double> mass_;  // scratch: their sum by key (nucleus_bound)
+  std::vector<double> block_mass_;  // scratch: the kept tokens' sum by block of tokens (sample)
 };
 
 }  // namespace llms
