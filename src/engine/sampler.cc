@@ -254,13 +254,27 @@ int32_t Sampler::sample(const float* logits, int n_vocab) {
     return last;
   }
   // Top-k: its k candidates in order of logit, then top-p and min-p among them.
+  // One pass keeps the best k so far in a heap whose top is the worst of them; in id
+  // order, a later token displaces it only with a strictly larger logit (ties go to the
+  // lower id). Few tokens get past that one comparison.
   candidates_.clear();
-  for (int i = 0; i < n_vocab; ++i) {
+  const size_t k = static_cast<size_t>(params_.top_k);
+  int i = 0;
+  for (; i < n_vocab && candidates_.size() < k; ++i) {
     if (l[i] != kMasked) candidates_.emplace_back(l[i] * inv_t, i);
   }
+  std::make_heap(candidates_.begin(), candidates_.end(), by_logit);
+  for (; i < n_vocab; ++i) {
+    const float x = l[i] * inv_t;
+    if (x > candidates_.front().first) [[unlikely]] {
+      std::pop_heap(candidates_.begin(), candidates_.end(), by_logit);
+      candidates_.back() = {x, i};
+      std::push_heap(candidates_.begin(), candidates_.end(), by_logit);
+    }
+  }
   if (candidates_.empty()) return 0;  // every token masked: the first maximum
-  size_t n = std::min(candidates_.size(), static_cast<size_t>(params_.top_k));
-  std::partial_sort(candidates_.begin(), candidates_.begin() + static_cast<ptrdiff_t>(n), candidates_.end(), by_logit);
+  std::sort_heap(candidates_.begin(), candidates_.end(), by_logit);
+  size_t n = candidates_.size();
   auto e = [&](size_t i) { return std::exp(static_cast<double>(candidates_[i].first) - candidates_[0].first); };
   double sum = 0.0;  // probabilities are e / sum
   for (size_t i = 0; i < n; ++i) sum += e(i);
