@@ -143,20 +143,30 @@ struct ChunkPrefetch {
   int64_t stripe;
 };
 
+// Units per chunk: at most about Kind::kChunk, and the chunks of a row equal (an even
+// number of units, for the paired layouts), so that no short last chunk pays a tile
+// pass's fixed costs for little arithmetic.
+template <class Kind>
+LLMS_SIMD int64_t chunk_units(int64_t units) {
+  const int64_t chunks = (units + Kind::kChunk - 1) / Kind::kChunk;
+  return ((units + chunks - 1) / chunks + 1) / 2 * 2;
+}
+
 // The bytes of each panel that the chunk after units [k0, k1) of panels [p, p + P)
-// takes: the next units, or past the last one, the first units of the next panels.
-template <class Kind, int P>
-inline void next_chunk(const MatmulCall& c, int64_t p, int64_t k1, int64_t units, TileArgs* a) {
+// takes (chunks of `chunk` units): the next units, or past the last one, the first
+// units of the next panels.
+template <int P>
+inline void next_chunk(const MatmulCall& c, int64_t p, int64_t k1, int64_t units, int64_t chunk, TileArgs* a) {
   const PackedWeights& w = *c.w;
   const int64_t unit_bytes = w.panel_bytes / units;
   if (k1 < units) {
     a->pf_panel = p;
     a->pf = k1 * unit_bytes;
-    a->pf_bytes = (std::min(units, k1 + Kind::kChunk) - k1) * unit_bytes;
+    a->pf_bytes = (std::min(units, k1 + chunk) - k1) * unit_bytes;
   } else {
     a->pf_panel = p + P;
     a->pf = 0;
-    a->pf_bytes = std::min(units, Kind::kChunk) * unit_bytes;
+    a->pf_bytes = std::min(units, chunk) * unit_bytes;
   }
 }
 
@@ -165,15 +175,15 @@ inline void next_chunk(const MatmulCall& c, int64_t p, int64_t k1, int64_t units
 template <class Kind, int P>
 void gemm_panels(const MatmulCall& c, int64_t p) {
   constexpr int T = Kind::kTokens;
-  const int64_t units = Kind::units(*c.w), rows = c.w->rows;
+  const int64_t units = Kind::units(*c.w), rows = c.w->rows, chunk = chunk_units<Kind>(units);
   VF acc[P * kBatchTokens];
   for (int64_t s0 = 0; s0 < c.n; s0 += kBatchTokens) {
     const int64_t ns = std::min<int64_t>(kBatchTokens, c.n - s0);
-    for (int64_t k0 = 0; k0 < units; k0 += Kind::kChunk) {
-      const int64_t k1 = std::min(units, k0 + Kind::kChunk);
+    for (int64_t k0 = 0; k0 < units; k0 += chunk) {
+      const int64_t k1 = std::min(units, k0 + chunk);
       // The next chunk's weights, in equal slices over this chunk's tiles.
       TileArgs a{p, s0, T, acc, kBatchTokens, 0, 0, 0, k0 == 0, k1 == units ? c.y : nullptr, rows};
-      next_chunk<Kind, P>(c, p, k1, units, &a);
+      next_chunk<P>(c, p, k1, units, chunk, &a);
       const int64_t tiles = (ns + T - 1) / T, pf_total = a.pf_bytes, pf_start = a.pf;
       const int64_t pf_tiles = std::min<int64_t>(tiles, kPrefetchTiles);
       for (int64_t i = 0; i < tiles; ++i, a.t0 += T, a.acc += T) {

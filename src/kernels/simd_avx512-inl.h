@@ -115,7 +115,7 @@ inline constexpr int kGemvPanels = 8;  // a power of two
 inline constexpr int kFloatGemmPanels = 2, kFloatGemmTokens = 12;
 inline constexpr int kQ8GemmPanels = 2, kQ8GemmTokens = 6;
 inline constexpr int kKGemmTokens = 8;
-inline constexpr int64_t kQ8GemmChunk = 16, kKGemmChunk = 8, kFloatGemmChunk = 2048;
+inline constexpr int64_t kQ8GemmChunk = 32, kKGemmChunk = 8, kFloatGemmChunk = 2048;
 inline constexpr int kPrefetchLocality = 1;
 inline constexpr int kQ8_0Bias = 128;
 inline constexpr bool kHighNibbleInPlace = true;  // dot_u8s8 exact for any u
