@@ -29,7 +29,10 @@ namespace llms {
 //         s    [nb, n]     = (max|x| / 127) * sum(q) rounded to F16 (Q8_1's s, for Q5_1)
 //   K:    corr [nb, n, 16] = -32 * sum(q over 16 values) (Q6_K's level offset)
 //         pairs [nb, n, 4] = int16 sums over blocks of 32, two per int32 (Q4_K mins)
-// For n = 1 this is the token's row as it comes.
+// For n = 1 this is the token's row as it comes. Each array holds kTileSlackTokens
+// tokens more than nb * n (their contents unspecified), so that a GEMM tile may read
+// its slots past the last token at constant offsets, without bounds to check.
+inline constexpr int64_t kTileSlackTokens = 64;
 struct QuantizedActivations {
   int64_t n = 0;
   int64_t cols = 0;

@@ -72,11 +72,12 @@ QuantizedActivations quantize_activations(const KernelTable& k, ActFormat format
   const bool k_blocks = format == ActFormat::kKBlocks;
   const int bias = format == ActFormat::kQ8Blocks ? k.q8_0_bias : format == ActFormat::kQ4Blocks ? 8 : 0;
   const int64_t block = k_blocks ? 256 : 32, corr_block = k_blocks ? 16 : 32;
-  ensure(s.q, n * cols);
-  ensure(s.d, n * (cols / block) * 4);
-  ensure(s.corr, n * (cols / corr_block) * 4);
-  if (k_blocks) ensure(s.pairs, n * (cols / 64) * 4);
-  if (!k_blocks) ensure(s.s, n * (cols / block) * 4);
+  const int64_t slack = kTileSlackTokens;
+  ensure(s.q, n * cols + slack * block);
+  ensure(s.d, (n * (cols / block) + slack) * 4);
+  ensure(s.corr, (n * (cols / corr_block) + slack * (block / corr_block)) * 4);
+  if (k_blocks) ensure(s.pairs, (n * (cols / 64) + slack * 4) * 4);
+  if (!k_blocks) ensure(s.s, (n * (cols / block) + slack) * 4);
   QuantizedActivations a;
   a.n = n;
   a.cols = cols;

@@ -20,8 +20,6 @@ struct Q8_0Kind {
     const uint8_t* panel[P];
     int64_t stride[P];
     tile_panels(w, args, panel, stride);
-    TokenQ x[T];
-    tile_tokens(a, args, 32, x);
     const int64_t n = a.n;
     VF acc[P][T];
     load_acc(args, acc);
@@ -30,6 +28,8 @@ struct Q8_0Kind {
       // Decode (and a GEMM's single last token): pair by pair (a stripe), and within
       // it panel by panel, so that the group's stripes are read in ascending order.
       // Per lane the blocks still come in order.
+      TokenQ x[1];
+      tile_tokens(a, args, 32, x);
       for (int64_t b_pair = b0; b_pair < b1; b_pair = pair_end(b_pair, b1)) {
         const int64_t b_end = pair_end(b_pair, b1);
         for (int64_t b = b_pair; b < b_end; ++b) pf.step_once();  // a GEMM's last token
@@ -55,14 +55,22 @@ struct Q8_0Kind {
     } else {
       // Prefill: block by block, each step of the block for all panels, so that a
       // token's activations are loaded once for all panels (6 points of peak more than
-      // the decode order here).
+      // the decode order here). Slot t reads token t0 + t, even past `valid` (its
+      // results are dropped; QuantizedActivations holds kTileSlackTokens more): the
+      // slots' activations then lie at constant offsets from one pointer per array,
+      // which leaves the registers to the arithmetic (a pointer per slot and array
+      // did not fit, and the spills were a third of the loop's loads).
+      const int8_t* xq = a.q + args.t0 * 32;
+      const float* xd = a.d + args.t0;
+      const int32_t* xc = a.corr + args.t0;
       for (int64_t b = b0; b < b1; ++b) {
         pf.step_once();
+        const int8_t* qb = xq + b * n * 32;
         VI isum[P][T];
 #pragma GCC unroll 16
         for (int p = 0; p < P; ++p)
 #pragma GCC unroll 16
-          for (int t = 0; t < T; ++t) isum[p][t] = set1_i32(x[t].corr[b * n]);
+          for (int t = 0; t < T; ++t) isum[p][t] = set1_i32(xc[b * n + t]);
 #pragma GCC unroll 8
         for (int s = 0; s < 8; ++s) {
           VI wv[P];
@@ -70,7 +78,7 @@ struct Q8_0Kind {
           for (int p = 0; p < P; ++p) wv[p] = load_i(panel[p] + paired_q_offset(b, 512, stride[p]) + s * 64);
 #pragma GCC unroll 16
           for (int t = 0; t < T; ++t) {
-            const VI xv = bcast_i32(x[t].q + b * n * 32 + 4 * s);
+            const VI xv = bcast_i32(qb + 32 * t + 4 * s);
 #pragma GCC unroll 16
             for (int p = 0; p < P; ++p) isum[p][t] = dot_q8(isum[p][t], wv[p], xv);
           }
@@ -79,7 +87,7 @@ struct Q8_0Kind {
         for (int p = 0; p < P; ++p) {
           const VF d = load_f16(reinterpret_cast<const uint16_t*>(panel[p] + paired_d_offset(b, stride[p])));
 #pragma GCC unroll 16
-          for (int t = 0; t < T; ++t) acc[p][t] = fma_f(cvt_i2f(isum[p][t]), mul_f(d, set1_f(x[t].d[b * n])), acc[p][t]);
+          for (int t = 0; t < T; ++t) acc[p][t] = fma_f(cvt_i2f(isum[p][t]), mul_f(d, set1_f(xd[b * n + t])), acc[p][t]);
         }
       }
     }
