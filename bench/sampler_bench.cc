@@ -18,7 +18,7 @@ struct Setting {
   float temperature, top_p, min_p;
   int top_k;
 };
-// temperature 1; top-p 0.95; llama.cpp's defaults without top-k; top-k 40.
+// Temperature 1; top-p 0.95; temperature 0.8 with top-p 0.9 and min-p 0.05; top-k 40.
 constexpr Setting kSettings[] = {{1.0f, 1.0f, 0.0f, 0}, {1.0f, 0.95f, 0.0f, 0}, {0.8f, 0.9f, 0.05f, 0}, {0.8f, 1.0f, 0.0f, 40}};
 
 // Eight rows of logits drawn from a normal of deviation 2 (a flat distribution: top-p
