@@ -149,8 +149,8 @@ Sampler::NucleusBound Sampler::nucleus_bound(const float* l, int n_vocab, float 
   // Every token adds to a fine key: its exponential if it lies in the coarse key,
   // else 0 (no branch on the data).
   for (int i = 0; i < n_vocab; ++i) {
-    const uint32_t bits = std::bit_cast<uint32_t>(e[i]);
-    mass_[(bits >> 11) % kKeys] += std::bit_cast<float>(bits & (0u - static_cast<uint32_t>((bits >> 21) == coarse)));
+    const uint32_t in_coarse = 0u - static_cast<uint32_t>(coarse_key(e[i]) == coarse);
+    mass_[fine_key(e[i]) % kKeys] += std::bit_cast<float>(std::bit_cast<uint32_t>(e[i]) & in_coarse);
   }
   int64_t fine = find();
   // Rounding left the target above this key's whole mass: all of it is kept, down to
@@ -216,10 +216,10 @@ int32_t Sampler::sample(const float* logits, int n_vocab) {
       // below, token by token, in the blocks that hold it.
       uint32_t at_bound = 0;
       for (int i = i0; i < i1; ++i) {
-        const uint32_t bits = std::bit_cast<uint32_t>(e[i]), key = bits >> 11;
+        const uint32_t key = fine_key(e[i]);
         const uint32_t keep = static_cast<uint32_t>(e[i] >= min_e) & static_cast<uint32_t>(key >= bound_key);
         at_bound |= static_cast<uint32_t>(key == bound_key);
-        e[i] = std::bit_cast<float>(bits & (0u - keep));
+        e[i] = std::bit_cast<float>(std::bit_cast<uint32_t>(e[i]) & (0u - keep));
       }
       if (at_bound != 0 && top_p) {
         for (int i = i0; i < i1; ++i) {
