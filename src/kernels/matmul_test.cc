@@ -167,6 +167,20 @@ TEST(MatmulTest, EveryTargetMatchesReferenceExactly) {
   }
 }
 
+// A batch large enough that its threads share the quantization of its activations
+// (in claims of 16 tokens; 40 leaves a partial last claim), rows of 19 blocks (a
+// group of 16 blocks and a partial one), and one block of zeros (scale 0, every q 0).
+TEST(MatmulTest, BatchWithSharedQuantizationMatchesReferenceExactly) {
+  ThreadPool pool(2);
+  for (DType type : kKernelTypes) {
+    const int64_t rows = 67, cols = cols_for(type, 19), n = 40;
+    const TestMatrix m = quantized_matrix(type, rows, cols, 300);
+    auto x = activations(n, cols, 11);
+    std::fill(x.begin() + 37 * cols + 64, x.begin() + 37 * cols + 96, 0.0f);
+    expect_every_target_matches_reference(m, x, n, pool, "batch of 40");
+  }
+}
+
 // Panels come in interleaved groups of kGroupPanels where the target packing them
 // walks whole groups, else one after another: 19 panels make two whole groups and a
 // last group of 3, split between threads; odd block counts leave a half pair. Both
