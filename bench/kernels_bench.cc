@@ -37,6 +37,7 @@
 #include "kernels/attention.h"
 #include "kernels/matmul.h"
 #include "kernels/simd_target.h"
+#include "kernels/kernel_table.h"
 #include "kernels/machine_limits.h"
 #include "quant/row_convert.h"
 
@@ -438,6 +439,31 @@ void BM_Attention(benchmark::State& state) {
                                                  benchmark::Counter::kIsRate);
 }
 
+// Quantizing one token's activations to Q8 blocks of 32 (what every Q8_0 product
+// does first), one thread, a row of `cols` values: ns per row.
+void BM_QuantizeQ8Row(benchmark::State& state) {
+  const int64_t cols = state.range(0), n = 32;
+  const std::vector<float> x = random_activations(n, cols);
+  std::vector<int8_t> q(static_cast<size_t>(n * cols));
+  std::vector<float> d(static_cast<size_t>(n * cols / 32)), s(d.size());
+  std::vector<int32_t> corr(d.size());
+  QuantizedActivations a;
+  a.n = n;
+  a.cols = cols;
+  a.q = q.data();
+  a.d = d.data();
+  a.s = s.data();
+  a.corr = corr.data();
+  const KernelTable& k = active_kernels();
+  int64_t t = 0;
+  for (auto _ : state) {
+    k.quantize_q8_row(x.data(), t, k.q8_0_bias, a);
+    t = (t + 1) % n;
+    benchmark::ClobberMemory();
+  }
+  state.SetLabel(simd_target_name());
+}
+
 void matrix_args(benchmark::internal::Benchmark* b) {
   for (int t = 0; t < static_cast<int>(std::size(kTypes)); ++t)
     for (Shape s : {Shape{2048, 2048}, Shape{5632, 2048}, Shape{2048, 5632}, Shape{32000, 2048}}) b->Args({t, s.rows, s.cols});
@@ -462,6 +488,7 @@ void batch_args(benchmark::internal::Benchmark* b) {
 
 BENCHMARK(BM_MemoryReadBandwidth)->Arg(1)->Arg(4)->Arg(8)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(10);
 BENCHMARK(BM_PoolWakeUp)->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_QuantizeQ8Row)->Arg(768)->Arg(2048)->Unit(benchmark::kNanosecond);
 BENCHMARK(BM_PeakFma)->Iterations(1);
 BENCHMARK(BM_PeakInt8Dot)->Iterations(1);
 BENCHMARK(BM_Gemv)->Apply(matrix_args)->UseRealTime()->Unit(benchmark::kMicrosecond);
