@@ -214,5 +214,36 @@ TEST(AttentionTest, ChunkingAndThreadsDoNotChangeAnyBit) {
   EXPECT_EQ(whole, batch);
 }
 
+// Decode queries of one batch, many enough that a task takes all heads of a query,
+// give the bits of the same queries run alone (a task per head), on every target: MHA
+// and GQA, head_dim 64 and 80, the queries' last blocks cut at every place, and
+// soft-capped scores.
+TEST(AttentionTest, BatchOfDecodesMatchesOneByOneOnEveryTarget) {
+  struct Shape {
+    int n_heads, n_kv, hd;
+    float softcap;
+  };
+  for (const Shape sh : {Shape{12, 12, 64, 0.0f}, Shape{8, 2, 64, 0.0f}, Shape{6, 3, 80, 0.0f}, Shape{4, 4, 64, 30.0f}}) {
+    const Case c{sh.n_heads, sh.n_kv, sh.hd, 16, 40, 33, DType::kF16, DType::kF16};
+    Fixture f(c);
+    const float scale = 0.125f;
+    ThreadPool two(2), one(1);
+    for (SimdTarget t : supported_simd_targets()) {
+      ScopedSimdTarget use(t);
+      std::vector<float> single(f.out_size()), batch(f.out_size());
+      std::vector<AttentionQuery> decodes;
+      for (int at = 0; at < c.n_q; ++at) {
+        AttentionQuery q = f.query(single.data(), at, 1);
+        q.softcap = sh.softcap;
+        paged_attention(q, f.view(), c.n_heads, scale, one);
+        q.out = batch.data() + static_cast<int64_t>(at) * c.n_heads * c.hd;
+        decodes.push_back(q);
+      }
+      paged_attention_batch(decodes, f.view(), c.n_heads, scale, two);
+      ASSERT_EQ(single, batch) << simd_target_name(t) << " heads " << c.n_heads << "/" << c.n_kv << " hd " << c.hd;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace llms
