@@ -211,13 +211,14 @@ void matmul_shared_input(std::span<const MatmulOutput> outs, const float* x, int
     return;
   }
   // A batch: one job in which the threads first quantize the activations, kTokenAlign
-  // tokens at a time, then (once every token is done) claim chunks of panels. Finer
-  // chunks than parallel_for's let the threads finish together.
+  // tokens at a claim, then (once every token is done) claim chunks of panels. The job
+  // is one parallel_for() chunk per thread, each claiming what is left: a worker that
+  // wakes late finds nothing, and nobody waits for it (a job of run() would).
   const int64_t token_units = (n + kTokenAlign - 1) / kTokenAlign;
   const int64_t panel_units = (total + kGemmPanelAlign - 1) / kGemmPanelAlign;
   const int64_t chunks = std::min<int64_t>(panel_units, int64_t{threads} * kGemmChunksPerThread);
   std::atomic<int64_t> next_tokens{0}, tokens_done{0}, next_chunk{0};
-  pool.run(threads, [&](int) {
+  pool.parallel_for(threads, 1, 0, [&](int64_t, int64_t) {
     for (int64_t u = next_tokens.fetch_add(1, std::memory_order_relaxed); u < token_units;
          u = next_tokens.fetch_add(1, std::memory_order_relaxed)) {
       quantize(u * kTokenAlign, std::min(n, (u + 1) * kTokenAlign));
