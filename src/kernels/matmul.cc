@@ -3,7 +3,6 @@
 #include "kernels/matmul.h"
 
 #include <algorithm>
-#include <atomic>
 #include <limits>
 
 #include "base/aligned_buffer.h"
@@ -17,8 +16,6 @@ namespace {
 // Below this many multiply-adds a product runs on the calling thread: waking the
 // workers costs more than it saves.
 constexpr int64_t kMinParallelMacs = 1 << 16;
-// Pauses before a thread waiting for the others' quantization sleeps.
-constexpr int kWaitSpins = 1 << 14;
 // Decode threads take whole groups of interleaved panels (GEMV tiles are up to 8
 // panels wide); GEMM tiles are at most 2 panels wide, and finer ranges let the
 // threads finish together (a split changes no result: each panel's outputs are
@@ -31,28 +28,6 @@ constexpr int64_t kGemmPanelAlign = 2;
 // pass it back and forth (at n = 64 that made quantizing cost half the product).
 constexpr int64_t kMinParallelTokens = 64;
 constexpr int64_t kTokenAlign = 16;
-// From this many tokens a product's threads share its quantization (in the product's
-// own job) before their panels; below, the caller quantizes alone.
-constexpr int64_t kMinSharedQuantTokens = 32;
-// Chunks of panels per thread in a batch's product, as parallel_for cuts them: with 8,
-// BM_GemmBatch of 32 tokens ran 5-10% slower (every chunk starts on weights that
-// nothing prefetched).
-constexpr int64_t kGemmChunksPerThread = 4;
-
-// Returns once `count` has reached `target`: a short spin (the other threads are
-// finishing a chunk of a few microseconds), then a sleep on the atomic (one of them
-// was descheduled).
-void wait_until(std::atomic<int64_t>& count, int64_t target) {
-  for (int i = 0; i < kWaitSpins; ++i) {
-    if (count.load(std::memory_order_acquire) >= target) return;
-#if defined(__x86_64__)
-    __builtin_ia32_pause();
-#endif
-  }
-  for (int64_t c = count.load(std::memory_order_acquire); c < target; c = count.load(std::memory_order_acquire)) {
-    count.wait(c, std::memory_order_acquire);
-  }
-}
 
 // Per calling thread and activation format, grown on demand and reused: matmul never
 // allocates in steady state.
@@ -90,22 +65,12 @@ ActFormat act_format(PackedKind kind) {
   return ActFormat::kFloat;
 }
 
-// An activation format's buffers for n rows of `cols`, and the function that fills
-// them row by row (nothing is quantized here).
-struct PendingQuantization {
-  QuantizedActivations a;
-  QuantizeRowFn fn = nullptr;
-  int bias = 0;
-
-  void rows(const float* x, int64_t t0, int64_t t1) const {
-    for (int64_t t = t0; t < t1; ++t) fn(x, t, bias, a);
-  }
-};
-
-PendingQuantization activation_buffers(const KernelTable& k, ActFormat format, int64_t n, int64_t cols) {
+QuantizedActivations quantize_activations(const KernelTable& k, ActFormat format, const float* x, int64_t n,
+                                          int64_t cols, ThreadPool& pool) {
   thread_local ActivationScratch scratch[kNumActFormats];
   ActivationScratch& s = scratch[static_cast<int>(format)];
   const bool k_blocks = format == ActFormat::kKBlocks;
+  const int bias = format == ActFormat::kQ8Blocks ? k.q8_0_bias : format == ActFormat::kQ4Blocks ? 8 : 0;
   const int64_t block = k_blocks ? 256 : 32, corr_block = k_blocks ? 16 : 32;
   const int64_t slack = kTileSlackTokens;
   ensure(s.q, n * cols + slack * block);
@@ -113,8 +78,7 @@ PendingQuantization activation_buffers(const KernelTable& k, ActFormat format, i
   ensure(s.corr, (n * (cols / corr_block) + slack * (block / corr_block)) * 4);
   if (k_blocks) ensure(s.pairs, (n * (cols / 64) + slack * 4) * 4);
   if (!k_blocks) ensure(s.s, (n * (cols / block) + slack) * 4);
-  PendingQuantization p;
-  QuantizedActivations& a = p.a;
+  QuantizedActivations a;
   a.n = n;
   a.cols = cols;
   a.q = s.q.as<int8_t>();
@@ -122,9 +86,11 @@ PendingQuantization activation_buffers(const KernelTable& k, ActFormat format, i
   a.corr = s.corr.as<int32_t>();
   a.pairs = k_blocks ? s.pairs.as<int32_t>() : nullptr;
   a.s = k_blocks ? nullptr : s.s.as<float>();
-  p.fn = k_blocks ? k.quantize_k_row : k.quantize_q8_row;
-  p.bias = format == ActFormat::kQ8Blocks ? k.q8_0_bias : format == ActFormat::kQ4Blocks ? 8 : 0;
-  return p;
+  const QuantizeRowFn fn = k_blocks ? k.quantize_k_row : k.quantize_q8_row;
+  pool.parallel_for(n, kTokenAlign, kMinParallelTokens, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) fn(x, t, bias, a);
+  });
+  return a;
 }
 
 // F16 weights take their activations rounded to F16, as GGML's F16 products do; split
@@ -155,10 +121,8 @@ void matmul_shared_input(std::span<const MatmulOutput> outs, const float* x, int
   // the concatenation of all outputs' panels.
   constexpr int kMaxOutputs = 8;
   LLMS_CHECK(outs.size() <= kMaxOutputs, "matmul_shared_input: too many outputs");
-  PendingQuantization qa[kNumActFormats];
+  QuantizedActivations qa[kNumActFormats];
   bool quantized[kNumActFormats] = {};
-  int pending[kNumActFormats];
-  int n_pending = 0;
   const float* half_x = nullptr;
   MatmulCall calls[kMaxOutputs];
   int64_t first_panel[kMaxOutputs + 1] = {0};
@@ -171,9 +135,8 @@ void matmul_shared_input(std::span<const MatmulOutput> outs, const float* x, int
     if (f == ActFormat::kHalf && half_x == nullptr) {
       half_x = round_to_half(k, x, n, pw.cols, pool);
     } else if (f != ActFormat::kFloat && f != ActFormat::kHalf && !quantized[fi]) {
-      qa[fi] = activation_buffers(k, f, n, pw.cols);
+      qa[fi] = quantize_activations(k, f, x, n, pw.cols, pool);
       quantized[fi] = true;
-      pending[n_pending++] = fi;
     }
     MatmulCall& call = calls[i];
     call.w = &pw;
@@ -181,15 +144,13 @@ void matmul_shared_input(std::span<const MatmulOutput> outs, const float* x, int
     call.y = outs[i].y;
     call.x = f == ActFormat::kFloat  ? static_cast<const void*>(x)
              : f == ActFormat::kHalf ? static_cast<const void*>(half_x)
-                                     : &qa[fi].a;
+                                     : &qa[fi];
     first_panel[i + 1] = first_panel[i] + pw.num_panels;
     macs += pw.num_panels * kPanelRows * pw.cols * n;
   }
   const int64_t total = first_panel[outs.size()];
-  auto quantize = [&](int64_t t0, int64_t t1) {
-    for (int i = 0; i < n_pending; ++i) qa[pending[i]].rows(x, t0, t1);
-  };
-  auto panels = [&](int64_t p0, int64_t p1) {
+  const int64_t min_parallel = macs < kMinParallelMacs ? std::numeric_limits<int64_t>::max() : 0;
+  pool.parallel_for(total, n == 1 ? kPanelAlign : kGemmPanelAlign, min_parallel, [&](int64_t p0, int64_t p1) {
     for (size_t i = 0; i < outs.size(); ++i) {
       const int64_t b = std::max(p0, first_panel[i]), e = std::min(p1, first_panel[i + 1]);
       if (b >= e) continue;
@@ -198,39 +159,8 @@ void matmul_shared_input(std::span<const MatmulOutput> outs, const float* x, int
       part.panel_end = e - first_panel[i];
       k.matmul[static_cast<int>(part.w->kind)](part);
     }
-  };
-  const int threads = pool.num_threads();
-  if (macs < kMinParallelMacs || threads == 1) {
-    quantize(0, n);
-    panels(0, total);
-    return;
-  }
-  if (n_pending == 0 || n < kMinSharedQuantTokens) {
-    quantize(0, n);
-    pool.parallel_for(total, n == 1 ? kPanelAlign : kGemmPanelAlign, 0, panels);
-    return;
-  }
-  // A batch: one job in which the threads first quantize the activations, kTokenAlign
-  // tokens at a claim, then (once every token is done) claim chunks of panels. The job
-  // is one parallel_for() chunk per thread, each claiming what is left: a worker that
-  // wakes late finds nothing, and nobody waits for it (a job of run() would).
-  const int64_t token_units = (n + kTokenAlign - 1) / kTokenAlign;
-  const int64_t panel_units = (total + kGemmPanelAlign - 1) / kGemmPanelAlign;
-  const int64_t chunks = std::min<int64_t>(panel_units, int64_t{threads} * kGemmChunksPerThread);
-  std::atomic<int64_t> next_tokens{0}, tokens_done{0}, next_chunk{0};
-  pool.parallel_for(threads, 1, 0, [&](int64_t, int64_t) {
-    for (int64_t u = next_tokens.fetch_add(1, std::memory_order_relaxed); u < token_units;
-         u = next_tokens.fetch_add(1, std::memory_order_relaxed)) {
-      quantize(u * kTokenAlign, std::min(n, (u + 1) * kTokenAlign));
-      if (tokens_done.fetch_add(1, std::memory_order_acq_rel) + 1 == token_units) tokens_done.notify_all();
-    }
-    wait_until(tokens_done, token_units);
-    for (int64_t c = next_chunk.fetch_add(1, std::memory_order_relaxed); c < chunks;
-         c = next_chunk.fetch_add(1, std::memory_order_relaxed)) {
-      panels(std::min(total, panel_units * c / chunks * kGemmPanelAlign),
-             std::min(total, panel_units * (c + 1) / chunks * kGemmPanelAlign));
-    }
   });
+
 }
 
 }  // namespace llms

@@ -167,10 +167,9 @@ TEST(MatmulTest, EveryTargetMatchesReferenceExactly) {
   }
 }
 
-// A batch large enough that its threads share the quantization of its activations
-// (in claims of 16 tokens; 40 leaves a partial last claim), rows of 19 blocks (a
-// group of 16 blocks and a partial one), and one block of zeros (scale 0, every q 0).
-TEST(MatmulTest, BatchWithSharedQuantizationMatchesReferenceExactly) {
+// A batch of 40 tokens, rows of 19 blocks (for Q8 activations a group of 16 blocks
+// and a partial one), and one block of zeros (scale 0, every q 0).
+TEST(MatmulTest, BatchOfFortyWithAZeroBlockMatchesReferenceExactly) {
   ThreadPool pool(2);
   for (DType type : kKernelTypes) {
     const int64_t rows = 67, cols = cols_for(type, 19), n = 40;
