@@ -9,7 +9,9 @@
 # The last row is `--type q8_0` with the calibration text (the measured policy).
 # Calibration text: 30 stories of 200 tokens sampled from the F32 model itself
 # (`llmserve generate --temp 1 --seed 1..30`). Evaluation text: tests/data/eval_stories.txt,
-# written for the project, not sampled from the model.
+# written for the project, not sampled from the model. A second table measures the Q8_0
+# files on a held-out text sampled from the F32 model as the calibration text is, with
+# other seeds (60 stories, seeds 101..160, about 12,400 tokens).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 llmserve=${LLMSERVE:-$here/build/release/src/cli/llmserve}
@@ -23,16 +25,22 @@ for seed in $(seq 1 30); do
   "$llmserve" generate -m "$model" -p "Once upon a time" -n 200 --temp 1 --seed "$seed" 2>/dev/null >>"$work/calib.txt"
   echo >>"$work/calib.txt"
 done
+for seed in $(seq 101 160); do
+  "$llmserve" generate -m "$model" -p "Once upon a time" -n 200 --temp 1 --seed "$seed" 2>/dev/null >>"$work/sampled.txt"
+  echo >>"$work/sampled.txt"
+done
 "$llmserve" imatrix -m "$model" -f "$work/calib.txt" -o "$work/imatrix.gguf" >/dev/null
-LD_LIBRARY_PATH=$bin "$bin/llama-perplexity" -m "$model" -f "$eval_text" -c 128 -t 2 \
-  --kl-divergence-base "$work/base.kld" >/dev/null 2>&1
+for text in "$eval_text" "$work/sampled.txt"; do
+  LD_LIBRARY_PATH=$bin "$bin/llama-perplexity" -m "$model" -f "$text" -c 128 -t 2 \
+    --kl-divergence-base "$work/base-$(basename "$text").kld" >/dev/null 2>&1
+done
 
-measure() {  # FILE -> "ours_kl ours_top1 ours_ppl llama_kl llama_same_top"
-  local ours llama
-  ours=$("$llmserve" perplexity -m "$1" -f "$eval_text" --base "$model" --json 2>/dev/null |
+measure() {  # FILE [TEXT] -> "ours_kl ours_top1 ours_ppl llama_kl llama_same_top"
+  local ours llama text=${2:-$eval_text}
+  ours=$("$llmserve" perplexity -m "$1" -f "$text" --base "$model" --json 2>/dev/null |
     python3 -c 'import json,sys; d=json.load(sys.stdin); print("%.6f %.2f%% %.4f" % (d["kl_divergence"], 100 * d["top1_agreement"], d["perplexity"]))')
-  llama=$(LD_LIBRARY_PATH=$bin "$bin/llama-perplexity" -m "$1" -f "$eval_text" -c 128 -t 2 \
-    --kl-divergence-base "$work/base.kld" --kl-divergence 2>&1 |
+  llama=$(LD_LIBRARY_PATH=$bin "$bin/llama-perplexity" -m "$1" -f "$text" -c 128 -t 2 \
+    --kl-divergence-base "$work/base-$(basename "$text").kld" --kl-divergence 2>&1 |
     awk '/^Mean    KLD:/ {k=$3} /^Same top p:/ {s=$4} END {print k, s "%"}')
   echo "$ours $llama"
 }
@@ -60,9 +68,10 @@ for recipe in Q4_K_M Q5_K_M Q6_K; do
 done
 for imatrix in "" "--imatrix $work/imatrix.gguf"; do
   # shellcheck disable=SC2086
-  "$llmserve" quantize "$model" "$work/q8.gguf" --type q8_0 $imatrix >/dev/null 2>&1
-  size=$(bytes "$work/q8.gguf")
-  read -r k t p lk ls <<<"$(measure "$work/q8.gguf")"
+  q8=$work/q8${imatrix:+-imatrix}.gguf
+  "$llmserve" quantize "$model" "$q8" --type q8_0 $imatrix >/dev/null 2>&1
+  size=$(bytes "$q8")
+  read -r k t p lk ls <<<"$(measure "$q8")"
   echo "| llmserve --type q8_0${imatrix:+ --imatrix} | $size | $(bpw "$size" "$elements") | $k | $t | $p | $lk | $ls |"
 done
 # The measured policy: --type q8_0 with the calibration text protects where it measures.
@@ -70,3 +79,13 @@ done
 size=$(bytes "$work/q8m.gguf")
 read -r k t p lk ls <<<"$(measure "$work/q8m.gguf")"
 echo "| llmserve --type q8_0 --calib | $size | $(bpw "$size" "$elements") | $k | $t | $p | $lk | $ls |"
+
+echo
+echo "Q8_0 on the sampled held-out text (seeds 101..160):"
+echo "| file | KL (llmserve) | top-1 (llmserve) | perplexity | KLD (llama-perplexity) | same top p (llama-perplexity) |"
+echo "|---|---|---|---|---|---|"
+echo "| F32 (source) | 0 | 100% | $("$llmserve" perplexity -m "$model" -f "$work/sampled.txt" --json 2>/dev/null | python3 -c 'import json,sys; print("%.4f" % json.load(sys.stdin)["perplexity"])') | 0 | 100% |"
+read -r k t p lk ls <<<"$(measure "$work/q8.gguf" "$work/sampled.txt")"
+echo "| llmserve --type q8_0 | $k | $t | $p | $lk | $ls |"
+read -r k t p lk ls <<<"$(measure "$work/q8m.gguf" "$work/sampled.txt")"
+echo "| llmserve --type q8_0 --calib | $k | $t | $p | $lk | $ls |"
