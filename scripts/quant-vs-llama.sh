@@ -21,14 +21,14 @@ eval_text=$here/tests/data/eval_stories.txt
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-for seed in $(seq 1 30); do
-  "$llmserve" generate -m "$model" -p "Once upon a time" -n 200 --temp 1 --seed "$seed" 2>/dev/null >>"$work/calib.txt"
-  echo >>"$work/calib.txt"
-done
-for seed in $(seq 101 160); do
-  "$llmserve" generate -m "$model" -p "Once upon a time" -n 200 --temp 1 --seed "$seed" 2>/dev/null >>"$work/sampled.txt"
-  echo >>"$work/sampled.txt"
-done
+sample_stories() {  # FIRST_SEED LAST_SEED OUT: a 200-token story from the F32 model per seed
+  for seed in $(seq "$1" "$2"); do
+    "$llmserve" generate -m "$model" -p "Once upon a time" -n 200 --temp 1 --seed "$seed" 2>/dev/null >>"$3"
+    echo >>"$3"
+  done
+}
+sample_stories 1 30 "$work/calib.txt"
+sample_stories 101 160 "$work/sampled.txt"
 "$llmserve" imatrix -m "$model" -f "$work/calib.txt" -o "$work/imatrix.gguf" >/dev/null
 for text in "$eval_text" "$work/sampled.txt"; do
   LD_LIBRARY_PATH=$bin "$bin/llama-perplexity" -m "$model" -f "$text" -c 128 -t 2 \
@@ -45,13 +45,16 @@ measure() {  # FILE [TEXT] -> "ours_kl ours_top1 ours_ppl llama_kl llama_same_to
   echo "$ours $llama"
 }
 
+f32_perplexity() {  # TEXT -> the F32 model's perplexity on it
+  "$llmserve" perplexity -m "$model" -f "$1" --json 2>/dev/null | python3 -c 'import json,sys; print("%.4f" % json.load(sys.stdin)["perplexity"])'
+}
 bytes() { stat -c %s "$1"; }
 bpw() { python3 -c "print(f'{8 * $1 / $2:.3f}')"; }
 elements=$("$llmserve" inspect "$model" --json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["parameters"])')
 
 echo "| file | bytes | bits/weight | KL (llmserve) | top-1 (llmserve) | perplexity | KLD (llama-perplexity) | same top p (llama-perplexity) |"
 echo "|---|---|---|---|---|---|---|---|"
-echo "| F32 (source) | $(bytes "$model") | 32 | 0 | 100% | $("$llmserve" perplexity -m "$model" -f "$eval_text" --json 2>/dev/null | python3 -c 'import json,sys; print("%.4f" % json.load(sys.stdin)["perplexity"])') | 0 | 100% |"
+echo "| F32 (source) | $(bytes "$model") | 32 | 0 | 100% | $(f32_perplexity "$eval_text") | 0 | 100% |"
 for recipe in Q4_K_M Q5_K_M Q6_K; do
   "$bin/llama-quantize" "$model" "$work/llama-$recipe.gguf" "$recipe" >/dev/null 2>&1
   size=$(bytes "$work/llama-$recipe.gguf")
@@ -84,8 +87,8 @@ echo
 echo "Q8_0 on the sampled held-out text (seeds 101..160):"
 echo "| file | KL (llmserve) | top-1 (llmserve) | perplexity | KLD (llama-perplexity) | same top p (llama-perplexity) |"
 echo "|---|---|---|---|---|---|"
-echo "| F32 (source) | 0 | 100% | $("$llmserve" perplexity -m "$model" -f "$work/sampled.txt" --json 2>/dev/null | python3 -c 'import json,sys; print("%.4f" % json.load(sys.stdin)["perplexity"])') | 0 | 100% |"
-read -r k t p lk ls <<<"$(measure "$work/q8.gguf" "$work/sampled.txt")"
-echo "| llmserve --type q8_0 | $k | $t | $p | $lk | $ls |"
-read -r k t p lk ls <<<"$(measure "$work/q8m.gguf" "$work/sampled.txt")"
-echo "| llmserve --type q8_0 --calib | $k | $t | $p | $lk | $ls |"
+echo "| F32 (source) | 0 | 100% | $(f32_perplexity "$work/sampled.txt") | 0 | 100% |"
+for q8 in q8 q8m; do
+  read -r k t p lk ls <<<"$(measure "$work/$q8.gguf" "$work/sampled.txt")"
+  echo "| llmserve --type q8_0$([[ $q8 == q8m ]] && echo " --calib") | $k | $t | $p | $lk | $ls |"
+done
