@@ -32,7 +32,7 @@ struct Options {
   bool profile = false;
   std::vector<std::string> goodput;  // as bench serve: ttft:MS tpot:MS
   std::string autotune = "off";
-  double slo_ttft_ms = 0, slo_itl_ms = 0;
+  double slo_ttft_ms = 0, slo_itl_ms = 0, slo_percentile = 0.99;
   int autotune_min_batch_tokens = 32;
   bool slo_shed = false;
 };
@@ -92,6 +92,7 @@ void run(const Options& o) {
     c.autotune_min_batch_tokens = o.autotune_min_batch_tokens;
     c.slo_interactive.ttft_ms = o.slo_ttft_ms;
     c.slo_interactive.itl_ms = o.slo_itl_ms;
+    c.slo_percentile = o.slo_percentile;
     c.slo_shed = o.slo_shed;
     ok_or_fail(c.validate());
     // With --profile, the compute limit is measured right before and after the run
@@ -188,6 +189,9 @@ void add_bench_engine_command(CLI::App& app) {
   cmd->add_option("--autotune", o->autotune, "Auto-tuner: off, observe or on (as serve)")->capture_default_str();
   cmd->add_option("--slo-ttft-ms", o->slo_ttft_ms, "Interactive lane's TTFT target (as serve)")->capture_default_str();
   cmd->add_option("--slo-itl-ms", o->slo_itl_ms, "Interactive lane's ITL target (as serve)")->capture_default_str();
+  cmd->add_option("--slo-percentile", o->slo_percentile,
+                  "Share of a request's inter-token intervals the ITL target holds for, 0.5-1 (as serve)")
+      ->capture_default_str();
   cmd->add_option("--autotune-min-batch-tokens", o->autotune_min_batch_tokens,
                   "Smallest step token budget the auto-tuner may choose (as serve)")
       ->capture_default_str();

@@ -23,9 +23,11 @@ Result<AutotuneMode> parse_autotune_mode(const std::string& name) {
   return invalid_argument(fmt::format("unknown autotune mode '{}' (off, observe, on)", name));
 }
 
-AutoTuner::AutoTuner(AutotuneBounds bounds, double itl_target_s, double margin, double hysteresis, int decision_steps)
+AutoTuner::AutoTuner(AutotuneBounds bounds, double itl_target_s, double percentile, double margin, double hysteresis,
+                     int decision_steps)
     : bounds_(bounds),
       itl_target_s_(itl_target_s),
+      percentile_(std::clamp(percentile, 0.5, 1.0)),
       margin_(margin),
       hysteresis_(hysteresis),
       decision_steps_(std::max(1, decision_steps)) {
@@ -103,7 +105,7 @@ bool AutoTuner::fit() {
   if (!(b_ > 0)) return false;
   ratios_.clear();
   for (const Sample& s : samples_) ratios_.push_back(s.seconds / predict(s.tokens, s.sequences));
-  const auto q = ratios_.begin() + static_cast<ptrdiff_t>(kTailQuantile * static_cast<double>(ratios_.size() - 1));
+  const auto q = ratios_.begin() + static_cast<ptrdiff_t>(percentile_ * static_cast<double>(ratios_.size() - 1));
   std::nth_element(ratios_.begin(), q, ratios_.end());
   tail_ = std::clamp(*q, 1.0, kMaxTail);
   return true;

@@ -7,11 +7,13 @@
 // pass, b the cost of a token's matrix work, c what each sequence adds (its attention,
 // sampling and streaming). Every running sequence decodes one token per step, so its
 // inter-token latency is the step time: the tuner wants t <= margin * itl target.
-// The target is of intervals at p99, not of their mean, so the fit's prediction is
-// scaled by its tail: the 99th percentile, over the window, of each step's measured
-// time against its prediction (at least 1, at most 2). Steps that run long now and
-// then (a prefill chunk's attention, the machine's other work) lower the budget and
-// cap until they too stay under the target.
+// The target holds for a share of the intervals (the SLO's percentile, 0.99 unless
+// the operator chose another), so the fit's prediction is scaled by its tail: that
+// percentile, over the window, of each step's measured time against its prediction
+// (at least 1, at most 2). At p99, steps that run long now and then (a prefill chunk's
+// attention, the machine's other work) lower the budget and cap until they too stay
+// under the target; at p50 (a target on the typical interval, as a TPOT target on
+// each request's mean interval is) they do not.
 //
 // Decision (every decision_steps steps, once the fit has kMinSamples points):
 //   budget = the most tokens whose predicted step, with the sequences now running,
@@ -60,8 +62,9 @@ struct AutotuneDecision {
 
 class AutoTuner {
  public:
-  AutoTuner(AutotuneBounds bounds, double itl_target_s, double margin = 0.9, double hysteresis = 0.2,
-            int decision_steps = 32);
+  // percentile: the share of intervals the target holds for, in [0.5, 1].
+  AutoTuner(AutotuneBounds bounds, double itl_target_s, double percentile = 0.99, double margin = 0.9,
+            double hysteresis = 0.2, int decision_steps = 32);
 
   // One finished step: its tokens, sequences and time. Returns true when a decision
   // was made (read it with decision()).
@@ -73,12 +76,12 @@ class AutoTuner {
   double per_token_s() const { return b_; }
   double per_sequence_s() const { return c_; }
   double predict(double tokens, double sequences) const { return a_ + b_ * tokens + c_ * sequences; }
-  // The 99th percentile of measured / predicted step time over the window, in [1, 2].
+  // The percentile of measured / predicted step time over the window, in [1, 2].
   double tail_factor() const { return tail_; }
+  double percentile() const { return percentile_; }
 
   static constexpr size_t kWindow = 256;
   static constexpr size_t kMinSamples = 16;
-  static constexpr double kTailQuantile = 0.99;
   static constexpr double kMaxTail = 2.0;
 
  private:
@@ -91,6 +94,7 @@ class AutoTuner {
 
   AutotuneBounds bounds_;
   double itl_target_s_;
+  double percentile_;
   double margin_;
   double hysteresis_;
   int decision_steps_;

@@ -97,7 +97,7 @@ Engine::Engine(std::unique_ptr<ModelRunner> runner, const Tokenizer& tokenizer, 
     tuner_ = std::make_unique<AutoTuner>(
         AutotuneBounds{std::min(config_.autotune_min_batch_tokens, config_.max_batch_tokens), config_.max_batch_tokens,
                        config_.max_running},
-        config_.slo_interactive.itl_ms * 1e-3);
+        config_.slo_interactive.itl_ms * 1e-3, config_.slo_percentile);
     apply_tuning();  // the tuner's starting values
   }
   if (config_.slo_shed) shedder_ = std::make_unique<SloShedder>();
@@ -390,10 +390,10 @@ void Engine::tune(const SchedulePlan& plan, double step_s) {
   if (d.changed) {
     metrics_.autotune_decisions.with({apply ? "applied" : "observed"}).inc();
     log_info("autotune ({}): max_batch_tokens {}, max_running {}, predicted step {:.2f} ms (fit: {:.2f} ms + {:.2f} "
-             "us/token + {:.2f} us/sequence; p99 of measured / predicted {:.2f})",
+             "us/token + {:.2f} us/sequence; p{:g} of measured / predicted {:.2f})",
              autotune_mode_name(config_.autotune), d.batch_tokens, d.max_running, d.predicted_step_s * 1e3,
              tuner_->fixed_s() * 1e3, tuner_->per_token_s() * 1e6, tuner_->per_sequence_s() * 1e6,
-             tuner_->tail_factor());
+             100 * tuner_->percentile(), tuner_->tail_factor());
   }
   apply_tuning();
 }
