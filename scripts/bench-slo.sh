@@ -192,11 +192,9 @@ print(f"{model}, {batching} batching, SLO TTFT {ttft} ms and TPOT {itl} ms; good
       f"that met both{f'; the median of {repeats} runs' if repeats > 1 else ''} ({int(elapsed) // 60} min)\n")
 table("goodput_tok_s")
 if any("slo_goodput_tok_s" in r for r in rows):
-    p = float(percentile)
-    rule = (f"every inter-token interval within {itl} ms at p99; fewer than 100 intervals: none over" if p == 0.99
-            else f"at most {100 * (1 - p):g}% of the inter-token intervals over {itl} ms")
-    print(f"\nThe same runs judged as the engine judges its SLO (TTFT {ttft} ms, and {rule}; --slo-percentile "
-          f"{percentile}):\n")
+    share = round(100 * (1 - float(percentile)), 6)
+    print(f"\nThe same runs judged as the engine judges its SLO (TTFT {ttft} ms, and at most {share:g}% of a "
+          f"request's inter-token intervals over {itl} ms; --slo-percentile {percentile}):\n")
     table("slo_goodput_tok_s")
 print()
 print(f"p99 TTFT / {itl_label} (ms):\n")
