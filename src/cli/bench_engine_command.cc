@@ -25,6 +25,7 @@ struct Options {
   double max_delay_ms = 20;
   int threads = 0;
   std::string kv_type = "f16";  // as serve (EngineConfig)
+  int kv_block_size = 16;       // as serve
   bool kv_commit_at_start = false;
   bool no_warmup_pass = false;
   std::string output_dist = "uniform";
@@ -85,6 +86,7 @@ void run(const Options& o) {
     c.max_delay_ms = o.max_delay_ms;
     c.threads = o.threads;
     c.k_type = c.v_type = kv;
+    c.block_size = o.kv_block_size;
     c.kv_commit_at_start = o.kv_commit_at_start;
     c.warmup_pass = !o.no_warmup_pass;
     c.profile = o.profile;
@@ -201,6 +203,8 @@ void add_bench_engine_command(CLI::App& app) {
   cmd->add_option("--max-batch-size", o->max_batch_size, "dynamic: requests per batch")->capture_default_str();
   cmd->add_option("--max-delay-ms", o->max_delay_ms, "dynamic: wait for a full batch at most")->capture_default_str();
   cmd->add_option("--kv-type", o->kv_type, "KV cache type")->capture_default_str();
+  cmd->add_option("--kv-block-size", o->kv_block_size, "KV cache block size in tokens (as serve)")
+      ->capture_default_str();
   cmd->add_flag("--no-warmup-pass", o->no_warmup_pass,
                 "No pass over a dummy batch at the engine's start (serve's warmup_pass = false): the first steps "
                 "pay the buffers' first touch");

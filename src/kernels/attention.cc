@@ -46,7 +46,8 @@ class SpanSource {
     const int64_t hd = kv.head_dim, B = kv.block_size;
     in_place_ = tiled_ && (type_ == DType::kF32 || (type_ == DType::kF16 && (is_k ? !many_rows : hd % 16 == 0)));
     if (!in_place_ && buf_.size() < static_cast<size_t>(span * hd * B)) buf_.resize(static_cast<size_t>(span * hd * B));
-    if (!tiled_ && row_.size() < static_cast<size_t>(kv.row_elems())) row_.resize(static_cast<size_t>(kv.row_elems()));
+    const int64_t row_floats = kv.head_rows(is_k) ? hd * B : kv.row_elems();
+    if (!tiled_ && row_.size() < static_cast<size_t>(row_floats)) row_.resize(static_cast<size_t>(row_floats));
   }
 
   // Rows [0, n) of `block`, block g of the span, for head kvh into `a` (kt[g] or
@@ -70,6 +71,18 @@ class SpanSource {
         f16_row_(reinterpret_cast<const uint16_t*>(head), buf, count);
       } else {
         dequantize_row(type_, head, buf, count);
+      }
+      f32 = buf;
+    } else if (kv_.head_rows(is_k_)) {
+      // The head's n rows are one run: values decode in place, keys through `row_`.
+      const uint8_t* rows = kv_.head(is_k_, block, kvh);
+      if (is_k_) {
+        dequantize_row(type_, rows, row_.data(), n * hd);
+        for (int r = 0; r < n; ++r) {
+          for (int64_t d = 0; d < hd; ++d) buf[d * B + r] = row_[static_cast<size_t>(r * hd + d)];
+        }
+      } else {
+        dequantize_row(type_, rows, buf, n * hd);
       }
       f32 = buf;
     } else {
@@ -107,7 +120,7 @@ class SpanSource {
 };
 
 // Brings head `kvh`'s keys and values of `block` into L2: two contiguous runs in the
-// tiled layout, a piece of every row in the row layout. Into L2, not L1: decode of a
+// tiled and rows-per-head layouts, a piece of every row in the row layout. Into L2, not L1: decode of a
 // TinyLlama layer at 2048 positions (BM_Attention) takes 145-150 us this way, 206-278 us
 // when the same lines are asked into L1, 233-302 us without prefetch; asking 2-8
 // blocks ahead gained nothing over one. In a decoding model (weights streaming
@@ -117,7 +130,7 @@ void prefetch_block(const KvLayerView& kv, int32_t block, int kvh) {
     for (int64_t i = 0; i < bytes; i += 64) __builtin_prefetch(p + i, 0, 2);
   };
   for (bool is_k : {true, false}) {
-    if (kv.tiled(is_k)) {
+    if (kv.tiled(is_k) || kv.head_rows(is_k)) {
       run(kv.head(is_k, block, kvh), kv.block_bytes(is_k) / kv.n_kv_heads);
       continue;
     }

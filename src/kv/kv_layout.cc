@@ -35,14 +35,20 @@ void scatter_column(const uint8_t* src, uint8_t* dst, int64_t n, int64_t stride)
 
 void store_row(const KvLayerView& kv, bool is_k, int32_t block, int row, const float* x) {
   const DType type = kv.type(is_k);
+  if (kv.head_rows(is_k)) {
+    for (int h = 0; h < kv.n_kv_heads; ++h) {
+      quantize_row_nearest(type, x + static_cast<int64_t>(h) * kv.head_dim, kv.head_row(is_k, block, h, row), kv.head_dim);
+    }
+    return;
+  }
   if (!kv.tiled(is_k)) {
-    quantize_row(type, x, kv.row(is_k, block, row), kv.row_elems());
+    quantize_row_nearest(type, x, kv.row(is_k, block, row), kv.row_elems());
     return;
   }
   const int64_t es = value_bytes(type), hd = kv.head_dim;
   thread_local std::vector<uint8_t> bytes;  // the row in the storage type, reused
   bytes.resize(static_cast<size_t>(kv.row_elems() * es));
-  quantize_row(type, x, bytes.data(), kv.row_elems());
+  quantize_row_nearest(type, x, bytes.data(), kv.row_elems());
   for (int h = 0; h < kv.n_kv_heads; ++h) {
     const uint8_t* src = bytes.data() + h * hd * es;
     uint8_t* dst = tiled_value(kv, is_k, block, row, h * hd);
@@ -76,6 +82,12 @@ void kv_store(const KvLayerView& kv, const int32_t* block_table, int64_t pos, co
 
 void kv_load_row(const KvLayerView& kv, bool is_k, int32_t block, int row, float* out) {
   const DType type = kv.type(is_k);
+  if (kv.head_rows(is_k)) {
+    for (int h = 0; h < kv.n_kv_heads; ++h) {
+      dequantize_row(type, kv.head_row(is_k, block, h, row), out + static_cast<int64_t>(h) * kv.head_dim, kv.head_dim);
+    }
+    return;
+  }
   if (!kv.tiled(is_k)) {
     dequantize_row(type, kv.row(is_k, block, row), out, kv.row_elems());
     return;

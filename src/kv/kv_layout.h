@@ -14,7 +14,10 @@
 //    (each head's keys already transposed, as the score product reads them) and V as
 //    [n_kv_heads][block_size][head_dim], so a head's keys and values for a block are
 //    two contiguous runs (2 KiB each for 64 F16 dimensions in blocks of 16);
-//  - per row, for the quantized types, whose blocks run along the row:
+//  - rows per head, for the quantized types whose blocks divide head_dim (Q8_0 and
+//    Q4_0 at head_dim 64): K and V as [n_kv_heads][block_size][head_dim], so that a
+//    head's part of a block is one contiguous run, as attention reads it;
+//  - per row, for the other quantized types, whose blocks straddle heads:
 //    [block_size][n_kv_heads * head_dim].
 //
 // Thread-safety: a view is a value; kv_store() writes only the row it is given.
@@ -59,6 +62,12 @@ struct KvLayerView {
   // are packed together (make()), more where the cache interleaves layers (KvCache).
   int64_t k_block_stride = 0;
   int64_t v_block_stride = 0;
+  // The rows-per-head layout (quantized types whose blocks divide head_dim), and the
+  // bytes of one head's part of a row in it.
+  bool k_head_rows = false;
+  bool v_head_rows = false;
+  int64_t k_head_row_bytes = 0;
+  int64_t v_head_row_bytes = 0;
 
   static bool tiled_type(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16; }
 
@@ -70,12 +79,17 @@ struct KvLayerView {
     view.v_stride = dtype_row_bytes(v_type, view.row_elems());
     view.k_block_stride = view.k_block_bytes();
     view.v_block_stride = view.v_block_bytes();
+    view.k_head_rows = !view.k_tiled && head_dim % dtype_info(k_type).block_size == 0;
+    view.v_head_rows = !view.v_tiled && head_dim % dtype_info(v_type).block_size == 0;
+    view.k_head_row_bytes = view.k_head_rows ? dtype_row_bytes(k_type, head_dim) : 0;
+    view.v_head_row_bytes = view.v_head_rows ? dtype_row_bytes(v_type, head_dim) : 0;
     return view;
   }
 
   int64_t row_elems() const { return static_cast<int64_t>(n_kv_heads) * head_dim; }
   DType type(bool is_k) const { return is_k ? k_type : v_type; }
   bool tiled(bool is_k) const { return is_k ? k_tiled : v_tiled; }
+  bool head_rows(bool is_k) const { return is_k ? k_head_rows : v_head_rows; }
   int64_t stride(bool is_k) const { return is_k ? k_stride : v_stride; }
   int64_t k_row_bytes() const { return k_stride; }
   int64_t v_row_bytes() const { return v_stride; }
@@ -88,11 +102,16 @@ struct KvLayerView {
   uint8_t* row(bool is_k, int32_t block, int row) const {
     return (is_k ? k_block(block) : v_block(block)) + row * stride(is_k);
   }
-  // Head `kvh`'s part of a block in the tiled layout (head_dim * block_size values).
+  // Head `kvh`'s part of a block in the tiled and rows-per-head layouts (head_dim *
+  // block_size values).
   uint8_t* head(bool is_k, int32_t block, int kvh) const {
     return (is_k ? k_block(block) : v_block(block)) + kvh * (block_bytes(is_k) / n_kv_heads);
   }
-  // Where head `kvh` sits in a row of the row layout.
+  // Row `row` of head `kvh`'s part of a block in the rows-per-head layout.
+  uint8_t* head_row(bool is_k, int32_t block, int kvh, int row) const {
+    return head(is_k, block, kvh) + row * (is_k ? k_head_row_bytes : v_head_row_bytes);
+  }
+  // Where head `kvh` sits in a row of the row layout (types whose blocks straddle heads).
   HeadPart head_part(bool is_k, int kvh) const {
     const DType t = type(is_k);
     if (head_dim % dtype_info(t).block_size != 0) return {false, 0, stride(is_k), row_elems()};

@@ -57,6 +57,9 @@ void dequantize_row_iq4_xs(const void* src, float* dst, int64_t n);
 void quantize_row_q4_0(const float* src, const float* imp, void* dst, int64_t n);
 void quantize_row_q5_0(const float* src, const float* imp, void* dst, int64_t n);
 void quantize_row_q8_0(const float* src, const float* imp, void* dst, int64_t n);
+// Q8_0 in one pass: scale amax / 127, every value rounded to nearest (ties to even) at
+// the unrounded scale, as the format's reference encoder does; no scale search.
+void quantize_row_q8_0_nearest(const float* src, void* dst, int64_t n);
 // Q4_1 and Q5_1 span each block's minimum to maximum.
 void quantize_row_q4_1(const float* src, const float* imp, void* dst, int64_t n);
 void quantize_row_q5_1(const float* src, const float* imp, void* dst, int64_t n);

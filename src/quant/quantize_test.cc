@@ -114,6 +114,40 @@ TEST(QuantizeTest, Q8_0KeepsTheLargestValue) {
   EXPECT_EQ(b.qs[7], 127);
 }
 
+// The one-pass Q8_0 encoder of the KV cache: scale amax / 127 and each value rounded
+// to nearest, ties to even, at the unrounded scale; other types as quantize_row.
+TEST(QuantizeTest, Q8_0NearestRoundsEachValueAtTheMaxScale) {
+  // amax 127 makes the scale 1, so the codes are the values rounded by hand.
+  std::vector<float> x(32, 0.0f);
+  const float in[] = {127.0f, 2.5f, 3.5f, -2.5f, 0.5f, -0.5f, 1.49f, -126.5f, 126.51f, 0.0f};
+  const int8_t want[] = {127, 2, 4, -2, 0, 0, 1, -126, 127, 0};
+  std::copy(std::begin(in), std::end(in), x.begin());
+  BlockQ8_0 b;
+  quantize_row_nearest(DType::kQ8_0, x.data(), &b, 32);
+  EXPECT_EQ(f16_to_f32(b.d), 1.0f);
+  for (size_t j = 0; j < std::size(want); ++j) EXPECT_EQ(b.qs[j], want[j]) << j;
+  // Gaussian blocks (and one of zeros) against the rule computed with nearbyint.
+  auto g = gaussian(256, 21, 0.02);
+  std::fill(g.begin() + 64, g.begin() + 96, 0.0f);
+  std::vector<BlockQ8_0> q(8);
+  quantize_row_nearest(DType::kQ8_0, g.data(), q.data(), 256);
+  for (int i = 0; i < 8; ++i) {
+    float amax = 0.0f;
+    for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(g[32 * i + j]));
+    const float d = amax / 127.0f;
+    EXPECT_EQ(q[i].d, f32_to_f16(d)) << i;
+    for (int j = 0; j < 32; ++j) {
+      const int code = d == 0.0f ? 0 : static_cast<int>(std::nearbyint(g[32 * i + j] * (1.0f / d)));
+      ASSERT_EQ(q[i].qs[j], code) << i << " " << j;
+    }
+  }
+  // The other types: quantize_row's bytes.
+  std::vector<uint8_t> a(static_cast<size_t>(dtype_row_bytes(DType::kQ4_0, 256))), c(a.size());
+  quantize_row_nearest(DType::kQ4_0, g.data(), a.data(), 256);
+  quantize_row(DType::kQ4_0, g.data(), c.data(), 256);
+  EXPECT_EQ(a, c);
+}
+
 TEST(QuantizeTest, Q4_0MapsTheLargestMagnitudeToMinusEight) {
   std::vector<float> x(32, 0.5f);
   x[3] = -4.0f;

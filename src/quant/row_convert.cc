@@ -28,6 +28,15 @@ void quantize_row(DType type, const float* src, void* dst, int64_t n) {
   t->from_float(src, nullptr, dst, n);
 }
 
+void quantize_row_nearest(DType type, const float* src, void* dst, int64_t n) {
+  if (type != DType::kQ8_0) {
+    quantize_row(type, src, dst, n);
+    return;
+  }
+  LLMS_DCHECK(n % 32 == 0, "quantize_row_nearest: partial block");
+  quantize_row_q8_0_nearest(src, dst, n);
+}
+
 void quantize_row_weighted(DType type, const float* src, const float* imp, void* dst, int64_t n) {
   const QuantTraits* t = quant_traits(type);
   LLMS_CHECK(t != nullptr && t->from_float != nullptr, "quantize_row: unsupported type " + std::string(dtype_name(type)));
