@@ -14,8 +14,6 @@
 namespace llms {
 namespace {
 
-using F16RowFn = void (*)(const uint16_t*, float*, int64_t);
-
 // A thread's working memory for attend_tile(), kept across calls so that the step
 // allocates nothing once every thread has seen its largest tile.
 struct TileScratch {
@@ -33,16 +31,16 @@ TileScratch& tile_scratch() {
 // The blocks of a span, keys or values of head `kvh`, in the form attention_rows()
 // reads: keys transposed (kt[d * block + j]), values as rows. Tiled F32 and F16 blocks
 // are read in place (F16 keys only for a few query rows, F16 values only when head_dim
-// is a multiple of 16); BF16 blocks and the rows of quantized types are decoded to
-// floats first.
+// is a multiple of 16); BF16 blocks and quantized types are decoded to floats first
+// (Q8_0 keys by column and Q8_0 value rows by the target's kernels).
 class SpanSource {
  public:
   // `many_rows`: the blocks serve many query rows, so F16 keys are converted once
   // rather than by every row tile.
   // `buf` and `row` are the thread's scratch, grown here as needed.
-  SpanSource(const KvLayerView& kv, bool is_k, F16RowFn f16_row, bool many_rows, int span, std::vector<float>& buf,
-             std::vector<float>& row)
-      : kv_(kv), is_k_(is_k), type_(kv.type(is_k)), tiled_(kv.tiled(is_k)), f16_row_(f16_row), buf_(buf), row_(row) {
+  SpanSource(const KvLayerView& kv, bool is_k, const KernelTable& ops, bool many_rows, int span,
+             std::vector<float>& buf, std::vector<float>& row)
+      : kv_(kv), is_k_(is_k), type_(kv.type(is_k)), tiled_(kv.tiled(is_k)), ops_(ops), buf_(buf), row_(row) {
     const int64_t hd = kv.head_dim, B = kv.block_size;
     in_place_ = tiled_ && (type_ == DType::kF32 || (type_ == DType::kF16 && (is_k ? !many_rows : hd % 16 == 0)));
     if (!in_place_ && buf_.size() < static_cast<size_t>(span * hd * B)) buf_.resize(static_cast<size_t>(span * hd * B));
@@ -68,15 +66,21 @@ class SpanSource {
       // Keys: all head_dim x block values (columns past n are never read); values: n rows.
       const int64_t count = is_k_ ? hd * B : n * hd;
       if (type_ == DType::kF16) {
-        f16_row_(reinterpret_cast<const uint16_t*>(head), buf, count);
+        ops_.f16_row(reinterpret_cast<const uint16_t*>(head), buf, count);
       } else {
         dequantize_row(type_, head, buf, count);
       }
       f32 = buf;
+    } else if (is_k_ && kv_.k_columns) {
+      // All block columns (those past n are never read).
+      ops_.q8_0_columns(kv_.column_scales(block, kvh), kv_.column_values(block, kvh), hd, B, buf);
+      f32 = buf;
     } else if (kv_.head_rows(is_k_)) {
       // The head's n rows are one run: values decode in place, keys through `row_`.
       const uint8_t* rows = kv_.head(is_k_, block, kvh);
-      if (is_k_) {
+      if (!is_k_ && type_ == DType::kQ8_0) {
+        ops_.q8_0_row(rows, buf, n * hd);
+      } else if (is_k_) {
         dequantize_row(type_, rows, row_.data(), n * hd);
         for (int r = 0; r < n; ++r) {
           for (int64_t d = 0; d < hd; ++d) buf[d * B + r] = row_[static_cast<size_t>(r * hd + d)];
@@ -113,14 +117,14 @@ class SpanSource {
   bool is_k_;
   DType type_;
   bool tiled_;
-  F16RowFn f16_row_;
+  const KernelTable& ops_;
   bool in_place_ = false;
   std::vector<float>& buf_;  // per block of the span: decoded keys (transposed) or value rows
   std::vector<float>& row_;  // one decoded cache row (row layout)
 };
 
 // Brings head `kvh`'s keys and values of `block` into L2: two contiguous runs in the
-// tiled and rows-per-head layouts, a piece of every row in the row layout. Into L2, not L1: decode of a
+// layouts by head, a piece of every row in the row layout. Into L2, not L1: decode of a
 // TinyLlama layer at 2048 positions (BM_Attention) takes 145-150 us this way, 206-278 us
 // when the same lines are asked into L1, 233-302 us without prefetch; asking 2-8
 // blocks ahead gained nothing over one. In a decoding model (weights streaming
@@ -130,7 +134,7 @@ void prefetch_block(const KvLayerView& kv, int32_t block, int kvh) {
     for (int64_t i = 0; i < bytes; i += 64) __builtin_prefetch(p + i, 0, 2);
   };
   for (bool is_k : {true, false}) {
-    if (kv.tiled(is_k) || kv.head_rows(is_k)) {
+    if (kv.head_runs(is_k)) {
       run(kv.head(is_k, block, kvh), kv.block_bytes(is_k) / kv.n_kv_heads);
       continue;
     }
@@ -162,8 +166,8 @@ void attend_tile(const AttentionQuery& q, const KvLayerView& kv, int n_heads, fl
     for (int g = 0; g < group; ++g)
       qrow[static_cast<size_t>((i - i0) * group + g)] = q.q + (static_cast<int64_t>(i) * n_heads + kvh * group + g) * hd;
   const bool many_rows = n_rows > 8;
-  SpanSource keys(kv, true, kt_ops.f16_row, many_rows, span, sc.keys, sc.row);
-  SpanSource vals(kv, false, kt_ops.f16_row, many_rows, span, sc.vals, sc.row);
+  SpanSource keys(kv, true, kt_ops, many_rows, span, sc.keys, sc.row);
+  SpanSource vals(kv, false, kt_ops, many_rows, span, sc.vals, sc.row);
   AttentionRows a;
   a.block = B;
   a.head_dim = hd;

@@ -32,6 +32,8 @@ inline KernelTable make_kernel_table() {
   t.dot_f32 = dot_f32;
   t.f16_row = f16_row;
   t.round_f16_row = round_f16_row;
+  t.q8_0_row = q8_0_row;
+  t.q8_0_columns = q8_0_columns;
   t.attention_rows = attention_rows;
   return t;
 }

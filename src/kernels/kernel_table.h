@@ -117,6 +117,12 @@ struct KernelTable {
   float (*dot_f32)(const float* a, const float* b, int64_t n);
   void (*f16_row)(const uint16_t* src, float* dst, int64_t n);
   void (*round_f16_row)(const float* src, float* dst, int64_t n);
+  // Q8_0 decoding for the KV cache, exact on every target: q8_0_row as
+  // dequantize_row_q8_0 (n a multiple of 32); q8_0_columns one KV head's keys of a
+  // block stored by column (kv_layout.h), transposed as attention_rows reads them:
+  // kt[d * block + r] = F16 scales[d / 32 * block + r] * values[d * block + r].
+  void (*q8_0_row)(const void* src, float* dst, int64_t n);
+  void (*q8_0_columns)(const uint16_t* scales, const int8_t* values, int64_t head_dim, int64_t block, float* kt);
   void (*attention_rows)(const AttentionRows& a);
 };
 

@@ -51,6 +51,39 @@ void round_f16_row(const float* src, float* dst, int64_t n) {
   for (; i < n; ++i) dst[i] = f16_to_f32(f32_to_f16(src[i]));
 }
 
+// Q8_0 blocks (an F16 scale, 32 int8 values) to floats: each value times its scale,
+// one product as in the scalar decoding, so exact on every target.
+void q8_0_row(const void* src, float* dst, int64_t n) {
+  const auto* b = static_cast<const uint8_t*>(src);
+  for (int64_t i = 0; i < n; i += 32, b += 34, dst += 32) {
+    uint16_t h;
+    std::memcpy(&h, b, 2);
+    const VF d = set1_f(f16_to_f32(h));
+    const auto* q = reinterpret_cast<const int8_t*>(b + 2);
+    store_f(dst, mul_f(d, cvt_i2f(load_s8_to_i32(q))));
+    store_f(dst + 16, mul_f(d, cvt_i2f(load_s8_to_i32(q + 16))));
+  }
+}
+
+// A head's Q8_0 keys stored by column, 16 tokens of a dimension per vector; a block
+// size that is not a multiple of 16 ends one token at a time.
+void q8_0_columns(const uint16_t* scales, const int8_t* values, int64_t head_dim, int64_t block, float* kt) {
+  for (int64_t g = 0; g < head_dim / 32; ++g) {
+    const uint16_t* s = scales + g * block;
+    int64_t r = 0;
+    for (; r + 16 <= block; r += 16) {
+      const VF d = load_f16(s + r);
+      for (int64_t c = g * 32; c < g * 32 + 32; ++c) {
+        store_f(kt + c * block + r, mul_f(d, cvt_i2f(load_s8_to_i32(values + c * block + r))));
+      }
+    }
+    for (; r < block; ++r) {
+      const float d = f16_to_f32(s[r]);
+      for (int64_t c = g * 32; c < g * 32 + 32; ++c) kt[c * block + r] = d * static_cast<float>(values[c * block + r]);
+    }
+  }
+}
+
 float dot_f32(const float* a, const float* b, int64_t n) {
   VF acc = zero_f();
   for_each_vec(n, [&](int64_t i, int m) { acc = fma_f(load_n(a + i, m), load_n(b + i, m), acc); });

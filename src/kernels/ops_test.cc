@@ -4,12 +4,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "base/random.h"
 #include "kernels/kernel_table.h"
 #include "kernels/simd_target.h"
 #include "quant/half.h"
+#include "quant/quant_traits.h"
 
 namespace llms {
 namespace {
@@ -220,6 +222,60 @@ TEST(OpsTest, F16RowsConvertEveryHalfExactly) {
         ASSERT_TRUE(std::isnan(got[i])) << simd_target_name(target) << " half " << i;
       } else {
         ASSERT_EQ(float_to_bits(got[i]), float_to_bits(want)) << simd_target_name(target) << " half " << i;
+      }
+    }
+  }
+}
+
+// The KV cache's Q8_0 decoders give each value's scale times its int8 on every
+// target: rows as dequantize_row_q8_0 (the scalar decoding), keys by column against
+// the transposition written out here, for block sizes with and without a partial
+// vector of tokens. Scales run over normal and subnormal halves, values over -128..127.
+TEST(OpsTest, Q8_0KvDecodersAreExactOnEveryTarget) {
+  Rng rng(5);
+  auto random_half = [&] {
+    const uint16_t h = static_cast<uint16_t>(rng.next_u64() & 0x7BFF);  // finite, normal or subnormal
+    return static_cast<uint16_t>(h | ((rng.next_u64() & 1) << 15));
+  };
+  const int64_t n = 32 * 9;
+  std::vector<uint8_t> blocks(static_cast<size_t>(n / 32 * 34));
+  for (size_t b = 0; b < blocks.size(); b += 34) {
+    const uint16_t h = random_half();
+    std::memcpy(&blocks[b], &h, 2);
+    for (size_t i = 2; i < 34; ++i) blocks[b + i] = static_cast<uint8_t>(rng.next_u64());
+  }
+  std::vector<float> want(static_cast<size_t>(n));
+  dequantize_row_q8_0(blocks.data(), want.data(), n);
+  for (SimdTarget target : supported_simd_targets()) {
+    ScopedSimdTarget scoped(target);
+    std::vector<float> got(static_cast<size_t>(n), -1.0f);
+    active_kernels().q8_0_row(blocks.data(), got.data(), n);
+    for (int64_t i = 0; i < n; ++i) {
+      ASSERT_EQ(float_to_bits(got[static_cast<size_t>(i)]), float_to_bits(want[static_cast<size_t>(i)]))
+          << simd_target_name(target) << " value " << i;
+    }
+  }
+  for (int64_t hd : {32, 64, 128}) {
+    for (int64_t block : {8, 16, 21, 32}) {
+      std::vector<uint16_t> scales(static_cast<size_t>(hd / 32 * block));
+      for (auto& s : scales) s = random_half();
+      std::vector<int8_t> values(static_cast<size_t>(hd * block));
+      for (auto& v : values) v = static_cast<int8_t>(rng.next_u64());
+      std::vector<float> kt_want(values.size());
+      for (int64_t d = 0; d < hd; ++d) {
+        for (int64_t r = 0; r < block; ++r) {
+          const size_t at = static_cast<size_t>(d * block + r);
+          kt_want[at] = f16_to_f32(scales[static_cast<size_t>(d / 32 * block + r)]) * static_cast<float>(values[at]);
+        }
+      }
+      for (SimdTarget target : supported_simd_targets()) {
+        ScopedSimdTarget scoped(target);
+        std::vector<float> got(values.size(), -1.0f);
+        active_kernels().q8_0_columns(scales.data(), values.data(), hd, block, got.data());
+        for (size_t i = 0; i < got.size(); ++i) {
+          ASSERT_EQ(float_to_bits(got[i]), float_to_bits(kt_want[i]))
+              << simd_target_name(target) << " head_dim " << hd << " block " << block << " at " << i;
+        }
       }
     }
   }

@@ -5,6 +5,8 @@
 #include <cstring>
 #include <vector>
 
+#include "quant/block_formats.h"
+#include "quant/half.h"
 #include "quant/row_convert.h"
 
 namespace llms {
@@ -33,8 +35,29 @@ void scatter_column(const uint8_t* src, uint8_t* dst, int64_t n, int64_t stride)
   }
 }
 
+// Each head's keys of `x` encoded as Q8_0, then spread into the columns of row `row`.
+void store_key_columns(const KvLayerView& kv, int32_t block, int row, const float* x) {
+  const int64_t hd = kv.head_dim, B = kv.block_size;
+  thread_local std::vector<BlockQ8_0> blocks;  // one head's, reused
+  blocks.resize(static_cast<size_t>(hd / kQK));
+  for (int h = 0; h < kv.n_kv_heads; ++h) {
+    quantize_row_nearest(DType::kQ8_0, x + h * hd, blocks.data(), hd);
+    uint16_t* scales = kv.column_scales(block, h);
+    int8_t* values = kv.column_values(block, h);
+    for (int64_t g = 0; g < hd / kQK; ++g) {
+      const BlockQ8_0& b = blocks[static_cast<size_t>(g)];
+      scales[g * B + row] = b.d;
+      for (int64_t i = 0; i < kQK; ++i) values[(g * kQK + i) * B + row] = b.qs[i];
+    }
+  }
+}
+
 void store_row(const KvLayerView& kv, bool is_k, int32_t block, int row, const float* x) {
   const DType type = kv.type(is_k);
+  if (is_k && kv.k_columns) {
+    store_key_columns(kv, block, row, x);
+    return;
+  }
   if (kv.head_rows(is_k)) {
     for (int h = 0; h < kv.n_kv_heads; ++h) {
       quantize_row_nearest(type, x + static_cast<int64_t>(h) * kv.head_dim, kv.head_row(is_k, block, h, row), kv.head_dim);
@@ -82,6 +105,17 @@ void kv_store(const KvLayerView& kv, const int32_t* block_table, int64_t pos, co
 
 void kv_load_row(const KvLayerView& kv, bool is_k, int32_t block, int row, float* out) {
   const DType type = kv.type(is_k);
+  if (is_k && kv.k_columns) {
+    const int64_t hd = kv.head_dim, B = kv.block_size;
+    for (int h = 0; h < kv.n_kv_heads; ++h) {
+      const uint16_t* scales = kv.column_scales(block, h);
+      const int8_t* values = kv.column_values(block, h);
+      for (int64_t d = 0; d < hd; ++d) {
+        out[h * hd + d] = f16_to_f32(scales[d / kQK * B + row]) * static_cast<float>(values[d * B + row]);
+      }
+    }
+    return;
+  }
   if (kv.head_rows(is_k)) {
     for (int h = 0; h < kv.n_kv_heads; ++h) {
       dequantize_row(type, kv.head_row(is_k, block, h, row), out + static_cast<int64_t>(h) * kv.head_dim, kv.head_dim);

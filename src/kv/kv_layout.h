@@ -14,8 +14,12 @@
 //    (each head's keys already transposed, as the score product reads them) and V as
 //    [n_kv_heads][block_size][head_dim], so a head's keys and values for a block are
 //    two contiguous runs (2 KiB each for 64 F16 dimensions in blocks of 16);
-//  - rows per head, for the quantized types whose blocks divide head_dim (Q8_0 and
-//    Q4_0 at head_dim 64): K and V as [n_kv_heads][block_size][head_dim], so that a
+//  - Q8_0 keys by column, where blocks of 32 divide head_dim: per head, the blocks'
+//    F16 scales as [head_dim / 32][block_size], then the int8 values as
+//    [head_dim][block_size] (transposed like the tiled keys: the score product decodes
+//    16 tokens of a dimension in one vector); the same bytes as Q8_0 rows;
+//  - rows per head, for the other quantized types whose blocks divide head_dim (Q8_0
+//    values, Q4_0 at head_dim 64): [n_kv_heads][block_size][head_dim], so that a
 //    head's part of a block is one contiguous run, as attention reads it;
 //  - per row, for the other quantized types, whose blocks straddle heads:
 //    [block_size][n_kv_heads * head_dim].
@@ -62,6 +66,8 @@ struct KvLayerView {
   // are packed together (make()), more where the cache interleaves layers (KvCache).
   int64_t k_block_stride = 0;
   int64_t v_block_stride = 0;
+  // Q8_0 keys by column (see above).
+  bool k_columns = false;
   // The rows-per-head layout (quantized types whose blocks divide head_dim), and the
   // bytes of one head's part of a row in it.
   bool k_head_rows = false;
@@ -79,7 +85,8 @@ struct KvLayerView {
     view.v_stride = dtype_row_bytes(v_type, view.row_elems());
     view.k_block_stride = view.k_block_bytes();
     view.v_block_stride = view.v_block_bytes();
-    view.k_head_rows = !view.k_tiled && head_dim % dtype_info(k_type).block_size == 0;
+    view.k_columns = k_type == DType::kQ8_0 && head_dim % dtype_info(k_type).block_size == 0;
+    view.k_head_rows = !view.k_tiled && !view.k_columns && head_dim % dtype_info(k_type).block_size == 0;
     view.v_head_rows = !view.v_tiled && head_dim % dtype_info(v_type).block_size == 0;
     view.k_head_row_bytes = view.k_head_rows ? dtype_row_bytes(k_type, head_dim) : 0;
     view.v_head_row_bytes = view.v_head_rows ? dtype_row_bytes(v_type, head_dim) : 0;
@@ -90,6 +97,8 @@ struct KvLayerView {
   DType type(bool is_k) const { return is_k ? k_type : v_type; }
   bool tiled(bool is_k) const { return is_k ? k_tiled : v_tiled; }
   bool head_rows(bool is_k) const { return is_k ? k_head_rows : v_head_rows; }
+  // Whether a head's part of a block is one contiguous run (every layout but rows).
+  bool head_runs(bool is_k) const { return tiled(is_k) || head_rows(is_k) || (is_k && k_columns); }
   int64_t stride(bool is_k) const { return is_k ? k_stride : v_stride; }
   int64_t k_row_bytes() const { return k_stride; }
   int64_t v_row_bytes() const { return v_stride; }
@@ -106,6 +115,14 @@ struct KvLayerView {
   // block_size values).
   uint8_t* head(bool is_k, int32_t block, int kvh) const {
     return (is_k ? k_block(block) : v_block(block)) + kvh * (block_bytes(is_k) / n_kv_heads);
+  }
+  // Head `kvh`'s keys of a block by column: scales [head_dim / 32][block_size] and
+  // values [head_dim][block_size].
+  uint16_t* column_scales(int32_t block, int kvh) const {
+    return reinterpret_cast<uint16_t*>(head(true, block, kvh));
+  }
+  int8_t* column_values(int32_t block, int kvh) const {
+    return reinterpret_cast<int8_t*>(head(true, block, kvh) + head_dim / 32 * block_size * 2);
   }
   // Row `row` of head `kvh`'s part of a block in the rows-per-head layout.
   uint8_t* head_row(bool is_k, int32_t block, int kvh, int row) const {

@@ -12,18 +12,20 @@
 namespace llms {
 namespace {
 
-enum class Layout { kTiled, kHeadRows, kRows };
+enum class Layout { kTiled, kColumns, kHeadRows, kRows };
 
-// Stores three rows of `type` and checks them at the addresses KvLayerView documents,
-// and that reading them back gives the type's rounding of each row.
-void check_layout(DType type, int n_kv, int hd, Layout want) {
+// Stores three rows of `type` and checks them at the addresses KvLayerView documents
+// (keys in `k_layout`, values in `v_layout`), and that reading them back gives the
+// type's rounding of each row.
+void check_layout(DType type, int n_kv, int hd, Layout k_layout, Layout v_layout) {
   constexpr int kBlock = 8;
   SCOPED_TRACE(std::string(dtype_name(type)) + " head_dim " + std::to_string(hd));
   KvLayerView view = KvLayerView::make(nullptr, nullptr, type, type, kBlock, n_kv, hd);
-  EXPECT_EQ(view.k_tiled, want == Layout::kTiled);
-  EXPECT_EQ(view.v_tiled, want == Layout::kTiled);
-  EXPECT_EQ(view.k_head_rows, want == Layout::kHeadRows);
-  EXPECT_EQ(view.v_head_rows, want == Layout::kHeadRows);
+  EXPECT_EQ(view.k_tiled, k_layout == Layout::kTiled);
+  EXPECT_EQ(view.v_tiled, v_layout == Layout::kTiled);
+  EXPECT_EQ(view.k_columns, k_layout == Layout::kColumns);
+  EXPECT_EQ(view.k_head_rows, k_layout == Layout::kHeadRows);
+  EXPECT_EQ(view.v_head_rows, v_layout == Layout::kHeadRows);
   std::vector<std::byte> k(static_cast<size_t>(3 * view.k_block_bytes())), v(k.size());
   view.k = reinterpret_cast<uint8_t*>(k.data());
   view.v = reinterpret_cast<uint8_t*>(v.data());
@@ -42,7 +44,7 @@ void check_layout(DType type, int n_kv, int hd, Layout want) {
     const uint8_t* vb = view.v + block * view.v_block_bytes();
     quantize_row_nearest(type, kr.data(), want_k.data(), n);
     quantize_row_nearest(type, vr.data(), want_v.data(), n);
-    if (want == Layout::kTiled) {  // keys [head][dim][row], values [head][row][dim]
+    if (k_layout == Layout::kTiled) {  // keys [head][dim][row], values [head][row][dim]
       const int64_t es = dtype_row_bytes(type, 1);
       for (int h = 0; h < n_kv; ++h) {
         for (int d = 0; d < hd; ++d) {
@@ -53,12 +55,25 @@ void check_layout(DType type, int n_kv, int hd, Layout want) {
           ASSERT_EQ(std::memcmp(value, want_v.data() + e * es, es), 0) << "value " << e;
         }
       }
-    } else if (want == Layout::kHeadRows) {  // [head][row][dim], each head's part encoded alone
+    } else if (v_layout == Layout::kHeadRows) {  // [head][row][dim], each head's part encoded alone
       const int64_t hb = dtype_row_bytes(type, hd);
       std::vector<uint8_t> part(static_cast<size_t>(hb));
       for (int h = 0; h < n_kv; ++h) {
         quantize_row_nearest(type, kr.data() + h * hd, part.data(), hd);
-        EXPECT_EQ(std::memcmp(kb + (h * kBlock + row) * hb, part.data(), part.size()), 0) << "key head " << h;
+        if (k_layout == Layout::kHeadRows) {
+          EXPECT_EQ(std::memcmp(kb + (h * kBlock + row) * hb, part.data(), part.size()), 0) << "key head " << h;
+        } else {  // by column: per head, F16 scales [hd / 32][block], int8 values [hd][block]
+          ASSERT_EQ(k_layout, Layout::kColumns);
+          const uint8_t* head = kb + h * kBlock * hb;
+          const uint8_t* values = head + hd / 32 * kBlock * 2;
+          for (int g = 0; g < hd / 32; ++g) {
+            const uint8_t* b = part.data() + g * 34;  // Q8_0 block: F16 scale, 32 int8
+            EXPECT_EQ(std::memcmp(head + (g * kBlock + row) * 2, b, 2), 0) << "scale " << g << " head " << h;
+            for (int i = 0; i < 32; ++i) {
+              EXPECT_EQ(values[(g * 32 + i) * kBlock + row], b[2 + i]) << "key " << g * 32 + i << " head " << h;
+            }
+          }
+        }
         quantize_row_nearest(type, vr.data() + h * hd, part.data(), hd);
         EXPECT_EQ(std::memcmp(vb + (h * kBlock + row) * hb, part.data(), part.size()), 0) << "value head " << h;
       }
@@ -79,10 +94,12 @@ void check_layout(DType type, int n_kv, int hd, Layout want) {
 }
 
 TEST(KvStoreTest, BlocksFollowTheDocumentedLayouts) {
-  for (DType type : {DType::kF32, DType::kF16, DType::kBF16}) check_layout(type, 2, 32, Layout::kTiled);
+  for (DType type : {DType::kF32, DType::kF16, DType::kBF16}) check_layout(type, 2, 32, Layout::kTiled, Layout::kTiled);
+  // Blocks of 32 within a head: Q8_0 keys by column, Q8_0 values and Q4_0 by head.
+  check_layout(DType::kQ8_0, 2, 64, Layout::kColumns, Layout::kHeadRows);
+  check_layout(DType::kQ4_0, 2, 32, Layout::kHeadRows, Layout::kHeadRows);
   for (DType type : {DType::kQ8_0, DType::kQ4_0}) {
-    check_layout(type, 2, 32, Layout::kHeadRows);  // blocks of 32 within a head
-    check_layout(type, 4, 16, Layout::kRows);      // a block holds two heads
+    check_layout(type, 4, 16, Layout::kRows, Layout::kRows);  // a block holds two heads
   }
 }
 
