@@ -8,7 +8,9 @@
 #   scripts/bench-batched.sh MODEL.gguf [ROUNDS]
 # Environment: THREADS (2), CONC (32 concurrent requests), REQUESTS (64), OUT (64
 # tokens each), WORDS (16 prompt words over HTTP), BATCH (llama-server -b, 512),
-# UBATCH (-ub, 512), PORT (18471; llama-server takes PORT + round).
+# UBATCH (-ub, 512), PORT (18471; llama-server takes PORT + round), KV (the KV cache
+# type of all three, f16; another type runs llama-server with -fa, which its quantized
+# V cache needs).
 # Needs build/release/src/cli/llmserve and ../shared/peers/llama.cpp/bin/llama-server.
 set -euo pipefail
 model=${1:?usage: bench-batched.sh MODEL.gguf [ROUNDS]}
@@ -24,6 +26,9 @@ words=${WORDS:-16}
 batch=${BATCH:-512}
 ubatch=${UBATCH:-512}
 port=${PORT:-18471}
+kv=${KV:-f16}
+peer_kv=(-ctk "$kv" -ctv "$kv")
+[ "$kv" = f16 ] || peer_kv+=(-fa)
 ctx=$((conc * 256))
 
 source "$here/scripts/server-lib.sh"
@@ -53,12 +58,12 @@ EOF
 }
 
 for round in $(seq 1 "$rounds"); do
-  echo "== round $round: $model, $threads threads, $conc concurrent, $requests requests x $out tokens"
+  echo "== round $round: $model, $threads threads, $conc concurrent, $requests requests x $out tokens, KV $kv"
   "$llmserve" bench-engine -m "$model" --batching continuous --requests "$requests" --concurrency "$conc" \
-    --prompt-min 24 --prompt-max 40 --output-min "$out" --output-max "$out" -t "$threads" --profile 2>/dev/null
+    --prompt-min 24 --prompt-max 40 --output-min "$out" --output-max "$out" -t "$threads" --kv-type "$kv" --profile 2>/dev/null
 
   wait_port_free "$port"
-  "$llmserve" serve -m "$model" --port "$port" --threads "$threads" --result-cache-bytes 0 \
+  "$llmserve" serve -m "$model" --port "$port" --threads "$threads" --kv-type "$kv" --result-cache-bytes 0 \
     >/tmp/bench-batched-llmserve.log 2>&1 &
   pid=$!
   wait_ready "http://127.0.0.1:$port/health" "$pid" || { cat /tmp/bench-batched-llmserve.log; exit 1; }
@@ -70,7 +75,7 @@ for round in $(seq 1 "$rounds"); do
   peer_port=$((port + round))
   wait_port_free "$peer_port"
   LD_LIBRARY_PATH=$peer_dir "$peer_dir/llama-server" -m "$model" -c "$ctx" -t "$threads" --parallel "$conc" \
-    --cont-batching -b "$batch" -ub "$ubatch" --port "$peer_port" >/tmp/bench-batched-llama.log 2>&1 &
+    --cont-batching -b "$batch" -ub "$ubatch" "${peer_kv[@]}" --port "$peer_port" >/tmp/bench-batched-llama.log 2>&1 &
   pid=$!
   wait_ready "http://127.0.0.1:$peer_port/health" "$pid" || { cat /tmp/bench-batched-llama.log; exit 1; }
   client "llama-server -b $batch -ub $ubatch" "$round" "$peer_port"
