@@ -11,6 +11,8 @@
 # UBATCH (-ub, 512), PORT (18471; llama-server takes PORT + round), KV (the KV cache
 # type of all three, f16; another type runs llama-server with -fa, which its quantized
 # V cache needs).
+# llama-server gets an HTTP thread per stream and some (--threads-http): with its
+# default, a few of 32 streams failed with the connection closed unanswered.
 # Needs build/release/src/cli/llmserve and ../shared/peers/llama.cpp/bin/llama-server.
 set -euo pipefail
 model=${1:?usage: bench-batched.sh MODEL.gguf [ROUNDS]}
@@ -75,7 +77,7 @@ for round in $(seq 1 "$rounds"); do
   peer_port=$((port + round))
   wait_port_free "$peer_port"
   LD_LIBRARY_PATH=$peer_dir "$peer_dir/llama-server" -m "$model" -c "$ctx" -t "$threads" --parallel "$conc" \
-    --cont-batching -b "$batch" -ub "$ubatch" "${peer_kv[@]}" --port "$peer_port" >/tmp/bench-batched-llama.log 2>&1 &
+    --cont-batching -b "$batch" -ub "$ubatch" "${peer_kv[@]}" --threads-http $((conc + 8)) --port "$peer_port" >/tmp/bench-batched-llama.log 2>&1 &
   pid=$!
   wait_ready "http://127.0.0.1:$peer_port/health" "$pid" || { cat /tmp/bench-batched-llama.log; exit 1; }
   client "llama-server -b $batch -ub $ubatch" "$round" "$peer_port"
