@@ -78,13 +78,13 @@ class SpanSource {
     } else if (kv_.head_rows(is_k_)) {
       // The head's n rows are one run: values decode in place, keys through `row_`.
       const uint8_t* rows = kv_.head(is_k_, block, kvh);
-      if (!is_k_ && type_ == DType::kQ8_0) {
-        ops_.q8_0_row(rows, buf, n * hd);
-      } else if (is_k_) {
+      if (is_k_) {
         dequantize_row(type_, rows, row_.data(), n * hd);
         for (int r = 0; r < n; ++r) {
           for (int64_t d = 0; d < hd; ++d) buf[d * B + r] = row_[static_cast<size_t>(r * hd + d)];
         }
+      } else if (type_ == DType::kQ8_0) {
+        ops_.q8_0_row(rows, buf, n * hd);
       } else {
         dequantize_row(type_, rows, buf, n * hd);
       }

@@ -30,6 +30,7 @@
 #include <cstdint>
 
 #include "base/status.h"
+#include "quant/block_formats.h"
 #include "tensor/dtype.h"
 
 namespace llms {
@@ -85,8 +86,9 @@ struct KvLayerView {
     view.v_stride = dtype_row_bytes(v_type, view.row_elems());
     view.k_block_stride = view.k_block_bytes();
     view.v_block_stride = view.v_block_bytes();
-    view.k_columns = k_type == DType::kQ8_0 && head_dim % dtype_info(k_type).block_size == 0;
-    view.k_head_rows = !view.k_tiled && !view.k_columns && head_dim % dtype_info(k_type).block_size == 0;
+    const bool k_whole = head_dim % dtype_info(k_type).block_size == 0;  // blocks within a head
+    view.k_columns = k_type == DType::kQ8_0 && k_whole;
+    view.k_head_rows = !view.k_tiled && !view.k_columns && k_whole;
     view.v_head_rows = !view.v_tiled && head_dim % dtype_info(v_type).block_size == 0;
     view.k_head_row_bytes = view.k_head_rows ? dtype_row_bytes(k_type, head_dim) : 0;
     view.v_head_row_bytes = view.v_head_rows ? dtype_row_bytes(v_type, head_dim) : 0;
@@ -116,13 +118,13 @@ struct KvLayerView {
   uint8_t* head(bool is_k, int32_t block, int kvh) const {
     return (is_k ? k_block(block) : v_block(block)) + kvh * (block_bytes(is_k) / n_kv_heads);
   }
-  // Head `kvh`'s keys of a block by column: scales [head_dim / 32][block_size] and
-  // values [head_dim][block_size].
+  // Head `kvh`'s keys of a block by column: F16 scales [head_dim / kQK][block_size]
+  // and int8 values [head_dim][block_size].
   uint16_t* column_scales(int32_t block, int kvh) const {
     return reinterpret_cast<uint16_t*>(head(true, block, kvh));
   }
   int8_t* column_values(int32_t block, int kvh) const {
-    return reinterpret_cast<int8_t*>(head(true, block, kvh) + head_dim / 32 * block_size * 2);
+    return reinterpret_cast<int8_t*>(head(true, block, kvh) + head_dim / kQK * block_size * sizeof(uint16_t));
   }
   // Row `row` of head `kvh`'s part of a block in the rows-per-head layout.
   uint8_t* head_row(bool is_k, int32_t block, int kvh, int row) const {

@@ -268,6 +268,8 @@ void quantize_row_q8_0(const float* src, const float* imp, void* dst, int64_t n)
   }
 }
 
+namespace {
+
 // Without a call per value (nearbyint is one on the baseline target), so the loop
 // vectorizes: 1.5 * 2^23 added to |v| < 2^22 leaves round-to-nearest-even(v) in the
 // sum's low mantissa bits, as nearbyint gives in the default rounding mode.
@@ -278,10 +280,12 @@ int nearest_int_fast(float v) {
   return (i & 0x007fffff) - 0x00400000;
 }
 
+}  // namespace
+
 void quantize_row_q8_0_nearest(const float* src, void* dst, int64_t n) {
   auto* b = static_cast<BlockQ8_0*>(dst);
   for (int64_t i = 0; i < n / kQK; ++i, src += kQK) {
-    float amax = 0.0f;
+    float amax = 0.0f;  // not block_extremes(): its branch per value keeps this loop scalar
     for (int j = 0; j < kQK; ++j) amax = std::max(amax, std::fabs(src[j]));
     const float d = amax / 127.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
