@@ -47,6 +47,7 @@ void add_bench_decode_command(CLI::App& app) {
                           {"prefill_gops", r.prefill_gops},
                           {"pct_peak", r.pct_peak},
                           {"pct_peak_first", r.pct_peak_first},
+                          {"q8_0_tile_gops", r.q8_0_tile_gops},
                           {"threads", r.threads},
                           {"verify_tokens", o->bench.verify_tokens},
                           {"verify_s", r.verify_s},
@@ -62,6 +63,10 @@ void add_bench_decode_command(CLI::App& app) {
                 "the first pass: %.1f tok/s, %.1f%%)\n",
                 o->bench.prefill_tokens, r.prefill_tok_s, r.prefill_gops, r.pct_peak, r.peak_gops,
                 o->bench.prefill_rounds, r.prefill_first_tok_s, r.pct_peak_first);
+    if (r.q8_0_tile_gops > 0) {
+      std::printf("Q8_0 tile with its blocks in cache: %.1f Gop/s = %.1f%% of the peak; prefill reached %.1f%% of it\n",
+                  r.q8_0_tile_gops, 100.0 * r.q8_0_tile_gops / r.peak_gops, 100.0 * r.prefill_gops / r.q8_0_tile_gops);
+    }
     std::printf("decode: %.2f tok/s, %.2f GB/s = %.1f%% of the %.2f GB/s read bandwidth measured between tokens "
                 "(best single pass %.2f GB/s)\n",
                 r.decode_tok_s, r.achieved_gb_s, r.pct_bandwidth, r.bandwidth_gb_s, r.best_bandwidth_gb_s);

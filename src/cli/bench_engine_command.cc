@@ -43,8 +43,18 @@ struct Options {
 // otherwise), measured now on a pool of the engine's size.
 struct ComputeLimit {
   double macs_per_token = 0;
+  double head_macs = 0;  // the output head's share of macs_per_token
   double peak_macs_per_s = 0;
+  // Q8_0 weights: the Q8_0 tile's block step with its blocks in cache
+  // (PeakKind::kQ8_0Tile), the ceiling of the products; 0 for other weights.
+  double q8_0_tile_macs_per_s = 0;
   double tokens_per_s() const { return peak_macs_per_s / macs_per_token; }
+  // The products' multiply-adds of a run: every token the steps computed through the
+  // layers, and the output head for each generated token.
+  double run_macs(int64_t computed_tokens, int64_t generated_tokens) const {
+    return static_cast<double>(computed_tokens) * (macs_per_token - head_macs) +
+           static_cast<double>(generated_tokens) * head_macs;
+  }
 };
 
 ComputeLimit measure_compute_limit(const Model& model, int threads) {
@@ -53,9 +63,13 @@ ComputeLimit measure_compute_limit(const Model& model, int threads) {
   const bool is_float = t == DType::kF32 || t == DType::kF16 || t == DType::kBF16;
   ComputeLimit c;
   c.macs_per_token = static_cast<double>(model.weights().macs_per_token());
+  const WeightMatrix& head = model.weights().output;
+  c.head_macs = static_cast<double>(head.rows() * head.cols());
   // A float FMA lane is one multiply-add (the probe counts two operations).
   c.peak_macs_per_s = is_float ? peak_ops_per_s(pool, PeakKind::kFma, 20'000'000) / 2
                                : peak_ops_per_s(pool, PeakKind::kInt8Dot, 20'000'000);
+  // A round of the tile probe is 64 rounds of the int8 one: about as long.
+  if (t == DType::kQ8_0) c.q8_0_tile_macs_per_s = peak_ops_per_s(pool, PeakKind::kQ8_0Tile, 20'000'000 / 64);
   return c;
 }
 
@@ -105,7 +119,12 @@ void run(const Options& o) {
     if (o.profile) {
       const ComputeLimit after = measure_compute_limit(*model, o.threads);
       limit.peak_macs_per_s = std::max(limit.peak_macs_per_s, after.peak_macs_per_s);
+      limit.q8_0_tile_macs_per_s = std::max(limit.q8_0_tile_macs_per_s, after.q8_0_tile_macs_per_s);
     }
+    // The products' rate over the whole run, prompts included, as a share of the peak.
+    const double run_share = r.seconds > 0 ? limit.run_macs(r.profiled_tokens, r.generated_tokens) / r.seconds /
+                                                 limit.peak_macs_per_s
+                                           : 0;
     if (o.json) {
       all.push_back({{"policy", r.policy}, {"completed", r.completed}, {"generated_tokens", r.generated_tokens},
                      {"seconds", r.seconds}, {"tokens_per_s", r.tokens_per_s}, {"ttft_p50_s", r.ttft_p50_s},
@@ -123,6 +142,10 @@ void run(const Options& o) {
         all.back()["profile"] = r.profile;
         all.back()["compute_limit_tokens_per_s"] = limit.tokens_per_s();
         all.back()["share_of_compute_limit"] = r.tokens_per_s / limit.tokens_per_s();
+        all.back()["products_share_of_peak"] = run_share;
+        if (limit.q8_0_tile_macs_per_s > 0) {
+          all.back()["q8_0_tile_share_of_peak"] = limit.q8_0_tile_macs_per_s / limit.peak_macs_per_s;
+        }
       }
     } else {
       std::printf("%-11s %9d %10.1f %9.3fs %9.3fs %9.3fs %9.4fs %8lld\n", r.policy.c_str(), r.completed,
@@ -145,6 +168,12 @@ void run(const Options& o) {
         std::printf("compute limit: %.0f tok/s (%.1f M multiply-adds per token, peak %.1f G/s); this run: %.1f%% of it\n",
                     limit.tokens_per_s(), limit.macs_per_token * 1e-6, limit.peak_macs_per_s * 1e-9,
                     100.0 * r.tokens_per_s / limit.tokens_per_s());
+        std::printf("products over the run, every computed token (%lld, prompts too): %.1f%% of the peak\n",
+                    static_cast<long long>(r.profiled_tokens), 100.0 * run_share);
+        if (limit.q8_0_tile_macs_per_s > 0) {
+          std::printf("Q8_0 tile with its blocks in cache: %.1f G/s, %.1f%% of the peak\n",
+                      limit.q8_0_tile_macs_per_s * 1e-9, 100.0 * limit.q8_0_tile_macs_per_s / limit.peak_macs_per_s);
+        }
         std::printf("step profile (%s): share of step time by part\n%s\n", r.policy.c_str(), r.profile.c_str());
       }
       std::fflush(stdout);

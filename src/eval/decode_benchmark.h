@@ -42,6 +42,10 @@ struct DecodeBenchResult {
   double prefill_gops = 0;      // 2 * parameters * prefill tokens / time (the median pass)
   double pct_peak = 0;
   double pct_peak_first = 0;    // the first pass's
+  // Q8_0 weights: the Q8_0 tile's block step with its blocks in cache
+  // (PeakKind::kQ8_0Tile, in int8 ops like peak_gops), the ceiling of the products;
+  // 0 for other weights.
+  double q8_0_tile_gops = 0;
   int threads = 0;
   // With verify_tokens: a pass over K + 1 positions (logits at each) against a
   // one-token decode step, timed alternately at the same position.

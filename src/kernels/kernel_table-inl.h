@@ -35,5 +35,6 @@ inline KernelTable make_kernel_table() {
   t.q8_0_row = q8_0_row;
   t.q8_0_columns = q8_0_columns;
   t.attention_rows = attention_rows;
+  t.q8_0_tile_probe = q8_0_tile_probe;
   return t;
 }

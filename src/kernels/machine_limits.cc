@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "kernels/kernel_table.h"
 #include "kernels/throughput_probe.h"
 
 namespace llms {
@@ -66,7 +67,12 @@ double peak_ops_per_s(ThreadPool& pool, PeakKind kind, int64_t rounds) {
     std::vector<double> ops(static_cast<size_t>(threads));
     const Stopwatch w;
     pool.run(threads, [&](int t) {
-      ops[static_cast<size_t>(t)] = kind == PeakKind::kFma ? fma_probe(rounds) : int8_dot_probe(rounds);
+      double& o = ops[static_cast<size_t>(t)];
+      switch (kind) {
+        case PeakKind::kFma: o = fma_probe(rounds); break;
+        case PeakKind::kInt8Dot: o = int8_dot_probe(rounds); break;
+        case PeakKind::kQ8_0Tile: o = active_kernels().q8_0_tile_probe(rounds); break;
+      }
     });
     const double s = w.elapsed_s();
     double total = 0;

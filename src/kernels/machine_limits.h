@@ -47,6 +47,10 @@ class BandwidthProbe {
 enum class PeakKind {
   kFma,      // float FMA chains; counts floating-point operations (2 per lane per FMA)
   kInt8Dot,  // the int8 dot product of the integer kernels; counts int8 multiply-adds
+  // The Q8_0 GEMM tile's arithmetic with its blocks in the first-level cache: the
+  // int8 dots of each block, then its scale step (a conversion, a multiply and an
+  // FMA per lane). The ceiling of a Q8_0 product; counts int8 multiply-adds.
+  kQ8_0Tile,
 };
 
 // Operations per second of `kind` on every pool thread at once: the best of three
