@@ -68,8 +68,7 @@ ComputeLimit measure_compute_limit(const Model& model, int threads) {
   // A float FMA lane is one multiply-add (the probe counts two operations).
   c.peak_macs_per_s = is_float ? peak_ops_per_s(pool, PeakKind::kFma, 20'000'000) / 2
                                : peak_ops_per_s(pool, PeakKind::kInt8Dot, 20'000'000);
-  // A round of the tile probe is 64 rounds of the int8 one: about as long.
-  if (t == DType::kQ8_0) c.q8_0_tile_macs_per_s = peak_ops_per_s(pool, PeakKind::kQ8_0Tile, 20'000'000 / 64);
+  if (t == DType::kQ8_0) c.q8_0_tile_macs_per_s = peak_ops_per_s(pool, PeakKind::kQ8_0Tile, 20'000'000);
   return c;
 }
 
@@ -121,10 +120,11 @@ void run(const Options& o) {
       limit.peak_macs_per_s = std::max(limit.peak_macs_per_s, after.peak_macs_per_s);
       limit.q8_0_tile_macs_per_s = std::max(limit.q8_0_tile_macs_per_s, after.q8_0_tile_macs_per_s);
     }
-    // The products' rate over the whole run, prompts included, as a share of the peak.
-    const double run_share = r.seconds > 0 ? limit.run_macs(r.profiled_tokens, r.generated_tokens) / r.seconds /
-                                                 limit.peak_macs_per_s
-                                           : 0;
+    // With --profile: the products' rate over the whole run, prompts included, as a
+    // share of the peak.
+    const double run_share = o.profile && r.seconds > 0 ? limit.run_macs(r.profiled_tokens, r.generated_tokens) /
+                                                              r.seconds / limit.peak_macs_per_s
+                                                        : 0;
     if (o.json) {
       all.push_back({{"policy", r.policy}, {"completed", r.completed}, {"generated_tokens", r.generated_tokens},
                      {"seconds", r.seconds}, {"tokens_per_s", r.tokens_per_s}, {"ttft_p50_s", r.ttft_p50_s},

@@ -84,7 +84,7 @@ Result<DecodeBenchResult> run_decode_benchmark(const Model& model, const DecodeB
   std::sort(pass_s.begin(), pass_s.end());
   const double prefill_s = pass_s[pass_s.size() / 2];
   r.peak_gops = std::max(peak_before, measure_peak(pool, integer));
-  if (r.type == "q8_0") r.q8_0_tile_gops = 2.0 * peak_ops_per_s(pool, PeakKind::kQ8_0Tile, 2'000'000 / 64) / 1e9;
+  if (r.type == "q8_0") r.q8_0_tile_gops = 2.0 * peak_ops_per_s(pool, PeakKind::kQ8_0Tile, 2'000'000) / 1e9;
   // The host's bandwidth drifts by tens of percent within seconds (other tenants of
   // the memory system), so a probe read of one token's weight bytes runs before every
   // decoded token: decode and probe see the same conditions, and the share is taken

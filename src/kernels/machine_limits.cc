@@ -71,7 +71,7 @@ double peak_ops_per_s(ThreadPool& pool, PeakKind kind, int64_t rounds) {
       switch (kind) {
         case PeakKind::kFma: o = fma_probe(rounds); break;
         case PeakKind::kInt8Dot: o = int8_dot_probe(rounds); break;
-        case PeakKind::kQ8_0Tile: o = active_kernels().q8_0_tile_probe(rounds); break;
+        case PeakKind::kQ8_0Tile: o = active_kernels().q8_0_tile_probe(rounds / kQ8_0TileRound); break;
       }
     });
     const double s = w.elapsed_s();

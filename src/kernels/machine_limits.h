@@ -49,12 +49,15 @@ enum class PeakKind {
   kInt8Dot,  // the int8 dot product of the integer kernels; counts int8 multiply-adds
   // The Q8_0 GEMM tile's arithmetic with its blocks in the first-level cache: the
   // int8 dots of each block, then its scale step (a conversion, a multiply and an
-  // FMA per lane). The ceiling of a Q8_0 product; counts int8 multiply-adds.
+  // FMA per lane). The ceiling of a Q8_0 product; counts int8 multiply-adds. One of
+  // its rounds is kQ8_0TileRound rounds of kInt8Dot.
   kQ8_0Tile,
 };
+inline constexpr int64_t kQ8_0TileRound = 64;
 
 // Operations per second of `kind` on every pool thread at once: the best of three
-// runs of `rounds` rounds per thread.
+// runs of `rounds` rounds per thread, counted in rounds of kInt8Dot for kQ8_0Tile
+// (so that the same `rounds` takes about as long for every kind).
 double peak_ops_per_s(ThreadPool& pool, PeakKind kind, int64_t rounds);
 
 }  // namespace llms
