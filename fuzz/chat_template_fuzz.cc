@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "fuzz_util.h"
-#include "tokenizer/chat_formats.h"
-#include "tokenizer/chat_template.h"
+#include "chat/chat_template.h"
+#include "chat/formats/template_util.h"
 
 namespace llms::fuzz {
 namespace {

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "fuzz_util.h"
-#include "tokenizer/chat_template.h"
-#include "tokenizer/jinja_template.h"
+#include "chat/chat_template.h"
+#include "chat/jinja_template.h"
 
 namespace {
 

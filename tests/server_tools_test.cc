@@ -13,7 +13,7 @@
 #include "server_openai_schema.h"
 #include "server_test_util.h"
 #include "io/gguf_file.h"
-#include "tokenizer/chat_template.h"
+#include "chat/chat_template.h"
 
 namespace llms::test {
 namespace {

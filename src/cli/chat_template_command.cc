@@ -15,8 +15,8 @@
 
 #include "cli/commands.h"
 #include "io/gguf_file.h"
+#include "chat/chat_template.h"
 #include "server/openai_request.h"
-#include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
 namespace llms::cli {

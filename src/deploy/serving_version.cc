@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "base/log.h"
-#include "tokenizer/chat_template.h"
+#include "chat/chat_template.h"
 #include "tools/quantizer.h"
 
 namespace llms {

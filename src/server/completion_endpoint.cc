@@ -5,7 +5,7 @@
 #include "server/completion_job.h"
 #include "server/endpoints.h"
 #include "server/output_constraints.h"
-#include "server/tool_calls.h"
+#include "chat/tool_calls.h"
 #include "server/prompt_builder.h"
 
 namespace llms {

@@ -27,13 +27,13 @@
 #include <string>
 #include <vector>
 
+#include "chat/tool_call_stream.h"
+#include "chat/tool_calls.h"
 #include "server/http_types.h"
 #include "server/openai_request.h"
 #include "server/openai_response.h"
 #include "server/prompt_builder.h"
 #include "server/server_context.h"
-#include "server/tool_call_stream.h"
-#include "server/tool_calls.h"
 
 namespace llms {
 

@@ -13,7 +13,8 @@
 
 #include "engine/request.h"
 #include "server/json_util.h"
-#include "tokenizer/chat_template.h"
+#include "chat/chat_template.h"
+#include "chat/tool_request.h"
 
 namespace llms {
 
@@ -36,24 +37,6 @@ struct OutputConstraint {
   std::string text;          // kGbnf, kRegex: the source
   Json schema;               // kJsonSchema
   std::string param;         // the request parameter it came from, for errors
-};
-
-// tools / tool_choice / parallel_tool_calls of a chat request.
-enum class ToolChoice { kNone, kAuto, kRequired, kNamed };
-
-struct ToolDefinition {
-  std::string name;
-  std::string description;
-  Json parameters;   // a JSON Schema (an empty object when the client sent none)
-  Json raw;          // the tool as the client sent it, for chat templates
-};
-
-struct ToolRequest {
-  std::vector<ToolDefinition> tools;
-  ToolChoice choice = ToolChoice::kNone;
-  std::string named;      // kNamed: the function
-  bool parallel = true;   // parallel_tool_calls
-  bool active() const { return !tools.empty() && choice != ToolChoice::kNone; }
 };
 
 struct CompletionRequest {

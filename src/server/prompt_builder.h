@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "server/openai_request.h"
-#include "tokenizer/chat_template.h"
+#include "chat/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
 namespace llms {

@@ -5,8 +5,8 @@
 #include <list>
 #include <mutex>
 
-#include "tokenizer/chat_template.h"
-#include "tokenizer/jinja_template.h"
+#include "chat/chat_template.h"
+#include "chat/jinja_template.h"
 
 namespace llms {
 

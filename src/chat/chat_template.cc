@@ -1,98 +1,52 @@
-#include "tokenizer/chat_template.h"
+#include "chat/chat_template.h"
 
 #include <fmt/format.h>
 
-#include <array>
+#include <algorithm>
+#include <utility>
 
 #include "base/log.h"
-#include "tokenizer/chat_formats.h"
-#include "tokenizer/jinja_template.h"
+#include "chat/formats/format.h"
+#include "chat/jinja_template.h"
 
 namespace llms {
 
 namespace {
 
-struct FamilyInfo {
-  ChatTemplateKind kind;
-  std::string_view name;
-  std::string_view bos;  // defaults when the caller names no tokens
-  std::string_view eos;
-};
-
-constexpr std::array<FamilyInfo, 13> kFamilies = {{
-    {ChatTemplateKind::kChatMl, "chatml", "", "<|im_end|>"},
-    {ChatTemplateKind::kLlama2, "llama2", "<s>", "</s>"},
-    {ChatTemplateKind::kLlama3, "llama3", "<|begin_of_text|>", "<|eot_id|>"},
-    {ChatTemplateKind::kMistralV1, "mistral-v1", "<s>", "</s>"},
-    {ChatTemplateKind::kMistralV3, "mistral-v3", "<s>", "</s>"},
-    {ChatTemplateKind::kMistralV3Tekken, "mistral-v3-tekken", "<s>", "</s>"},
-    {ChatTemplateKind::kMistralV7, "mistral-v7", "<s>", "</s>"},
-    {ChatTemplateKind::kZephyr, "zephyr", "<s>", "</s>"},
-    {ChatTemplateKind::kPhi3, "phi3", "<s>", "<|endoftext|>"},
-    {ChatTemplateKind::kGemma, "gemma", "<bos>", "<eos>"},
-    {ChatTemplateKind::kDeepseek, "deepseek", "<｜begin▁of▁sentence｜>", "<|EOT|>"},
-    {ChatTemplateKind::kDeepseek2, "deepseek2", "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>"},
-    {ChatTemplateKind::kDeepseek3, "deepseek3", "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>"},
-}};
-
-const FamilyInfo& info(ChatTemplateKind kind) { return kFamilies[static_cast<size_t>(kind)]; }
-
 std::string names_list() { return fmt::format("{}", fmt::join(chat_template_names(), ", ")); }
 
-// Recognises a Jinja source by the markers only its family writes. Order matters:
-// several families share "[INST]" or "<|assistant|>".
-bool detect_from_source(std::string_view src, ChatTemplateKind* kind) {
-  const auto has = [&](std::string_view marker) { return src.find(marker) != std::string_view::npos; };
-  if (has("<|im_start|>")) {
-    *kind = ChatTemplateKind::kChatMl;
-  } else if (has("<|start_header_id|>") && has("<|end_header_id|>")) {
-    *kind = ChatTemplateKind::kLlama3;
-  } else if (has("[INST]")) {
-    if (has("[SYSTEM_PROMPT]")) {
-      *kind = ChatTemplateKind::kMistralV7;
-    } else if (has("<<SYS>>")) {
-      *kind = ChatTemplateKind::kLlama2;
-    } else if (has("[AVAILABLE_TOOLS]")) {
-      const bool tight = has("\"[INST]\" +") || has("'[INST]' +");
-      *kind = tight ? ChatTemplateKind::kMistralV3Tekken : ChatTemplateKind::kMistralV3;
-    } else {
-      *kind = ChatTemplateKind::kMistralV1;
-    }
-  } else if (has("<|assistant|>") && has("<|end|>")) {
-    *kind = ChatTemplateKind::kPhi3;
-  } else if (has("<|user|>") && has("<|assistant|>")) {
-    *kind = ChatTemplateKind::kZephyr;
-  } else if (has("<start_of_turn>")) {
-    *kind = ChatTemplateKind::kGemma;
-  } else if (has("### Instruction:") && has("<|EOT|>")) {
-    *kind = ChatTemplateKind::kDeepseek;
-  } else if (has("<｜User｜>") && has("<｜Assistant｜>")) {
-    *kind = ChatTemplateKind::kDeepseek3;
-  } else if (has("'User: '") && has("'Assistant: '")) {
-    *kind = ChatTemplateKind::kDeepseek2;
-  } else {
-    return false;
+// The family `name` (or its alias) names, or null.
+const chat::TemplateFamily* by_name(std::string_view name) {
+  for (const chat::TemplateFamily* f : chat::template_families()) {
+    if (name == f->name || (!f->alias.empty() && name == f->alias)) return f;
   }
-  return true;
+  return nullptr;
+}
+
+// Recognises a Jinja source by the markers only its family writes.
+const chat::TemplateFamily* detect_from_source(std::string_view src) {
+  for (const chat::TemplateFamily* f : chat::template_families()) {
+    if (f->matches(src)) return f;
+  }
+  return nullptr;
 }
 
 }  // namespace
 
 std::vector<std::string_view> chat_template_names() {
+  std::vector<std::pair<ChatTemplateKind, std::string_view>> families;
+  for (const chat::TemplateFamily* f : chat::template_families()) families.emplace_back(f->kind, f->name);
+  std::sort(families.begin(), families.end());
   std::vector<std::string_view> names;
-  for (const auto& f : kFamilies) names.push_back(f.name);
+  for (const auto& f : families) names.push_back(f.second);
   return names;
 }
 
-std::string_view chat_template_name(ChatTemplateKind kind) { return info(kind).name; }
+std::string_view chat_template_name(ChatTemplateKind kind) { return chat::template_family(kind).name; }
 
 Result<ChatTemplateKind> detect_chat_template(std::string_view name_or_source) {
-  for (const auto& f : kFamilies) {
-    if (name_or_source == f.name) return f.kind;
-  }
-  if (name_or_source == "mistral") return ChatTemplateKind::kMistralV1;
-  ChatTemplateKind kind;
-  if (detect_from_source(name_or_source, &kind)) return kind;
+  if (const chat::TemplateFamily* f = by_name(name_or_source)) return f->kind;
+  if (const chat::TemplateFamily* f = detect_from_source(name_or_source)) return f->kind;
   const bool looks_like_name =
       name_or_source.size() < 40 && name_or_source.find_first_of("{}%<") == std::string_view::npos;
   if (looks_like_name) {
@@ -106,26 +60,10 @@ Result<ChatTemplateKind> detect_chat_template(std::string_view name_or_source) {
 
 Result<std::string> render_chat_template(ChatTemplateKind kind, const std::vector<ChatMessage>& msgs,
                                          bool add_generation_prompt, const ChatTemplateTokens& tokens) {
-  const FamilyInfo& f = info(kind);
+  const chat::TemplateFamily& f = chat::template_family(kind);
   const chat::Tokens t{tokens.bos.empty() ? std::string(f.bos) : tokens.bos,
                        tokens.eos.empty() ? std::string(f.eos) : tokens.eos};
-  const bool gen = add_generation_prompt;
-  switch (kind) {
-    case ChatTemplateKind::kChatMl: return chat::render_chatml(msgs, gen, t);
-    case ChatTemplateKind::kLlama2: return chat::render_llama2(msgs, gen, t);
-    case ChatTemplateKind::kLlama3: return chat::render_llama3(msgs, gen, t);
-    case ChatTemplateKind::kMistralV1: return chat::render_mistral_v1(msgs, gen, t);
-    case ChatTemplateKind::kMistralV3: return chat::render_mistral_v3(msgs, gen, t, /*tekken=*/false);
-    case ChatTemplateKind::kMistralV3Tekken: return chat::render_mistral_v3(msgs, gen, t, /*tekken=*/true);
-    case ChatTemplateKind::kMistralV7: return chat::render_mistral_v7(msgs, gen, t);
-    case ChatTemplateKind::kZephyr: return chat::render_zephyr(msgs, gen, t);
-    case ChatTemplateKind::kPhi3: return chat::render_phi3(msgs, gen, t);
-    case ChatTemplateKind::kGemma: return chat::render_gemma(msgs, gen, t);
-    case ChatTemplateKind::kDeepseek: return chat::render_deepseek(msgs, gen, t);
-    case ChatTemplateKind::kDeepseek2: return chat::render_deepseek2(msgs, gen, t);
-    case ChatTemplateKind::kDeepseek3: return chat::render_deepseek3(msgs, gen, t);
-  }
-  return internal_error("unhandled chat template kind");
+  return f.render(msgs, add_generation_prompt, t);
 }
 
 Result<std::string> apply_chat_template(const std::string& template_name_or_jinja_source,
@@ -163,13 +101,7 @@ std::vector<int32_t> encode_chat_prompt(const Tokenizer& tok, std::string_view p
   return tok.encode(prompt, opts);
 }
 
-bool is_family_name(std::string_view name) {
-  if (name == "mistral") return true;
-  for (const auto& f : kFamilies) {
-    if (name == f.name) return true;
-  }
-  return false;
-}
+bool is_family_name(std::string_view name) { return by_name(name) != nullptr; }
 
 namespace {
 

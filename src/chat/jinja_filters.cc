@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "tokenizer/jinja_builtins.h"
-#include "tokenizer/jinja_strings.h"
+#include "chat/jinja_builtins.h"
+#include "chat/jinja_strings.h"
 
 namespace llms::jinja {
 namespace {

@@ -1,13 +1,15 @@
-#include "server/tool_calls.h"
+#include "chat/tool_calls.h"
 
 #include <gtest/gtest.h>
 
+#include "chat/tool_call_stream.h"
 #include "grammar/compiled_grammar.h"
 #include "grammar/grammar_matcher.h"
-#include "server/tool_call_stream.h"
 
 namespace llms {
 namespace {
+
+using Json = nlohmann::ordered_json;
 
 ToolRequest weather_tools(ToolChoice choice, bool parallel = true) {
   ToolRequest r;

@@ -1,4 +1,4 @@
-#include "tokenizer/jinja_strings.h"
+#include "chat/jinja_strings.h"
 
 #include <fmt/format.h>
 

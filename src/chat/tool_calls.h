@@ -3,7 +3,8 @@
 // output back into OpenAI tool_calls, and a text rendering of tools for chat
 // templates that cannot render them.
 //
-// Formats (by the chat template's markers):
+// Formats (by the chat template's markers), each in one file of chat/formats/ with
+// its rendering, detection, grammar, parsing and streaming (formats/format.h):
 //   hermes   <tool_call>{"name": "f", "arguments": {...}}</tool_call>, one block per
 //            call (Qwen 2.5, Hermes 2/3, ChatML templates; also the generic fallback)
 //   llama3   {"name": "f", "parameters": {...}}, the whole output (Llama 3.1-3.3)
@@ -26,9 +27,9 @@
 #include <vector>
 
 #include "base/status.h"
+#include "chat/chat_template.h"
+#include "chat/tool_request.h"
 #include "grammar/grammar.h"
-#include "server/openai_request.h"
-#include "tokenizer/chat_template.h"
 
 namespace llms {
 

@@ -7,8 +7,8 @@
 #include <cmath>
 #include <ctime>
 
-#include "tokenizer/jinja_builtins.h"
-#include "tokenizer/jinja_strings.h"
+#include "chat/jinja_builtins.h"
+#include "chat/jinja_strings.h"
 
 namespace llms::jinja {
 namespace {

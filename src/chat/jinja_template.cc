@@ -1,14 +1,14 @@
 // The interpreter: walks the statements with a frame per scope, as Jinja scopes
 // them: a for loop's body gets a new frame each iteration (what it sets is gone after
 // the iteration), `if` none, a macro call a frame over the template's top level.
-#include "tokenizer/jinja_template.h"
+#include "chat/jinja_template.h"
 
 #include <fmt/format.h>
 
 #include <unordered_map>
 
-#include "tokenizer/jinja_builtins.h"
-#include "tokenizer/jinja_parser.h"
+#include "chat/jinja_builtins.h"
+#include "chat/jinja_parser.h"
 
 namespace llms {
 

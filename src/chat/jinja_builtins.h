@@ -9,7 +9,7 @@
 
 #include <string>
 
-#include "tokenizer/jinja_value.h"
+#include "chat/jinja_value.h"
 
 namespace llms::jinja {
 

@@ -1,4 +1,4 @@
-#include "server/tool_call_stream.h"
+#include "chat/tool_call_stream.h"
 
 namespace llms {
 namespace {

@@ -19,8 +19,8 @@
 #include <string_view>
 
 #include "base/status.h"
-#include "tokenizer/jinja_ast.h"
-#include "tokenizer/jinja_value.h"
+#include "chat/jinja_ast.h"
+#include "chat/jinja_value.h"
 
 namespace llms {
 

@@ -1,13 +1,13 @@
 // The interpreter's semantics, each expectation worked out from Python's and Jinja's
 // documented rules (the whole templates are compared with python3-jinja2 in
 // tests/chat_template_jinja_test.py).
-#include "tokenizer/jinja_template.h"
+#include "chat/jinja_template.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 
-#include "tokenizer/jinja_lexer.h"
+#include "chat/jinja_lexer.h"
 
 namespace llms {
 namespace {

@@ -1,11 +1,11 @@
-#include "tokenizer/jinja_lexer.h"
+#include "chat/jinja_lexer.h"
 
 #include <fmt/format.h>
 
 #include <array>
 #include <cctype>
 
-#include "tokenizer/jinja_value.h"
+#include "chat/jinja_value.h"
 
 namespace llms::jinja {
 namespace {

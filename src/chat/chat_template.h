@@ -7,7 +7,8 @@
 // logged once, at load), and that family's published template is rendered by hand
 // (including its whitespace and its errors, e.g. roles that must alternate).
 //
-// Families (names accepted by --chat-template):
+// Families (names accepted by --chat-template), each rendered in its file of
+// chat/formats/ (formats/format.h says how a family is added):
 //   chatml             <|im_start|>role\n...<|im_end|>\n (Qwen, OpenHermes, Yi, ...)
 //   llama2             Llama-2-chat: <s>[INST] <<SYS>>\n...\n<</SYS>>\n\n... [/INST]
 //   llama3             Llama-3 instruct: <|start_header_id|>role<|end_header_id|>\n\n...<|eot_id|>
@@ -24,7 +25,7 @@
 // Default system prompts written into a template (Qwen's, DeepSeek-Coder's) are
 // reproduced only where listed in docs/tokenizer.md. Tools: the server writes tool
 // definitions and assistant calls into the message texts in each family's format
-// (server/tool_calls.h); "tool" messages render as [TOOL_RESULTS] in mistral-v3 and
+// (tool_calls.h); "tool" messages render as [TOOL_RESULTS] in mistral-v3 and
 // -v7, llama3 writes any role's header (tool results come as "ipython").
 //
 // Thread-safety: pure functions.
@@ -39,8 +40,8 @@
 #include <nlohmann/json.hpp>
 
 #include "base/status.h"
-#include "tokenizer/jinja_template.h"
-#include "tokenizer/jinja_value.h"
+#include "chat/jinja_template.h"
+#include "chat/jinja_value.h"
 #include "tokenizer/tokenizer.h"
 
 namespace llms {
@@ -130,7 +131,7 @@ Result<JinjaTemplate> parse_chat_template_cached(const std::string& source);
 
 // Whether the template runs as Jinja and writes the tools it is given (probed by
 // rendering a conversation with one tool). Templates that do not get tools and
-// calls written into the message texts instead (server/tool_calls.h).
+// calls written into the message texts instead (tool_calls.h).
 bool chat_template_renders_tools(const std::string& template_name_or_jinja_source);
 
 // Encodes a rendered prompt: control tokens in it are recognised, and the vocabulary's

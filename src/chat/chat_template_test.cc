@@ -1,6 +1,6 @@
 // Each family renders a fixed conversation to the string its published template
 // produces (written out by hand from that template, whitespace included).
-#include "tokenizer/chat_template.h"
+#include "chat/chat_template.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "tokenizer/chat_formats.h"
+#include "chat/formats/template_util.h"
 #include "tokenizer/test_util.h"
 
 namespace llms {
