@@ -51,7 +51,7 @@ void build_prompts(const CompletionRequest& r, const Tokenizer& tok) {
   if (r.kind == ApiKind::kCompletion) {
     if (r.prompts.empty()) fail("a completions request without prompts");
     std::vector<PromptInput> prompts;
-    if (completion_prompts(r.prompts, tok, &prompts)) return;
+    if (completion_prompts(r.prompts, tok, !r.split_special_tokens, &prompts)) return;
     if (prompts.size() != r.prompts.size()) fail("one prompt input per prompt");
     for (const auto& p : prompts) check_tokens(p.tokens, tok);
     return;
