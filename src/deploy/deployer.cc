@@ -9,7 +9,7 @@
 
 #include "base/clock.h"
 #include "base/log.h"
-#include "engine/admission.h"
+#include "base/memory.h"
 #include "io/gguf_file.h"
 
 namespace llms {
@@ -151,7 +151,7 @@ bool Deployer::fits_beside(const std::string& model_path) const {
   // (an estimate: a variant wider than the file's own type takes more).
   const auto variants = static_cast<int64_t>(std::max<size_t>(1, config_.engine.precision_variants.size()));
   const auto bytes = variants * static_cast<int64_t>(std::filesystem::file_size(model_path, ec));
-  const int64_t limit = config_.engine.memory_limit_bytes > 0 ? config_.engine.memory_limit_bytes : machine_memory_bytes();
+  const int64_t limit = effective_memory_limit(config_.engine.memory_limit_bytes);
   return !ec && static_cast<double>(process_rss_bytes() + bytes) <= config_.engine.rss_high_watermark * limit;
 }
 

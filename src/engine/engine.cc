@@ -8,6 +8,7 @@
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "base/memory.h"
 #include "engine/early_exit_policy.h"
 #include "engine/kv_sizing.h"
 #include "engine/schedule_steps.h"
@@ -50,7 +51,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const Model& model, const Tokeniz
     LLMS_ASSIGN_OR_RETURN(engine->draft_model_, Model::load(config.draft_model));
     const int64_t per_block = engine->draft_model_->kv_config(1, config.block_size, DType::kF16, DType::kF16).bytes_per_block();
     // As many sequences of the context as the target holds, within a twentieth of memory.
-    const int64_t limit = config.memory_limit_bytes > 0 ? config.memory_limit_bytes : machine_memory_bytes();
+    const int64_t limit = effective_memory_limit(config.memory_limit_bytes);
     const int64_t blocks = std::max<int64_t>(
         1, std::min<int64_t>(limit / 20 / per_block,
                              static_cast<int64_t>(kv.num_blocks) + config.max_running));
@@ -80,7 +81,7 @@ Engine::Engine(std::unique_ptr<ModelRunner> runner, const Tokenizer& tokenizer, 
                   config.kv_low_watermark, config.rss_high_watermark, config.rss_low_watermark}),
       result_cache_(config.result_cache_bytes),
       grammar_cache_(tokenizer, kGrammarCacheEntries),
-      status_(metrics_, admission_, config.memory_limit_bytes > 0 ? config.memory_limit_bytes : machine_memory_bytes()),
+      status_(metrics_, admission_, effective_memory_limit(config.memory_limit_bytes)),
       stats_window_(config.stats_window),
       clock_(now_ns) {
   if (config.speculative == SpeculativeMode::kNgram) proposer_ = std::make_unique<NgramProposer>(config.spec_ngram_max);

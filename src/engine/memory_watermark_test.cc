@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <string>
 
+#include "base/memory.h"
 #include "engine/admission.h"
 #include "engine/engine.h"
 #include "engine/engine_test_util.h"

@@ -1,6 +1,6 @@
 #include "server/config_file.h"
 
-#include "engine/admission.h"
+#include "base/memory.h"
 #include "kv/kv_layout.h"
 #include "model/early_exit.h"
 
