@@ -71,7 +71,7 @@ class SpanSource {
         dequantize_row(type_, head, buf, count);
       }
       f32 = buf;
-    } else if (is_k_ && kv_.k_columns) {
+    } else if (is_k_ && kv_.k_columns()) {
       // All block columns (those past n are never read).
       ops_.q8_0_columns(kv_.column_scales(block, kvh), kv_.column_values(block, kvh), hd, B, buf);
       f32 = buf;
