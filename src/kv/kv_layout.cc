@@ -5,6 +5,7 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/convert.h"
 #include "quant/block_formats.h"
 #include "quant/row_convert.h"
 
@@ -73,7 +74,11 @@ void store_row(const KvLayerView& kv, bool is_k, int32_t block, int row, const f
   const int64_t es = value_bytes(type), hd = kv.head_dim;
   thread_local std::vector<uint8_t> bytes;  // the row in the storage type, reused
   bytes.resize(static_cast<size_t>(kv.row_elems() * es));
-  quantize_row_nearest(type, x, bytes.data(), kv.row_elems());
+  if (type == DType::kF16) {  // every key and value of an F16 cache: on the SIMD target
+    f32_to_f16_row(x, reinterpret_cast<uint16_t*>(bytes.data()), kv.row_elems());
+  } else {
+    quantize_row_nearest(type, x, bytes.data(), kv.row_elems());
+  }
   for (int h = 0; h < kv.n_kv_heads; ++h) {
     const uint8_t* src = bytes.data() + h * hd * es;
     uint8_t* dst = kv.tiled_value(is_k, block, row, h * hd);
