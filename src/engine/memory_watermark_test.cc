@@ -11,7 +11,7 @@
 #include "base/memory.h"
 #include "engine/admission.h"
 #include "engine/engine.h"
-#include "engine/engine_test_util.h"
+#include "engine/testing/engine_test_util.h"
 #include "model/model.h"
 #include "tools/synthetic.h"
 

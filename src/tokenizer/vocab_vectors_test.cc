@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "tokenizer/test_util.h"
+#include "tokenizer/testing/tokenizer_test_util.h"
 
 namespace llms {
 namespace {
