@@ -22,7 +22,7 @@
 #include "base/thread_pool.h"
 #include "kernels/attention.h"
 #include "kernels/ops.h"
-#include "kernels/machine_limits.h"
+#include "benchprobes/machine_limits.h"
 #include "kv/kv_cache.h"
 #include "kv/kv_layout.h"
 

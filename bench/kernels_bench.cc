@@ -38,7 +38,7 @@
 #include "kernels/matmul.h"
 #include "kernels/simd_target.h"
 #include "kernels/kernel_table.h"
-#include "kernels/machine_limits.h"
+#include "benchprobes/machine_limits.h"
 #include "kv/kv_layout.h"
 #include "quant/row_convert.h"
 

@@ -128,7 +128,7 @@ struct KernelTable {
   void (*q8_0_columns)(const uint16_t* scales, const int8_t* values, int64_t head_dim, int64_t block, float* kt);
   void (*attention_rows)(const AttentionRows& a);
   // The Q8_0 GEMM tile's block step on blocks in the first-level cache, `rounds`
-  // times; returns the int8 multiply-adds done (machine_limits.h: PeakKind::kQ8_0Tile).
+  // times; returns the int8 multiply-adds done (matmul.h, benchprobes/machine_limits.h: PeakKind::kQ8_0Tile).
   double (*q8_0_tile_probe)(int64_t rounds);
 };
 
