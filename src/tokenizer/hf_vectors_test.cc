@@ -13,7 +13,7 @@
 #include "io/gguf_writer.h"
 #include "tokenizer/gguf_tokenizer.h"
 #include "tokenizer/load_tokenizer.h"
-#include "tokenizer/test_util.h"
+#include "tokenizer/testing/tokenizer_test_util.h"
 
 namespace llms {
 namespace {
