@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 
+#include "base/check.h"
 #include "base/utf8.h"
 
 namespace llms {
@@ -283,6 +284,7 @@ Status GgufParser::parse(GgufFile& f) {
 Result<GgufFile> GgufFile::parse(std::span<const uint8_t> bytes, const GgufLimits& limits) {
   GgufFile f;
   f.bytes_ = bytes;
+  f.size_ = bytes.size();
   GgufParser parser(bytes, limits);
   LLMS_RETURN_IF_ERROR(parser.parse(f));
   return f;
@@ -302,13 +304,58 @@ Result<GgufFile> GgufFile::open(const std::string& path, const GgufLimits& limit
   return f;
 }
 
+Result<GgufFile> GgufFile::assemble(std::string path, uint64_t size,
+                                    std::vector<std::pair<std::string, gguf::Value>> metadata,
+                                    std::vector<GgufTensorInfo> tensors, std::unique_ptr<GgufTensorSource> source) {
+  GgufFile f;
+  f.path_ = std::move(path);
+  f.size_ = size;
+  f.version_ = 3;
+  f.source_ = std::move(source);
+  for (auto& [key, value] : metadata) {
+    if (!f.metadata_index_.emplace(key, f.metadata_.size()).second) {
+      return invalid_argument(fmt::format("duplicate metadata key '{}'", key));
+    }
+    f.metadata_.emplace_back(std::move(key), std::move(value));
+  }
+  for (auto& t : tensors) {
+    if (!f.tensor_index_.emplace(t.name, f.tensors_.size()).second) {
+      return invalid_argument(fmt::format("duplicate tensor name '{}'", t.name));
+    }
+    f.tensors_.push_back(std::move(t));
+  }
+  return f;
+}
+
+TensorData GgufFile::read(const GgufTensorInfo& t) const {
+  TensorData d;
+  d.view_ = t.view();
+  if (t.data == nullptr) {
+    d.owned_.resize(static_cast<size_t>(t.num_bytes), false);
+    source_->derive(t, {reinterpret_cast<uint8_t*>(d.owned_.data()), static_cast<size_t>(t.num_bytes)});
+    d.view_.data = d.owned_.data();
+  }
+  return d;
+}
+
+void GgufFile::read_into(const GgufTensorInfo& t, std::span<uint8_t> out) const {
+  LLMS_CHECK(out.size() == t.num_bytes, "read_into: wrong size for " + t.name);
+  if (t.data == nullptr) {
+    source_->derive(t, out);
+  } else if (t.num_bytes > 0) {
+    std::memcpy(out.data(), t.data, static_cast<size_t>(t.num_bytes));
+  }
+}
+
 void GgufFile::release_all_pages() const {
+  if (source_ != nullptr) source_->release_all();
   if (mapping_ != nullptr) mapping_->release(0, mapping_->size());
 }
 
 void GgufFile::release_pages(const GgufTensorInfo& t) const {
-  if (mapping_ == nullptr || t.num_bytes == 0) return;
-  mapping_->release(static_cast<uint64_t>(t.data - mapping_->data()), t.num_bytes);
+  if (t.num_bytes == 0 || t.data == nullptr) return;
+  if (source_ != nullptr) source_->release(t.data, t.num_bytes);
+  if (mapping_ != nullptr) mapping_->release(static_cast<uint64_t>(t.data - mapping_->data()), t.num_bytes);
 }
 
 const Value* GgufFile::find(std::string_view key) const {

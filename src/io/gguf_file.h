@@ -10,8 +10,15 @@
 // with release_pages(): weights are then resident once, and mapped pages stay
 // resident only for tensors read in place.
 //
+// A GgufFile may also be assembled from another format (GgufFile::assemble(): a Hugging
+// Face directory, io/hf_checkpoint.h) so that the rest of llmserve reads one kind of
+// model. Its tensors are read in place from that format's mapped files where the bytes
+// are already GGUF's, or computed on request (derived: data == nullptr) where they are
+// not (rows permuted, transposed, experts stacked): read() gives every tensor's bytes
+// either way, and a derived tensor's copy lives only as long as the TensorData.
+//
 // Thread-safety: immutable after open(); safe to read from any thread (release_pages()
-// too: the bytes read the same before and after).
+// and read() too: the bytes read the same before and after).
 #pragma once
 
 #include <array>
@@ -24,6 +31,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/aligned_buffer.h"
 #include "base/mapped_file.h"
 #include "base/status.h"
 #include "io/gguf_value.h"
@@ -38,6 +46,7 @@ struct GgufTensorInfo {
   std::array<int64_t, 4> ne = {1, 1, 1, 1};
   uint64_t offset = 0;     // from the start of the data section
   uint64_t num_bytes = 0;
+  // Null for a derived tensor of an assembled file: GgufFile::read() computes it.
   const uint8_t* data = nullptr;
 
   Tensor view() const;
@@ -53,6 +62,34 @@ struct GgufLimits {
   uint64_t max_tensor_name_bytes = 1024;
 };
 
+// The bytes behind an assembled file's tensors: the source format's mapped files, and
+// how to compute each derived tensor from them.
+class GgufTensorSource {
+ public:
+  virtual ~GgufTensorSource() = default;
+  // Writes the derived tensor `t` (t.data == nullptr) into `out` (t.num_bytes).
+  virtual void derive(const GgufTensorInfo& t, std::span<uint8_t> out) const = 0;
+  // As GgufFile::release_pages() and release_all_pages(), for bytes read in place.
+  virtual void release(const uint8_t* data, uint64_t num_bytes) const = 0;
+  virtual void release_all() const = 0;
+  virtual int64_t resident_bytes() const = 0;
+};
+
+// One tensor's bytes to read: a view into the file, or a derived tensor's copy that
+// this object owns.
+class TensorData {
+ public:
+  const Tensor& view() const { return view_; }
+  const uint8_t* data() const { return static_cast<const uint8_t*>(view_.data); }
+  // True when the bytes are a copy (freed with this object), not the file's.
+  bool owned() const { return owned_.size() > 0; }
+
+ private:
+  friend class GgufFile;
+  Tensor view_;
+  AlignedBuffer owned_;
+};
+
 class GgufFile {
  public:
   static constexpr uint32_t kMagic = 0x46554747;  // "GGUF" little-endian
@@ -62,12 +99,19 @@ class GgufFile {
   static Result<GgufFile> open(const std::string& path, const GgufLimits& limits = {});
   // Parses bytes owned by the caller, which must outlive the result (tests, fuzzing).
   static Result<GgufFile> parse(std::span<const uint8_t> bytes, const GgufLimits& limits = {});
+  // A file made from another format's tensors: `tensors` point into what `source`
+  // owns, or are derived (data == nullptr). `path` names the origin (a directory);
+  // `size` is the bytes it holds. INVALID_ARGUMENT for duplicate keys or tensor names.
+  static Result<GgufFile> assemble(std::string path, uint64_t size,
+                                   std::vector<std::pair<std::string, gguf::Value>> metadata,
+                                   std::vector<GgufTensorInfo> tensors, std::unique_ptr<GgufTensorSource> source);
 
   GgufFile(GgufFile&&) = default;
   GgufFile& operator=(GgufFile&&) = default;
 
   uint32_t version() const { return version_; }
-  uint64_t file_size() const { return bytes_.size(); }
+  uint64_t file_size() const { return size_; }
+  bool assembled() const { return source_ != nullptr; }
   uint32_t alignment() const { return alignment_; }
   uint64_t data_offset() const { return data_offset_; }
   const std::string& path() const { return path_; }
@@ -95,6 +139,11 @@ class GgufFile {
 
   const std::vector<GgufTensorInfo>& tensors() const { return tensors_; }
   const GgufTensorInfo* find_tensor(std::string_view name) const;
+  // The tensor's bytes: in place, or computed for a derived one.
+  TensorData read(const GgufTensorInfo& t) const;
+  // The tensor's bytes copied (or computed) into `out`, t.num_bytes long: the writer's
+  // way, with no copy in between.
+  void read_into(const GgufTensorInfo& t, std::span<uint8_t> out) const;
 
   // Drops the tensor's pages from the process's resident memory (a later read maps
   // them again). Does nothing for a GgufFile made by parse(): its bytes belong to the
@@ -105,14 +154,18 @@ class GgufFile {
   // ends with this.
   void release_all_pages() const;
   // Bytes of the file mapping resident in this process (0 for parse(), -1 unknown).
-  int64_t resident_bytes() const { return mapping_ ? mapping_->resident_bytes() : 0; }
+  int64_t resident_bytes() const {
+    return source_ ? source_->resident_bytes() : mapping_ ? mapping_->resident_bytes() : 0;
+  }
 
  private:
   GgufFile() = default;
   friend class GgufParser;
 
   std::unique_ptr<MappedFile> mapping_;  // null when parse() borrowed the bytes
+  std::unique_ptr<GgufTensorSource> source_;  // an assembled file's bytes; else null
   std::span<const uint8_t> bytes_;
+  uint64_t size_ = 0;
   std::string path_;
   uint32_t version_ = 0;
   uint32_t alignment_ = kDefaultAlignment;

@@ -70,4 +70,10 @@ Result<WeightMatrix> WeightMatrix::from_tensor(const Tensor& t, std::string_view
   return w;
 }
 
+Result<WeightMatrix> WeightMatrix::from_transient(const Tensor& t, std::string_view name) {
+  LLMS_ASSIGN_OR_RETURN(WeightMatrix w, from_tensor(t, name));
+  w.t_.data = nullptr;
+  return w;
+}
+
 }  // namespace llms

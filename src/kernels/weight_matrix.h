@@ -33,6 +33,12 @@ class WeightMatrix {
   // INVALID_ARGUMENT unless `t` is 2-D; UNIMPLEMENTED naming the tensor when no
   // kernel handles its type.
   static Result<WeightMatrix> from_tensor(const Tensor& t, std::string_view name);
+  // The same for bytes that do not outlive the call (a matrix computed at load, e.g.
+  // rows permuted from another format's): tensor() keeps the type and shape but no
+  // data, and row() must not be called.
+  static Result<WeightMatrix> from_transient(const Tensor& t, std::string_view name);
+  // False for a default-constructed matrix (a weight the model does not have).
+  bool loaded() const { return packed_ != nullptr; }
 
   // The file's type and bytes.
   DType dtype() const { return t_.dtype; }

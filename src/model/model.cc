@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "base/log.h"
+#include "io/hf_model.h"
 #include "kernels/attention.h"
 #include "kernels/convert.h"
 #include "kernels/matmul.h"
@@ -78,7 +79,7 @@ std::vector<float>& position_row_scratch(int64_t n) {
 }  // namespace
 
 Result<std::unique_ptr<Model>> Model::load(const std::string& path) {
-  LLMS_ASSIGN_OR_RETURN(GgufFile file, GgufFile::open(path));
+  LLMS_ASSIGN_OR_RETURN(GgufFile file, open_model_file(path));
   auto model = from_file(std::move(file));
   if (!model.ok()) return model.status().with_context(path);
   return model;
@@ -94,7 +95,7 @@ Result<std::unique_ptr<Model>> Model::from_file(GgufFile file) {
   for (const auto& t : m->file_.tensors()) {
     h.add(t.name).add_pod(t.dtype).add_pod(t.offset);
     // A sample of the data catches files that differ only in values.
-    h.add_bytes(t.data, std::min<uint64_t>(t.num_bytes, 64));
+    if (t.data != nullptr) h.add_bytes(t.data, std::min<uint64_t>(t.num_bytes, 64));
   }
   m->identity_ = h.finish128();
   LLMS_ASSIGN_OR_RETURN(m->weights_, ModelWeights::load(m->file_, m->config_));

@@ -1,4 +1,4 @@
-// Model: a loaded GGUF model (config, immutable weights, the file mapping they view)
+// Model: a loaded model (GGUF, or a Hugging Face directory read as GGUF) (config, immutable weights, the file mapping they view)
 // and its forward pass over a batch of sequence chunks.
 //
 // Ownership: the Model holds no request state. The caller owns the KV cache, the
@@ -102,7 +102,8 @@ struct NormWeights {
 
 class Model {
  public:
-  // Opens, validates and maps the model. The error names the file and what is wrong.
+  // Opens, validates and maps the model: a GGUF file or a Hugging Face directory
+  // (io/hf_model.h). The error names the file and what is wrong.
   static Result<std::unique_ptr<Model>> load(const std::string& path);
   static Result<std::unique_ptr<Model>> from_file(GgufFile file);
 

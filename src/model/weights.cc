@@ -31,32 +31,45 @@ class Loader {
   // Repacked, so the file's pages of it are released: the weights are resident once.
   Result<WeightMatrix> matrix(const std::string& name, int64_t cols, int64_t rows) const {
     LLMS_ASSIGN_OR_RETURN(const GgufTensorInfo* t, tensor(name, {cols, rows}));
-    auto m = WeightMatrix::from_tensor(t->view(), name);
+    const TensorData d = f_.read(*t);
+    auto m = repack(d, d.view(), name);
     f_.release_pages(*t);
     return m;
   }
 
-  // Rows [first, first + count) of the [rows, cols] matrix `name`: one part of a
-  // fused tensor (GPT-2's attn_qkv holds Q, K and V one after the other).
-  Result<WeightMatrix> rows(const std::string& name, int64_t cols, int64_t rows, int64_t first, int64_t count) const {
+  // The [rows, cols] matrix `name` cut into consecutive row ranges of `counts` rows
+  // (they add up to rows): the parts of a fused tensor (attn_qkv holds Q, K and V one
+  // after the other), read once.
+  Result<std::vector<WeightMatrix>> split_rows(const std::string& name, int64_t cols, int64_t rows,
+                                               std::initializer_list<int64_t> counts) const {
     LLMS_ASSIGN_OR_RETURN(const GgufTensorInfo* t, tensor(name, {cols, rows}));
-    Tensor part = t->view();
-    part.ne[1] = count;
-    part.data = part.row(first);
-    return WeightMatrix::from_tensor(part, name);
+    const TensorData d = f_.read(*t);
+    std::vector<WeightMatrix> out;
+    int64_t first = 0;
+    for (int64_t count : counts) {
+      Tensor part = d.view();
+      part.ne[1] = count;
+      part.data = d.view().row(first);
+      first += count;
+      LLMS_ASSIGN_OR_RETURN(WeightMatrix m, repack(d, part, name));
+      out.push_back(std::move(m));
+    }
+    f_.release_pages(*t);
+    return out;
   }
 
   // The `count` [rows, cols] matrices of the 3-D tensor `name` [cols, rows, count]
   // (one per expert), each repacked; then the file's pages of it are released.
   Result<std::vector<WeightMatrix>> stacked(const std::string& name, int64_t cols, int64_t rows, int64_t count) const {
     LLMS_ASSIGN_OR_RETURN(const GgufTensorInfo* t, tensor(name, {cols, rows, count}));
+    const TensorData d = f_.read(*t);
     std::vector<WeightMatrix> out;
     for (int64_t e = 0; e < count; ++e) {
-      Tensor part = t->view();
+      Tensor part = d.view();
       part.n_dims = 2;
       part.ne = {cols, rows, 1, 1};
-      part.data = t->view().row(e * rows);
-      LLMS_ASSIGN_OR_RETURN(WeightMatrix m, WeightMatrix::from_tensor(part, name));
+      part.data = d.view().row(e * rows);
+      LLMS_ASSIGN_OR_RETURN(WeightMatrix m, repack(d, part, name));
       out.push_back(std::move(m));
     }
     f_.release_pages(*t);
@@ -81,7 +94,7 @@ class Loader {
       return unimplemented(fmt::format("tensor '{}' has type {}, unsupported for vectors", name, dtype_name(t->dtype)));
     }
     std::vector<float> v(static_cast<size_t>(n));
-    dequantize_row(t->dtype, t->data, v.data(), n);
+    dequantize_row(t->dtype, f_.read(*t).data(), v.data(), n);
     f_.release_pages(*t);
     return v;
   }
@@ -89,6 +102,12 @@ class Loader {
   bool has(const std::string& name) const { return f_.find_tensor(name) != nullptr; }
 
  private:
+  // `part` of the bytes `d`: a derived tensor's copy ends with the load, so the
+  // matrix keeps none of it.
+  static Result<WeightMatrix> repack(const TensorData& d, const Tensor& part, const std::string& name) {
+    return d.owned() ? WeightMatrix::from_transient(part, name) : WeightMatrix::from_tensor(part, name);
+  }
+
   const GgufFile& f_;
 };
 
@@ -97,10 +116,10 @@ class Loader {
 Status load_qkv(const Loader& ld, const std::string& p, const ModelConfig& c, LayerWeights& L) {
   const int64_t q = c.q_dim(), kv = c.kv_dim(), d = c.n_embd;
   if (ld.has(p + "attn_qkv.weight")) {
-    const std::string name = p + "attn_qkv.weight";
-    LLMS_ASSIGN_OR_RETURN(L.wq, ld.rows(name, d, q + 2 * kv, 0, q));
-    LLMS_ASSIGN_OR_RETURN(L.wk, ld.rows(name, d, q + 2 * kv, q, kv));
-    LLMS_ASSIGN_OR_RETURN(L.wv, ld.rows(name, d, q + 2 * kv, q + kv, kv));
+    LLMS_ASSIGN_OR_RETURN(std::vector<WeightMatrix> qkv, ld.split_rows(p + "attn_qkv.weight", d, q + 2 * kv, {q, kv, kv}));
+    L.wq = std::move(qkv[0]);
+    L.wk = std::move(qkv[1]);
+    L.wv = std::move(qkv[2]);
     if (ld.has(p + "attn_qkv.bias")) {
       const std::string b = p + "attn_qkv.bias";
       LLMS_ASSIGN_OR_RETURN(L.bq, ld.vector_part(b, q + 2 * kv, 0, q));
@@ -172,8 +191,9 @@ Status load_layer(const Loader& ld, int l, const ModelConfig& c, LayerWeights& L
   const bool gated = c.ffn != FfnKind::kGelu;
   if (gated && !ld.has(p + "ffn_gate.weight")) {
     // Fused (Phi-3): ffn_up holds the gate's rows, then the up rows.
-    LLMS_ASSIGN_OR_RETURN(L.w_gate, ld.rows(p + "ffn_up.weight", d, 2 * ff, 0, ff));
-    LLMS_ASSIGN_OR_RETURN(L.w_up, ld.rows(p + "ffn_up.weight", d, 2 * ff, ff, ff));
+    LLMS_ASSIGN_OR_RETURN(std::vector<WeightMatrix> gate_up, ld.split_rows(p + "ffn_up.weight", d, 2 * ff, {ff, ff}));
+    L.w_gate = std::move(gate_up[0]);
+    L.w_up = std::move(gate_up[1]);
   } else {
     if (gated) {
       LLMS_ASSIGN_OR_RETURN(L.w_gate, ld.matrix(p + "ffn_gate.weight", d, ff));
@@ -189,6 +209,7 @@ Status load_layer(const Loader& ld, int l, const ModelConfig& c, LayerWeights& L
 // A [rows, cols] table read in place, one row per use (embeddings).
 Result<Tensor> load_table(const Loader& ld, const std::string& name, int64_t cols, int64_t rows) {
   LLMS_ASSIGN_OR_RETURN(const GgufTensorInfo* t, ld.tensor(name, {cols, rows}));
+  if (t->data == nullptr) return internal_error(fmt::format("{} is computed at load; tables are read in place", name));
   if (!can_dequantize(t->dtype)) {
     return unimplemented(fmt::format("{} has type {}, which cannot be decoded", name, dtype_name(t->dtype)));
   }
@@ -232,7 +253,7 @@ Result<ModelWeights> ModelWeights::load(const GgufFile& file, const ModelConfig&
 std::vector<const WeightMatrix*> LayerWeights::dense_matrices() const {
   std::vector<const WeightMatrix*> out;
   for (const WeightMatrix* w : {&wq, &wk, &wv, &wo, &w_gate, &w_up, &w_down}) {
-    if (w->tensor().data != nullptr) out.push_back(w);  // a GELU MLP has no gate; most MoE no shared expert
+    if (w->loaded()) out.push_back(w);  // a GELU MLP has no gate; most MoE no shared expert
   }
   return out;
 }
@@ -246,7 +267,7 @@ WeightsMemory ModelWeights::memory() const {
   }
   for (const auto& L : layers) {
     for (const WeightMatrix* w : L.dense_matrices()) m.owned_bytes += w->packed_bytes();
-    if (L.router.tensor().data != nullptr) m.owned_bytes += L.router.packed_bytes();
+    if (L.router.loaded()) m.owned_bytes += L.router.packed_bytes();
     for (const auto& e : L.experts) m.owned_bytes += e.gate.packed_bytes() + e.up.packed_bytes() + e.down.packed_bytes();
     for (const auto* v : {&L.attn_norm, &L.attn_norm_b, &L.bq, &L.bk, &L.bv, &L.bo, &L.attn_post_norm, &L.ffn_norm,
                           &L.ffn_norm_b, &L.ffn_post_norm, &L.b_up, &L.b_down, &L.shexp_gate}) {

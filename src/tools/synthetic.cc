@@ -10,6 +10,7 @@
 #include "base/random.h"
 #include "base/thread_pool.h"
 #include "io/gguf_writer.h"
+#include "io/rope_scaling.h"
 #include "model/config.h"
 #include "quant/row_convert.h"
 
@@ -211,22 +212,9 @@ constexpr float kGpt2WeightStd = 0.04f;
 // original context of 8192), as its converter computes them.
 void add_llama3_rope_freqs(TensorSink& t) {
   const SyntheticSpec& s = t.s;
-  const int64_t hd = s.head_size(), half = hd / 2;
-  const double factor = 8.0, low = 1.0, high = 4.0, orig = 8192.0, pi = 3.14159265358979323846;
-  t.w.add_tensor("rope_freqs.weight", DType::kF32, {half}, [=](std::span<uint8_t> out) {
-    for (int64_t i = 0; i < half; ++i) {
-      const double freq = std::pow(static_cast<double>(s.rope_base), -2.0 * static_cast<double>(i) / hd);
-      const double wavelen = 2 * pi / freq;
-      double f = 1.0;
-      if (wavelen > orig / low) {
-        f = factor;
-      } else if (wavelen >= orig / high) {
-        const double smooth = (orig / wavelen - low) / (high - low);
-        f = 1.0 / ((1.0 - smooth) / factor + smooth);
-      }
-      const float v = static_cast<float>(f);
-      std::memcpy(out.data() + 4 * i, &v, 4);
-    }
+  const std::vector<float> f = llama3_rope_divisors(s.rope_base, s.head_size(), Llama3RopeScaling{});
+  t.w.add_tensor("rope_freqs.weight", DType::kF32, {static_cast<int64_t>(f.size())}, [f](std::span<uint8_t> out) {
+    std::memcpy(out.data(), f.data(), out.size());
   });
 }
 
@@ -375,12 +363,8 @@ void add_gemma2_layers(TensorSink& t) {
   }
 }
 
-// The original context LongRoPE extends (Phi-3's 4k) and its attention factor.
+// The original context LongRoPE extends (Phi-3's 4k).
 constexpr int kPhi3OrigCtx = 4096;
-float phi3_attn_factor(int n_ctx) {
-  const double scale = static_cast<double>(n_ctx) / kPhi3OrigCtx;
-  return scale <= 1.0 ? 1.0f : static_cast<float>(std::sqrt(1.0 + std::log(scale) / std::log(double{kPhi3OrigCtx})));
-}
 
 }  // namespace
 
@@ -433,7 +417,7 @@ Status write_synthetic_model(const SyntheticSpec& s, const std::string& path) {
   }
   if (s.arch == "phi3") {
     w.set(a + "rope.scaling.original_context_length", Value::u32(kPhi3OrigCtx));
-    w.set(a + "rope.scaling.attn_factor", Value::f32(phi3_attn_factor(s.n_ctx)));
+    w.set(a + "rope.scaling.attn_factor", Value::f32(longrope_attn_factor(s.n_ctx, kPhi3OrigCtx)));
     // As the 128k files: a window as long as the context, so attention is full.
     w.set(a + "attention.sliding_window",
           Value::u32(static_cast<uint32_t>(s.sliding_window > 0 ? s.sliding_window : s.n_ctx)));
