@@ -40,11 +40,15 @@ declare -A models=(
   # Mixtral's 8 experts, 2 per token, and GQA 4:1; Qwen1.5-MoE's 60 fine-grained
   # experts, 4 per token, and a shared expert (narrower than the real ones).
   [mixtral]="--preset mixtral-8x7b --layers 2 --dim 512 --heads 8 --kv-heads 2 --ffn 1024 --vocab 4096 --seed 7"
+  # LLaMA with Llama-3.1's RoPE scaling (rope_freqs), and Mistral's shape: a window longer
+  # than the tests' sequences (which llmserve holds within it).
+  [llama3]="--preset llama-110m --layers 2 --dim 512 --heads 8 --kv-heads 2 --ffn 1024 --vocab 4096 --seed 7 --rope-scaling llama3"
+  [mistral]="--preset llama-110m --layers 2 --dim 512 --heads 8 --kv-heads 2 --ffn 1024 --vocab 4096 --seed 7 --sliding-window 4096"
   [qwen2moe]="--preset qwen2moe-a2.7b --layers 2 --dim 512 --heads 8 --kv-heads 8 --ffn 1024 --expert-ffn 256 --vocab 4096 --seed 7"
 )
 # name -> the server's context: Phi-3 past its 4096 trained positions, so that llama.cpp
 # (and the test, through ForwardState::set_context_length) rotates with the long factors.
-declare -A contexts=([gpt2]=512 [phi3]=8192 [gemma2]=512 [gemma2swa]=512 [mixtral]=512 [qwen2moe]=512 [phi3swa]=512 [qwen2yarn]=512)
+declare -A contexts=([gpt2]=512 [phi3]=8192 [gemma2]=512 [gemma2swa]=512 [mixtral]=512 [qwen2moe]=512 [phi3swa]=512 [qwen2yarn]=512 [llama3]=512 [mistral]=512)
 archs=("$@")
 [[ ${#archs[@]} -gt 0 ]] || archs=("${!models[@]}")
 

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "base/mapped_file.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 #include "command_util.h"
@@ -131,18 +132,26 @@ Agreement compare_prompt(const Model& m, const RefPrompt& p, int context, const 
   return a;
 }
 
+// The model of a reference: its make-model arguments (with `extra`) written to `path`.
+void make_model(const Reference& ref, const std::string& extra, const std::string& path) {
+  const auto made = test::run_command(std::string(LLMSERVE_BIN) + " make-model" + ref.make_model_args + extra + " " + path +
+                                      " 2>&1");
+  ASSERT_EQ(made.exit_code, 0) << made.out;
+}
+
+std::string reference_path(const std::string& file, const std::string& type) {
+  return std::string(LLMSERVE_SOURCE_DIR) + "/tests/data/arch_ref_" + file + "_" + type + ".txt";
+}
+
 // tolerance: on every top-10 log-probability; tie_margin: see Agreement.
 // file: the reference's name where it is not the architecture's (a variant of it).
 void check_architecture(const std::string& arch, const std::string& type, double tolerance, double tie_margin,
                         const std::string& file = "") {
-  const std::string ref_path =
-      std::string(LLMSERVE_SOURCE_DIR) + "/tests/data/arch_ref_" + (file.empty() ? arch : file) + "_" + type + ".txt";
+  const std::string ref_path = reference_path(file.empty() ? arch : file, type);
   const Reference ref = read_reference(ref_path);
   ASSERT_EQ(ref.prompts.size(), 3u) << ref_path;
   const std::string model_path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_arch_" + arch + "_" + type + ".gguf";
-  const auto made = test::run_command(std::string(LLMSERVE_BIN) + " make-model" + ref.make_model_args + " " + model_path +
-                                      " 2>&1");
-  ASSERT_EQ(made.exit_code, 0) << made.out;
+  make_model(ref, "", model_path);
   auto model = Model::load(model_path);
   ASSERT_TRUE(model.ok()) << model.status().to_string();
   ASSERT_EQ((*model)->config().arch_name, arch);
@@ -177,6 +186,60 @@ constexpr double kF32GeluTolerance = 8e-3;
 // sums in another order put some activations on the other side of a rounding boundary,
 // and the engines land up to 0.23 apart (docs/architectures.md).
 constexpr double kQ8Tolerance = 0.5;
+
+// The logits of every position of `tokens`, one pass.
+std::vector<float> all_logits(const Model& m, const std::vector<int32_t>& tokens) {
+  const int block = 16;
+  const int32_t n_blocks = static_cast<int32_t>((tokens.size() + block - 1) / block);
+  KvCache kv(m.kv_config(n_blocks, block, DType::kF32, DType::kF32));
+  std::vector<int32_t> table;
+  for (int32_t b = 0; b < n_blocks; ++b) table.push_back(b);
+  ForwardState state;
+  ThreadPool pool(2);
+  ForwardOutput out;
+  SequenceChunk chunk{tokens, 0, table, LogitsWanted::kAll};
+  EXPECT_TRUE(m.forward({&chunk, 1}, kv, state, pool, out).ok());
+  return out.logits;
+}
+
+// The reference's model as a Hugging Face directory (make-model --format hf, F32):
+// read as `hf_arch`, the same logits as its GGUF at every position of every prompt and
+// its 32 greedy steps, and so llama.cpp's reference holds for it as for the GGUF.
+// max_diff: the largest logit difference allowed (0: bit for bit).
+void check_directory(const std::string& arch, const std::string& file, const std::string& hf_arch, double max_diff,
+                     double tolerance) {
+  const Reference ref = read_reference(reference_path(file, "f32"));
+  ASSERT_EQ(ref.prompts.size(), 3u);
+  const std::string base = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_hfdir_" + file;
+  make_model(ref, "", base + ".gguf");
+  make_model(ref, " --format hf", base);
+  const std::string config = read_file(base + "/config.json").value();
+  EXPECT_NE(config.find("\"" + hf_arch + "\""), std::string::npos) << config;
+  auto gguf = Model::load(base + ".gguf");
+  auto dir = Model::load(base);
+  ASSERT_TRUE(gguf.ok()) << gguf.status().to_string();
+  ASSERT_TRUE(dir.ok()) << dir.status().to_string();
+  ASSERT_EQ((*dir)->config().arch_name, arch);
+  double worst = 0;
+  for (const RefPrompt& p : ref.prompts) {
+    std::vector<int32_t> tokens = p.tokens;
+    for (const RefStep& s : p.steps) tokens.push_back(s.greedy);
+    const std::vector<float> a = all_logits(**gguf, tokens), b = all_logits(**dir, tokens);
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, static_cast<double>(std::abs(a[i] - b[i])));
+  }
+  EXPECT_LE(worst, max_diff) << hf_arch;
+  auto tokenizer = Tokenizer::from_gguf((*gguf)->file());
+  ASSERT_TRUE(tokenizer.ok());
+  for (size_t i = 0; i < ref.prompts.size(); ++i) {
+    const Agreement a = compare_prompt(**dir, ref.prompts[i], ref.context, **tokenizer, 0.0);
+    EXPECT_EQ(a.greedy_mismatches + a.near_ties, 0) << hf_arch << " prompt " << i;
+    EXPECT_LE(a.worst_logprob_diff, tolerance) << hf_arch << " prompt " << i;
+  }
+  std::printf("%s directory: largest logit difference from its GGUF %.2e\n", hf_arch.c_str(), worst);
+  std::filesystem::remove_all(base);
+  std::filesystem::remove(base + ".gguf");
+}
 
 TEST(ArchReferenceTest, Gpt2F32MatchesLlamaCpp) { check_architecture("gpt2", "f32", kF32GeluTolerance, 0.0); }
 TEST(ArchReferenceTest, Phi3F32MatchesLlamaCpp) { check_architecture("phi3", "f32", kF32Tolerance, 0.0); }
@@ -214,6 +277,46 @@ TEST(ArchReferenceTest, MixtralQ8_0MatchesLlamaCpp) {
 TEST(ArchReferenceTest, Qwen2MoeF32MatchesLlamaCpp) { check_architecture("qwen2moe", "f32", kF32Tolerance, 0.0); }
 TEST(ArchReferenceTest, Qwen2MoeQ8_0MatchesLlamaCpp) {
   check_architecture("qwen2moe", "q8_0", kQ8Tolerance, kQ8Tolerance);
+}
+
+// LLaMA with Llama-3.1's RoPE scaling; Mistral's window.
+TEST(ArchReferenceTest, Llama3F32MatchesLlamaCpp) { check_architecture("llama", "f32", kF32Tolerance, 0.0, "llama3"); }
+TEST(ArchReferenceTest, Llama3Q8_0MatchesLlamaCpp) {
+  check_architecture("llama", "q8_0", kQ8Tolerance, kQ8Tolerance, "llama3");
+}
+TEST(ArchReferenceTest, MistralF32MatchesLlamaCpp) { check_architecture("llama", "f32", kF32Tolerance, 0.0, "mistral"); }
+TEST(ArchReferenceTest, MistralQ8_0MatchesLlamaCpp) {
+  check_architecture("llama", "q8_0", kQ8Tolerance, kQ8Tolerance, "mistral");
+}
+
+// Hugging Face directories of the same models, bit for bit. (Gemma-2's directories
+// store each norm weight w as w - 1, which F32 holds exactly for w in [0.5, 2] but not
+// for every w below; the generated weights are 1 + x with x a float, so w - 1 = x is
+// exact for all of them. A real directory's h becomes h + 1 here, as in llama.cpp's
+// converter.)
+TEST(ArchReferenceTest, LlamaDirectoryMatchesItsGguf) {
+  check_directory("llama", "llama3", "LlamaForCausalLM", 0.0, kF32Tolerance);
+}
+TEST(ArchReferenceTest, MistralDirectoryMatchesItsGguf) {
+  check_directory("llama", "mistral", "MistralForCausalLM", 0.0, kF32Tolerance);
+}
+TEST(ArchReferenceTest, MixtralDirectoryMatchesItsGguf) {
+  check_directory("llama", "mixtral", "MixtralForCausalLM", 0.0, kF32Tolerance);
+}
+TEST(ArchReferenceTest, Qwen2DirectoryMatchesItsGguf) {
+  check_directory("qwen2", "qwen2yarn", "Qwen2ForCausalLM", 0.0, kF32Tolerance);
+}
+TEST(ArchReferenceTest, Qwen2MoeDirectoryMatchesItsGguf) {
+  check_directory("qwen2moe", "qwen2moe", "Qwen2MoeForCausalLM", 0.0, kF32Tolerance);
+}
+TEST(ArchReferenceTest, Phi3DirectoryMatchesItsGguf) {
+  check_directory("phi3", "phi3", "Phi3ForCausalLM", 0.0, kF32Tolerance);
+}
+TEST(ArchReferenceTest, Gemma2DirectoryMatchesItsGguf) {
+  check_directory("gemma2", "gemma2swa", "Gemma2ForCausalLM", 0.0, kF32Tolerance);
+}
+TEST(ArchReferenceTest, Gpt2DirectoryMatchesItsGguf) {
+  check_directory("gpt2", "gpt2", "GPT2LMHeadModel", 0.0, kF32GeluTolerance);
 }
 
 }  // namespace

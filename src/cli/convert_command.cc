@@ -1,25 +1,59 @@
 // llmserve convert --from llama2c MODEL.bin TOKENIZER.bin OUT.gguf
+// llmserve convert --from hf DIR OUT.gguf [--vocab-from FILE.gguf]
 #include <cstdio>
 
 #include "cli/commands.h"
+#include "io/gguf_file.h"
+#include "io/gguf_writer.h"
+#include "io/hf_model.h"
 #include "io/llama2c_import.h"
 
 namespace llms::cli {
+namespace {
+
+// The Hugging Face directory `dir` as one GGUF file, in llama.cpp's names and layouts;
+// the tokenizer.* keys from `vocab_from`, a GGUF file of the same vocabulary.
+void convert_hf(const std::string& dir, const std::string& out, const std::string& vocab_from) {
+  const GgufFile model = value_or_fail(open_hf_model(dir));
+  GgufWriter w = gguf_writer_for(model);
+  if (!vocab_from.empty()) {
+    const GgufFile vocab = value_or_fail(GgufFile::open(vocab_from));
+    for (const auto& [key, value] : vocab.metadata()) {
+      if (key.rfind("tokenizer.", 0) == 0) w.set(key, value);
+    }
+  }
+  ok_or_fail(w.write(out));
+}
+
+}  // namespace
 
 void add_convert_command(CLI::App& app) {
   struct Options {
     std::string from;
-    std::string model, tokenizer, out;
+    std::vector<std::string> files;
+    std::string vocab_from;
   };
   auto opts = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("convert", "Convert a checkpoint of another format to GGUF");
-  cmd->add_option("--from", opts->from, "Source format")->required()->check(CLI::IsMember({"llama2c"}));
-  cmd->add_option("model", opts->model, "llama2.c checkpoint (.bin)")->required()->check(CLI::ExistingFile);
-  cmd->add_option("tokenizer", opts->tokenizer, "llama2.c tokenizer (.bin)")->required()->check(CLI::ExistingFile);
-  cmd->add_option("out", opts->out, "Output GGUF path")->required();
+  cmd->add_option("--from", opts->from, "Source format: llama2c, or hf (a Hugging Face model directory)")
+      ->required()
+      ->check(CLI::IsMember({"llama2c", "hf"}));
+  cmd->add_option("files", opts->files,
+                  "llama2c: MODEL.bin TOKENIZER.bin OUT.gguf; hf: DIR OUT.gguf")
+      ->required();
+  cmd->add_option("--vocab-from", opts->vocab_from,
+                  "hf: copy the tokenizer.* keys of this GGUF file (one of the same vocabulary)")
+      ->check(CLI::ExistingFile);
   cmd->callback([opts] {
-    ok_or_fail(convert_llama2c(opts->model, opts->tokenizer, opts->out));
-    std::printf("wrote %s\n", opts->out.c_str());
+    const auto& f = opts->files;
+    if (opts->from == "llama2c") {
+      if (f.size() != 3) fail(invalid_argument("convert --from llama2c takes MODEL.bin TOKENIZER.bin OUT.gguf"));
+      ok_or_fail(convert_llama2c(f[0], f[1], f[2]));
+    } else {
+      if (f.size() != 2) fail(invalid_argument("convert --from hf takes DIR OUT.gguf"));
+      convert_hf(f[0], f[1], opts->vocab_from);
+    }
+    std::printf("wrote %s\n", f.back().c_str());
   });
 }
 

@@ -15,6 +15,7 @@ void add_make_model_command(CLI::App& app) {
     std::string type = "f32";
     std::string arch;
     std::string rope_scaling;
+    std::string format = "gguf";
     int layers = 0, dim = 0, heads = 0, kv_heads = 0, ffn = 0, vocab = 0, ctx = 0, window = 0;
     int experts = -1, experts_used = 0, expert_ffn = 0;
     uint64_t seed = 1;
@@ -24,7 +25,10 @@ void add_make_model_command(CLI::App& app) {
   std::string presets;
   for (const auto& n : synthetic_preset_names()) presets += (presets.empty() ? "" : ", ") + n;
   CLI::App* cmd = app.add_subcommand("make-model", "Write a synthetic GGUF model with random weights (for speed tests)");
-  cmd->add_option("out", opts->out, "Output GGUF path")->required();
+  cmd->add_option("out", opts->out, "Output GGUF path (a directory with --format hf)")->required();
+  cmd->add_option("--format", opts->format, "gguf, or hf: a Hugging Face directory (config.json, safetensors)")
+      ->check(CLI::IsMember({"gguf", "hf"}))
+      ->capture_default_str();
   cmd->add_option("--preset", opts->preset, "Shape preset: " + presets)->capture_default_str();
   cmd->add_option("--type", opts->type, "Weight type of the matrices (f32, f16, bf16, ...)")->capture_default_str();
   cmd->add_option("--arch", opts->arch, "llama, qwen2 (QKV biases, NeoX RoPE), qwen2moe, phi3, gemma2 or gpt2");
@@ -35,7 +39,7 @@ void add_make_model_command(CLI::App& app) {
   cmd->add_option("--ffn", opts->ffn, "Override the feed-forward size");
   cmd->add_option("--vocab", opts->vocab, "Override the vocabulary size (>= 259)");
   cmd->add_option("--ctx", opts->ctx, "Override the context length");
-  cmd->add_option("--sliding-window", opts->window, "gemma2: the local layers' window (default: the context, at most 4096); phi3: the window (default: the context)");
+  cmd->add_option("--sliding-window", opts->window, "gemma2: the local layers' window (default: the context, at most 4096); phi3: the window (default: the context); llama: Mistral's window (default: none)");
   cmd->add_option("--experts", opts->experts, "Mixture of experts (llama as Mixtral, qwen2moe): the expert count (0: dense)");
   cmd->add_option("--experts-used", opts->experts_used, "Experts per token (default: the preset's, else 2)");
   cmd->add_option("--expert-ffn", opts->expert_ffn, "Each expert's feed-forward size (default: the preset's, else --ffn)");
@@ -65,7 +69,7 @@ void add_make_model_command(CLI::App& app) {
     if (opts->tied) spec.tied_output = true;  // presets may be tied already (gpt2-*)
     log_info("writing synthetic model '{}' (RANDOM weights, for speed tests only): {} layers, dim {}, type {}",
              spec.preset, spec.n_layer, spec.n_embd, dtype_name(spec.weight_type));
-    ok_or_fail(write_synthetic_model(spec, opts->out));
+    ok_or_fail(opts->format == "hf" ? write_synthetic_hf_model(spec, opts->out) : write_synthetic_model(spec, opts->out));
     std::printf("wrote %s (synthetic %s, random weights)\n", opts->out.c_str(), spec.preset.c_str());
   });
 }

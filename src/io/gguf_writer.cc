@@ -1,5 +1,7 @@
 #include "io/gguf_writer.h"
 
+#include "io/gguf_file.h"
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -192,6 +194,19 @@ void set_spm_vocabulary(GgufWriter& w, const SpmVocabulary& vocab) {
   w.set("tokenizer.ggml.unknown_token_id", Value::u32(0));
   w.set("tokenizer.ggml.bos_token_id", Value::u32(1));
   w.set("tokenizer.ggml.eos_token_id", Value::u32(2));
+}
+
+GgufWriter gguf_writer_for(const GgufFile& file) {
+  GgufWriter w(file.alignment());
+  for (const auto& [key, value] : file.metadata()) {
+    if (key != "general.alignment") w.set(key, value);
+  }
+  for (const GgufTensorInfo& t : file.tensors()) {
+    const GgufTensorInfo* src = &t;
+    w.add_tensor(t.name, t.dtype, std::vector<int64_t>(t.ne.begin(), t.ne.begin() + t.n_dims),
+                 [&file, src](std::span<uint8_t> out) { file.read_into(*src, out); });
+  }
+  return w;
 }
 
 }  // namespace llms

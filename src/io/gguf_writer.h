@@ -55,6 +55,12 @@ class GgufWriter {
   std::vector<PendingTensor> tensors_;
 };
 
+class GgufFile;
+// A writer that holds every key (but general.alignment) and tensor of `file`, its
+// tensors read (or computed, for a model directory's) at write time: a conversion
+// starts here. `file` must outlive the writer's write().
+GgufWriter gguf_writer_for(const GgufFile& file);
+
 // A SentencePiece-style vocabulary as GGUF tokenizer metadata (tokenizer.ggml.*), with
 // <unk> = 0, <s> = 1, </s> = 2 as llama2.c checkpoints and generated models have them.
 // The value of general.file_type (llama.cpp's file-type numbering, which is not the

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <set>
@@ -240,6 +241,54 @@ Result<SafetensorsFile> SafetensorsFile::open(const std::string& path, const Saf
   f.path_ = path;
   f.mapping_->release(0, f.data_offset_);  // the header was parsed into copies
   return f;
+}
+
+uint64_t SafetensorsOutput::num_bytes() const {
+  uint64_t n = static_cast<uint64_t>(safetensors_element_size(safetensors_dtype_name(dtype)));
+  for (int64_t d : shape) n *= static_cast<uint64_t>(d);
+  return n;
+}
+
+Status write_safetensors(const std::string& path, std::vector<SafetensorsOutput> tensors,
+                         const std::map<std::string, std::string>& metadata) {
+  for (const auto& t : tensors) {
+    if (safetensors_dtype_name(t.dtype).empty()) {
+      return invalid_argument(fmt::format("tensor '{}': type {} cannot be written to safetensors (F32, F16, BF16)",
+                                          t.name, dtype_name(t.dtype)));
+    }
+  }
+  std::stable_sort(tensors.begin(), tensors.end(), [](const auto& a, const auto& b) {
+    const int64_t ea = safetensors_element_size(safetensors_dtype_name(a.dtype));
+    const int64_t eb = safetensors_element_size(safetensors_dtype_name(b.dtype));
+    return ea != eb ? ea > eb : a.name < b.name;
+  });
+  json header = json::object();
+  if (!metadata.empty()) header["__metadata__"] = metadata;
+  uint64_t at = 0;
+  for (const auto& t : tensors) {
+    header[t.name] = {{"dtype", safetensors_dtype_name(t.dtype)}, {"shape", t.shape}, {"data_offsets", {at, at + t.num_bytes()}}};
+    at += t.num_bytes();
+  }
+  std::string text = header.dump();
+  text.append((8 - text.size() % 8) % 8, ' ');
+  const std::string tmp = path + ".tmp";
+  std::FILE* out = std::fopen(tmp.c_str(), "wb");
+  if (out == nullptr) return invalid_argument(fmt::format("cannot create '{}'", tmp));
+  const uint64_t n = text.size();
+  bool ok = std::fwrite(&n, 8, 1, out) == 1 && std::fwrite(text.data(), 1, text.size(), out) == text.size();
+  std::vector<uint8_t> buf;
+  for (const auto& t : tensors) {
+    if (!ok) break;
+    buf.resize(t.num_bytes());
+    t.fill(buf);
+    ok = std::fwrite(buf.data(), 1, buf.size(), out) == buf.size();
+  }
+  ok = std::fclose(out) == 0 && ok;
+  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    return internal_error(fmt::format("error writing '{}'", path));
+  }
+  return ok_status();
 }
 
 const SafetensorsTensor* SafetensorsFile::find(std::string_view name) const {

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -85,6 +86,20 @@ class SafetensorsFile {
   std::unordered_map<std::string, size_t> index_;
   std::map<std::string, std::string> metadata_;
 };
+
+// One tensor to write: `fill` writes its num_bytes at write time (so models larger
+// than memory stream to disk).
+struct SafetensorsOutput {
+  std::string name;
+  DType dtype = DType::kF32;      // F32, F16 or BF16
+  std::vector<int64_t> shape;     // outermost first
+  std::function<void(std::span<uint8_t> out)> fill;
+  uint64_t num_bytes() const;
+};
+// Writes a safetensors file atomically (temporary file, then rename): the header
+// padded to 8 bytes, tensors by element size then name, so each is aligned.
+Status write_safetensors(const std::string& path, std::vector<SafetensorsOutput> tensors,
+                         const std::map<std::string, std::string>& metadata = {});
 
 // The bytes of one element of a safetensors dtype name ("F32" -> 4), 0 if unknown.
 int64_t safetensors_element_size(std::string_view dtype_name);

@@ -68,6 +68,7 @@ json describe_model_file(const GgufFile& f) {
   d["file"] = f.path();
   d["file_size"] = f.file_size();
   d["gguf_version"] = f.version();
+  d["format"] = f.assembled() ? "hf" : "gguf";
   d["alignment"] = f.alignment();
   auto str = [&](const char* key) {
     auto r = f.get_string(key);
@@ -134,8 +135,10 @@ json describe_model_file(const GgufFile& f) {
 
 std::string format_model_description(const json& d) {
   std::string s;
-  s += fmt::format("file:          {} ({:.2f} MiB, GGUF v{})\n", d["file"].get<std::string>(),
-                   d["file_size"].get<double>() / (1 << 20), d["gguf_version"].get<int>());
+  const std::string form = d.value("format", "gguf") == "hf" ? std::string("Hugging Face directory")
+                                                              : fmt::format("GGUF v{}", d["gguf_version"].get<int>());
+  s += fmt::format("file:          {} ({:.2f} MiB, {})\n", d["file"].get<std::string>(),
+                   d["file_size"].get<double>() / (1 << 20), form);
   s += fmt::format("architecture:  {}\n", d["architecture"].get<std::string>());
   s += fmt::format("name:          {}\n", d["name"].get<std::string>());
   if (d["synthetic"].get<bool>()) {

@@ -14,6 +14,7 @@
 #include "base/thread_pool.h"
 #include "io/gguf_file.h"
 #include "io/gguf_writer.h"
+#include "io/hf_model.h"
 #include "kernels/convert.h"
 #include "quant/error_stats.h"
 #include "quant/row_convert.h"
@@ -101,8 +102,9 @@ struct Measured {
   double weighted_error = -1;
 };
 
-// Error of encoding `t` (decoded from its source type) in `type`, over all rows.
-Measured measure(const GgufTensorInfo& t, DType type, const std::vector<float>& imp, ThreadPool& pool) {
+// Error of encoding `t` (its bytes `data`, decoded from its source type) in `type`,
+// over all rows.
+Measured measure(const GgufTensorInfo& t, const uint8_t* data, DType type, const std::vector<float>& imp, ThreadPool& pool) {
   const int64_t cols = t.ne[0], rows = t.num_elements() / cols;
   const int64_t src_row = dtype_row_bytes(t.dtype, cols);
   std::mutex mu;
@@ -116,7 +118,7 @@ Measured measure(const GgufTensorInfo& t, DType type, const std::vector<float>& 
     double le = 0, lr = 0;
     for (int64_t r = r0; r < r1; ++r) {
       const float* w = row_importance(imp, t, r);
-      decode_row(t.dtype, t.data + r * src_row, x.data(), cols);
+      decode_row(t.dtype, data + r * src_row, x.data(), cols);
       quantize_row_weighted(type, x.data(), w, q.data(), cols);
       decode_row(type, q.data(), y.data(), cols);
       local.add(x.data(), y.data(), cols);
@@ -133,7 +135,8 @@ Measured measure(const GgufTensorInfo& t, DType type, const std::vector<float>& 
   return total;
 }
 
-TensorDecision decide(const GgufTensorInfo& t, const QuantizeOptions& o, int n_layers, ThreadPool& pool) {
+TensorDecision decide(const GgufTensorInfo& t, const uint8_t* data, const QuantizeOptions& o, int n_layers,
+                      ThreadPool& pool) {
   TensorDecision d;
   d.name = t.name;
   d.from = t.dtype;
@@ -153,7 +156,7 @@ TensorDecision decide(const GgufTensorInfo& t, const QuantizeOptions& o, int n_l
   if (const auto it = o.plan.find(t.name); it != o.plan.end()) {
     d.to = it->second;
     d.reason = "plan";
-    const Measured m = measure(t, d.to, imp, pool);
+    const Measured m = measure(t, data, d.to, imp, pool);
     d.relative_rms = m.stats.relative_rms();
     d.weighted_error = m.weighted_error;
     return d;
@@ -177,7 +180,7 @@ TensorDecision decide(const GgufTensorInfo& t, const QuantizeOptions& o, int n_l
     d.reason = fmt::format("rows of {} are not whole {} blocks: nearest type that fits", cols, dtype_name(d.to));
     d.to = fit;
   }
-  Measured err = measure(t, d.to, imp, pool);
+  Measured err = measure(t, data, d.to, imp, pool);
   if (o.policy == QuantPolicy::kDepth && d.reason.rfind("--keep", 0) != 0) {
     const int layer = layer_of(t.name);
     const double tol = layer < 0 ? o.tolerance : o.tolerance * (layer + 1) / n_layers;
@@ -187,7 +190,7 @@ TensorDecision decide(const GgufTensorInfo& t, const QuantizeOptions& o, int n_l
       d.reason = fmt::format("promoted from {}: error {:.4f} > tolerance {:.4f}", dtype_name(d.to),
                              err.stats.relative_rms(), tol);
       d.to = *up;
-      err = measure(t, d.to, imp, pool);
+      err = measure(t, data, d.to, imp, pool);
     }
   }
   d.relative_rms = err.stats.relative_rms();
@@ -235,7 +238,7 @@ Result<QuantizeReport> quantize_model(const std::string& in_path, const std::str
   }
   if (!(o.tolerance > 0)) return invalid_argument("--tolerance must be > 0");
   if (in_path == out_path) return invalid_argument("the output must be a different file than the input");
-  LLMS_ASSIGN_OR_RETURN(GgufFile in, GgufFile::open(in_path));
+  LLMS_ASSIGN_OR_RETURN(GgufFile in, open_model_file(in_path));
   const auto arch = in.get_string_or("general.architecture", "");
   const auto blocks = in.get_uint_or((arch.ok() ? *arch : std::string()) + ".block_count", 1);
   const int n_layers = std::max<int>(1, blocks.ok() ? static_cast<int>(*blocks) : 1);
@@ -253,7 +256,7 @@ Result<QuantizeReport> quantize_model(const std::string& in_path, const std::str
   QuantizeReport report;
   std::vector<std::string> kept;
   for (const auto& t : in.tensors()) {
-    TensorDecision d = decide(t, o, n_layers, pool);
+    TensorDecision d = decide(t, in.read(t).data(), o, n_layers, pool);
     std::vector<int64_t> ne(t.ne.begin(), t.ne.begin() + t.n_dims);
     d.bytes = static_cast<uint64_t>(dtype_row_bytes(d.to, t.ne[0]) * (t.num_elements() / t.ne[0]));
     report.bytes_in += t.num_bytes;
@@ -261,13 +264,14 @@ Result<QuantizeReport> quantize_model(const std::string& in_path, const std::str
     if (!d.reason.empty() && t.n_dims >= 2) kept.push_back(fmt::format("{}: {} ({})", d.name, dtype_name(d.to), d.reason));
     const GgufTensorInfo* src = &t;
     const DType to = d.to;
-    w.add_tensor(t.name, to, ne, [src, to, imp = importance_of(t, o), &pool](std::span<uint8_t> out) {
+    w.add_tensor(t.name, to, ne, [src, to, imp = importance_of(t, o), &pool, &in](std::span<uint8_t> out) {
+      const TensorData bytes = in.read(*src);  // computed once, for a tensor of a model directory
       const int64_t cols = src->ne[0], rows = src->num_elements() / cols;
       const int64_t in_row = dtype_row_bytes(src->dtype, cols), out_row = dtype_row_bytes(to, cols);
       pool.parallel_for(rows, 1, 8, [&](int64_t r0, int64_t r1) {
         std::vector<float> x(static_cast<size_t>(cols));
         for (int64_t r = r0; r < r1; ++r) {
-          decode_row(src->dtype, src->data + r * in_row, x.data(), cols);
+          decode_row(src->dtype, bytes.data() + r * in_row, x.data(), cols);
           quantize_row_weighted(to, x.data(), row_importance(imp, *src, r), out.data() + r * out_row, cols);
         }
       });

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <set>
 
@@ -10,6 +11,7 @@
 #include "base/random.h"
 #include "base/thread_pool.h"
 #include "io/gguf_writer.h"
+#include "io/hf_export.h"
 #include "io/rope_scaling.h"
 #include "model/config.h"
 #include "quant/row_convert.h"
@@ -415,6 +417,9 @@ Status write_synthetic_model(const SyntheticSpec& s, const std::string& path) {
     w.set(a + "attn_logit_softcapping", Value::f32(s.attn_softcap));
     w.set(a + "final_logit_softcapping", Value::f32(s.final_softcap));
   }
+  if (s.arch == "llama" && s.sliding_window > 0) {
+    w.set(a + "attention.sliding_window", Value::u32(static_cast<uint32_t>(s.sliding_window)));
+  }
   if (s.arch == "phi3") {
     w.set(a + "rope.scaling.original_context_length", Value::u32(kPhi3OrigCtx));
     w.set(a + "rope.scaling.attn_factor", Value::f32(longrope_attn_factor(s.n_ctx, kPhi3OrigCtx)));
@@ -448,6 +453,17 @@ Status write_synthetic_model(const SyntheticSpec& s, const std::string& path) {
     add_llama_layers(t);
   }
   return w.write(path);
+}
+
+Status write_synthetic_hf_model(const SyntheticSpec& spec, const std::string& dir) {
+  const std::string tmp = dir + ".gguf.tmp";
+  LLMS_RETURN_IF_ERROR(write_synthetic_model(spec, tmp));
+  Status s = [&]() -> Status {
+    LLMS_ASSIGN_OR_RETURN(GgufFile f, GgufFile::open(tmp));
+    return write_hf_model(f, dir);
+  }();
+  std::remove(tmp.c_str());
+  return s;
 }
 
 }  // namespace llms

@@ -36,7 +36,8 @@ struct SyntheticSpec {
   float rope_base = 10000.0f;
   bool tied_output = false;
   // gemma2: its window (0: the context, at most 4096, as the 2B's); phi3: its window
-  // (0: the context, as the 128k files; the 4k ones have 2047)
+  // (0: the context, as the 128k files; the 4k ones have 2047); llama: Mistral's
+  // window (0: none)
   int sliding_window = 0;
   // RoPE scaling (llama and qwen2): "none", "linear" (rope.scaling.factor 4), "yarn"
   // (factor 4 over an original context of n_ctx / 4) or "llama3" (Llama-3.1's
@@ -62,6 +63,9 @@ std::vector<std::string> synthetic_preset_names();
 Result<SyntheticSpec> synthetic_preset(std::string_view name);
 
 Status write_synthetic_model(const SyntheticSpec& spec, const std::string& path);
+// The same model as a Hugging Face directory (io/hf_export.h): the GGUF that
+// write_synthetic_model() writes, in the directory's names and layouts.
+Status write_synthetic_hf_model(const SyntheticSpec& spec, const std::string& dir);
 
 // The vocabulary written into synthetic models: <unk> <s> </s>, 256 byte tokens,
 // then word pieces closed under prefixes (so SentencePiece merges reach them), then
