@@ -1,4 +1,4 @@
-// llmserve serve -m MODEL.gguf [--host H] [--port P] [--config FILE.toml] [--print-config] [flags]
+// llmserve serve -m MODEL.gguf|DIR [--type T] [--host H] [--port P] [--config FILE.toml] [--print-config] [flags]
 // Every key of the config file is also a flag (src/server/config_file.h); flags win.
 #include <pthread.h>
 #include <signal.h>
@@ -21,6 +21,7 @@ struct Options {
   std::map<std::string, std::string> values;  // key → text, for the flags given
   std::map<std::string, CLI::Option*> flags;
   std::string kv_type;  // shorthand for kv_k_type and kv_v_type
+  std::string type;     // shorthand for precision_variants = TYPE: the weights quantized at load
   bool no_ui = false;   // shorthand for ui = false
 };
 
@@ -31,6 +32,9 @@ ServeConfig effective_config(const Options& o) {
     for (const char* key : {"kv_k_type", "kv_v_type"}) {
       if (Status s = set_config_value(c, key, o.kv_type); !s.ok()) fail(s.with_context("--kv-type"));
     }
+  }
+  if (!o.type.empty()) {
+    if (Status s = set_config_value(c, "precision_variants", o.type); !s.ok()) fail(s.with_context("--type"));
   }
   if (o.no_ui) c.server.ui = false;
   for (const auto& k : config_keys()) {
@@ -90,6 +94,9 @@ void add_serve_command(CLI::App& app) {
     o->flags[k.name] = opt;
   }
   cmd->add_option("--kv-type", o->kv_type, "KV cache type of keys and values (f32, f16, bf16, q8_0, q4_0)");
+  cmd->add_option("--type", o->type,
+                  "Quantize the weights to this type at load (q8_0, q4_k, ...; same as --precision-variants TYPE), "
+                  "as `llmserve quantize` would");
   cmd->add_flag("--no-ui", o->no_ui, "Do not serve the dashboard and playground at / (same as --ui false)");
   cmd->callback([o] { run(*o); });
 }

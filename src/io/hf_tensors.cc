@@ -75,6 +75,9 @@ class HfSource : public GgufTensorSource {
       case Recipe::kVector: derive_vector(r, out); break;
       case Recipe::kValues: std::memcpy(out.data(), r.values.data(), out.size()); break;
     }
+    // The copy is what the reader keeps: the file's pages it was made from need not
+    // stay resident (they read the same if mapped again).
+    for (const SafetensorsTensor* s : r.src) release(s->data, s->num_bytes);
   }
 
   void release(const uint8_t* data, uint64_t num_bytes) const override {

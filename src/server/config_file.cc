@@ -308,7 +308,7 @@ ConfigKey swap_key() {
 std::vector<ConfigKey> make_keys() {
   constexpr int kBig = 1 << 30;
   return {
-      str_key("model", "GGUF model file to serve", SRV(model_path)),
+      str_key("model", "GGUF model file or Hugging Face model directory to serve", SRV(model_path)),
       str_key("model_root", "Model root to serve (versions/, current, previous); instead of model", SRV(model_root)),
       str_key("admin_token_file", "File holding the admin API's bearer token (\"\": admin API off)", SRV(admin_token_file)),
       swap_key(),
