@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -202,6 +203,32 @@ std::vector<float> all_logits(const Model& m, const std::vector<int32_t>& tokens
   return out.logits;
 }
 
+// `convert --from hf DIR` writes the GGUF file the directory was made from: the same
+// tensors, byte for byte, and the same values for the keys both files have.
+void expect_conversion_is_the_gguf(const std::string& dir, const std::string& gguf) {
+  const std::string out = dir + ".converted.gguf";
+  const auto conv = test::run_command(std::string(LLMSERVE_BIN) + " convert --from hf " + dir + " " + out +
+                                      " --vocab-from " + gguf + " 2>&1");
+  ASSERT_EQ(conv.exit_code, 0) << conv.out;
+  auto a = GgufFile::open(gguf);
+  auto b = GgufFile::open(out);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->tensors().size(), b->tensors().size());
+  for (const GgufTensorInfo& t : a->tensors()) {
+    const GgufTensorInfo* u = b->find_tensor(t.name);
+    ASSERT_NE(u, nullptr) << t.name;
+    EXPECT_TRUE(u->dtype == t.dtype && u->ne == t.ne && u->num_bytes == t.num_bytes &&
+                std::memcmp(u->data, t.data, t.num_bytes) == 0)
+        << t.name;
+  }
+  for (const auto& [key, value] : a->metadata()) {
+    const gguf::Value* v = b->find(key);
+    if (key.rfind("general.", 0) == 0 || v == nullptr) continue;
+    EXPECT_EQ(v->summary(), value.summary()) << key;
+  }
+  std::filesystem::remove(out);
+}
+
 // The reference's model as a Hugging Face directory (make-model --format hf, F32):
 // read as `hf_arch`, the same logits as its GGUF at every position of every prompt and
 // its 32 greedy steps, and so llama.cpp's reference holds for it as for the GGUF.
@@ -237,6 +264,7 @@ void check_directory(const std::string& arch, const std::string& file, const std
     EXPECT_LE(a.worst_logprob_diff, tolerance) << hf_arch << " prompt " << i;
   }
   std::printf("%s directory: largest logit difference from its GGUF %.2e\n", hf_arch.c_str(), worst);
+  expect_conversion_is_the_gguf(base, base + ".gguf");
   std::filesystem::remove_all(base);
   std::filesystem::remove(base + ".gguf");
 }
