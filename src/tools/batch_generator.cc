@@ -52,6 +52,10 @@ Result<std::vector<GenerationOutput>> BatchGenerator::run(std::span<const Reques
         if (auto* t = std::get_if<TokenEvent>(&e)) {
           if (first_token_s == 0 && i == 0) first_token_s = total.elapsed_s();
           out.tokens.push_back(t->token);
+          if (requests[i].top_logprobs >= 0) {
+            out.logprobs.push_back(t->logprob);
+            out.top_logprobs.push_back(t->top);
+          }
           text = t->text;
           out.text += t->text;
         } else {

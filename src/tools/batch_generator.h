@@ -25,6 +25,10 @@ namespace llms {
 struct GenerationOutput {
   std::string text;
   std::vector<int32_t> tokens;  // generated ids (text-bearing ones; an end-of-generation token is not included)
+  // Per generated token, when the request asked (RequestParams::top_logprobs >= 0): its
+  // log-probability and the top alternatives'.
+  std::vector<float> logprobs;
+  std::vector<std::vector<TokenLogprob>> top_logprobs;
   FinishReason finish = FinishReason::kLength;
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;
