@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Writes the llama.cpp reference of the Hugging Face directory test
-# (tests/data/hf_tinystories_656k_f32.txt, read by tests/arch_reference_test.cc):
+# (tests/data/hf_tinystories_656k_f32.txt, read by tests/hf_directory_test.cc):
 # ../shared/models/tinystories-656k/hf is converted to an F32 GGUF by
 # `llmserve convert --from hf` (the vocabulary from llama.cpp's own Q8_0 conversion in
 # the same folder), llama.cpp's llama-server loads that file, and "Once upon a time"
@@ -46,7 +46,7 @@ r = post("/completion", {"prompt": prompt, "n_predict": 64, "n_probs": 10, "temp
                          "post_sampling_probs": False, "return_tokens": True})
 steps = r["completion_probabilities"]
 assert r["tokens_evaluated"] == len(prompt) and [s["id"] for s in steps] == r["tokens"] and len(steps) == 64
-lines = ["# llama.cpp reference for tests/arch_reference_test.cc, written by scripts/hf-reference.sh",
+lines = ["# llama.cpp reference for tests/hf_directory_test.cc, written by scripts/hf-reference.sh",
          "# llama-server on the F32 GGUF that `llmserve convert --from hf` writes of tinystories-656k/hf;",
          "# step: the greedy token, then the top-10 as id:logprob",
          "model tinystories-656k/hf", "context 512", "prompt " + " ".join(map(str, prompt))]

@@ -14,6 +14,7 @@ preset=${1:-tinyllama-1.1b}
 type=${2:-f16}
 rounds=${3:-5}
 work=${WORK:-$(mktemp -d)}
+mkdir -p "$work"
 trap 'rm -rf "$work"' EXIT
 
 "$llmserve" make-model --preset "$preset" --type "$type" "$work/model.gguf" >/dev/null 2>&1

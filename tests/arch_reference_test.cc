@@ -347,35 +347,5 @@ TEST(ArchReferenceTest, Gpt2DirectoryMatchesItsGguf) {
   check_directory("gpt2", "gpt2", "GPT2LMHeadModel", 0.0, kF32GeluTolerance);
 }
 
-// The real TinyStories-656K directory against llama.cpp on the F32 GGUF that
-// `convert --from hf` writes of it (tests/data/hf_tinystories_656k_f32.txt, written by
-// scripts/hf-reference.sh): the directory and that GGUF give the same logits here, bit
-// for bit, and llama.cpp's greedy tokens and top-10 log-probabilities.
-TEST(ArchReferenceTest, TinyStoriesDirectoryMatchesLlamaCpp) {
-  const std::string models = std::string(LLMSERVE_SHARED_DIR) + "/models/tinystories-656k";
-  if (!std::filesystem::exists(models + "/hf/model.safetensors")) GTEST_SKIP() << "needs " << models;
-  const Reference ref = read_reference(std::string(LLMSERVE_SOURCE_DIR) + "/tests/data/hf_tinystories_656k_f32.txt");
-  ASSERT_EQ(ref.prompts.size(), 1u);
-  const std::string gguf = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_tinystories_f32.gguf";
-  const auto conv = test::run_command(std::string(LLMSERVE_BIN) + " convert --from hf " + models + "/hf " + gguf +
-                                      " --vocab-from " + models + "/TinyStories-656K-Q8_0.gguf 2>&1");
-  ASSERT_EQ(conv.exit_code, 0) << conv.out;
-  auto dir = Model::load(models + "/hf");
-  auto file = Model::load(gguf);
-  ASSERT_TRUE(dir.ok()) << dir.status().to_string();
-  ASSERT_TRUE(file.ok()) << file.status().to_string();
-  std::vector<int32_t> tokens = ref.prompts[0].tokens;
-  for (const RefStep& s : ref.prompts[0].steps) tokens.push_back(s.greedy);
-  EXPECT_EQ(all_logits(**dir, tokens), all_logits(**file, tokens));
-  auto tokenizer = Tokenizer::from_gguf((*file)->file());
-  ASSERT_TRUE(tokenizer.ok());
-  const Agreement a = compare_prompt(**dir, ref.prompts[0], ref.context, **tokenizer, 0.0);
-  EXPECT_EQ(a.greedy_mismatches + a.near_ties, 0);
-  EXPECT_LE(a.worst_logprob_diff, 1e-4);
-  std::printf("tinystories-656k/hf: greedy %d/64 as llama.cpp's, worst top-10 |logprob difference| %.2e\n",
-              64 - a.greedy_mismatches - a.near_ties, a.worst_logprob_diff);
-  std::filesystem::remove(gguf);
-}
-
 }  // namespace
 }  // namespace llms

@@ -1,10 +1,12 @@
 #include "io/gguf_file.h"
 
 #include <fmt/format.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <new>
 
 #include "base/check.h"
 #include "base/utf8.h"
@@ -327,13 +329,18 @@ Result<GgufFile> GgufFile::assemble(std::string path, uint64_t size,
   return f;
 }
 
+void TensorData::Unmap::operator()(uint8_t* p) const { munmap(p, bytes); }
+
 TensorData GgufFile::read(const GgufTensorInfo& t) const {
   TensorData d;
   d.view_ = t.view();
   if (t.data == nullptr) {
-    d.owned_.resize(static_cast<size_t>(t.num_bytes), false);
-    source_->derive(t, {reinterpret_cast<uint8_t*>(d.owned_.data()), static_cast<size_t>(t.num_bytes)});
-    d.view_.data = d.owned_.data();
+    const size_t n = std::max<size_t>(1, static_cast<size_t>(t.num_bytes));
+    void* p = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+    d.owned_ = std::unique_ptr<uint8_t, TensorData::Unmap>(static_cast<uint8_t*>(p), TensorData::Unmap{n});
+    source_->derive(t, {d.owned_.get(), static_cast<size_t>(t.num_bytes)});
+    d.view_.data = d.owned_.get();
   }
   return d;
 }

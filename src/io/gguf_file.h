@@ -31,7 +31,6 @@
 #include <utility>
 #include <vector>
 
-#include "base/aligned_buffer.h"
 #include "base/mapped_file.h"
 #include "base/status.h"
 #include "io/gguf_value.h"
@@ -76,18 +75,25 @@ class GgufTensorSource {
 };
 
 // One tensor's bytes to read: a view into the file, or a derived tensor's copy that
-// this object owns.
+// this object owns. The copy is a mapping of its own rather than heap memory, so that
+// freeing it gives its pages back to the system whatever was allocated meanwhile (a
+// loader repacks each copy into panels and drops it: on the heap, the holes would stay
+// resident).
 class TensorData {
  public:
   const Tensor& view() const { return view_; }
   const uint8_t* data() const { return static_cast<const uint8_t*>(view_.data); }
   // True when the bytes are a copy (freed with this object), not the file's.
-  bool owned() const { return owned_.size() > 0; }
+  bool owned() const { return owned_ != nullptr; }
 
  private:
   friend class GgufFile;
+  struct Unmap {
+    size_t bytes = 0;
+    void operator()(uint8_t* p) const;
+  };
   Tensor view_;
-  AlignedBuffer owned_;
+  std::unique_ptr<uint8_t, Unmap> owned_;
 };
 
 class GgufFile {
