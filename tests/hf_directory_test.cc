@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "command_util.h"
+#include "io/gguf_file.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 #include "tools/batch_generator.h"
@@ -112,6 +114,81 @@ TEST(HfDirectoryTest, TinyStoriesThroughTheEngineMatchesItsGgufAndLlamaCpp) {
   std::printf("tinystories-656k/hf through the engine: 64 greedy tokens as its GGUF's and llama.cpp's; per-step "
               "log-probabilities within %.1e of the GGUF's, %.1e of llama.cpp's\n", vs_gguf, vs_llama);
   std::filesystem::remove(gguf);
+}
+
+std::string llmserve(const std::string& args) { return std::string(LLMSERVE_BIN) + " " + args + " 2>&1"; }
+
+// convert --from hf without --vocab-from carries the directory's tokenizer.json as
+// llama.cpp's converter maps it: the vocabulary of llama.cpp's own conversion.
+TEST(HfDirectoryTest, ConvertedTinyStoriesHasLlamaCppsVocabulary) {
+  if (!std::filesystem::exists(kModels + "/hf/model.safetensors")) GTEST_SKIP() << "needs " << kModels;
+  const std::string out = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_tinystories_vocab.gguf";
+  const auto conv = test::run_command(llmserve("convert --from hf " + kModels + "/hf " + out));
+  ASSERT_EQ(conv.exit_code, 0) << conv.out;
+  auto ours = GgufFile::open(out);
+  auto theirs = GgufFile::open(kModels + "/TinyStories-656K-Q8_0.gguf");
+  ASSERT_TRUE(ours.ok() && theirs.ok());
+  for (const char* key : {"tokenizer.ggml.model", "tokenizer.ggml.tokens", "tokenizer.ggml.scores",
+                          "tokenizer.ggml.token_type", "tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id",
+                          "tokenizer.ggml.unknown_token_id"}) {
+    const gguf::Value* a = ours->find(key);
+    const gguf::Value* b = theirs->find(key);
+    ASSERT_TRUE(a != nullptr && b != nullptr) << key;
+    if (b->is_array()) {
+      ASSERT_EQ(a->as_array().items.size(), b->as_array().items.size()) << key;
+      for (size_t i = 0; i < b->as_array().items.size(); ++i) {
+        EXPECT_EQ(a->as_array().items[i].summary(), b->as_array().items[i].summary()) << key << "[" << i << "]";
+      }
+    } else {
+      EXPECT_EQ(a->summary(), b->summary()) << key;
+    }
+  }
+  std::filesystem::remove(out);
+}
+
+// quantize reads a directory as the GGUF file of the same weights: the same output.
+TEST(HfDirectoryTest, QuantizingADirectoryIsQuantizingItsGguf) {
+  const std::string base = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_hfquant";
+  const std::string shape = "--preset tiny --arch qwen2 --dim 64 --heads 4 --kv-heads 2 --layers 2 --type bf16 ";
+  ASSERT_EQ(test::run_command(llmserve("make-model " + shape + base + ".gguf")).exit_code, 0);
+  ASSERT_EQ(test::run_command(llmserve("make-model " + shape + "--format hf " + base)).exit_code, 0);
+  const auto a = test::run_command(llmserve("quantize " + base + ".gguf " + base + "-a.gguf --type q8_0"));
+  const auto b = test::run_command(llmserve("quantize " + base + " " + base + "-b.gguf --type q8_0 --vocab-from " +
+                                            base + ".gguf"));
+  ASSERT_EQ(a.exit_code, 0) << a.out;
+  ASSERT_EQ(b.exit_code, 0) << b.out;
+  auto fa = GgufFile::open(base + "-a.gguf");
+  auto fb = GgufFile::open(base + "-b.gguf");
+  ASSERT_TRUE(fa.ok() && fb.ok());
+  ASSERT_EQ(fa->tensors().size(), fb->tensors().size());
+  for (const auto& t : fa->tensors()) {
+    const GgufTensorInfo* u = fb->find_tensor(t.name);
+    ASSERT_NE(u, nullptr) << t.name;
+    EXPECT_TRUE(u->dtype == t.dtype && u->num_bytes == t.num_bytes && std::memcmp(u->data, t.data, t.num_bytes) == 0)
+        << t.name;
+  }
+  EXPECT_EQ(fb->get_string_array("tokenizer.ggml.tokens").value(), fa->get_string_array("tokenizer.ggml.tokens").value());
+  // Without a vocabulary the output could not be served: an error that says what to give.
+  const auto c = test::run_command(llmserve("quantize " + base + " " + base + "-c.gguf --type q8_0"));
+  EXPECT_NE(c.exit_code, 0);
+  EXPECT_NE(c.out.find("has no tokenizer.json"), std::string::npos) << c.out;
+  EXPECT_NE(c.out.find("--vocab-from"), std::string::npos) << c.out;
+  std::filesystem::remove_all(base);
+  for (const char* f : {".gguf", "-a.gguf", "-b.gguf", "-c.gguf"}) std::filesystem::remove(base + f);
+}
+
+// What the commands say for what people have instead of a model directory.
+TEST(HfDirectoryTest, CommandsExplainWhatIsWrongWithADirectory) {
+  const std::string dir = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_hfpickle";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/config.json") << R"({"architectures": ["LlamaForCausalLM"]})";
+  std::ofstream(dir + "/pytorch_model.bin") << "PK";
+  for (const std::string cmd : {"inspect " + dir, "serve -m " + dir + " --port 0", "generate -m " + dir + " -p x"}) {
+    const auto r = test::run_command(llmserve(cmd));
+    EXPECT_NE(r.exit_code, 0) << cmd;
+    EXPECT_NE(r.out.find("PyTorch pickles (pytorch_model.bin)"), std::string::npos) << cmd << ": " << r.out;
+  }
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "eval/load_benchmark.h"
 #include "benchprobes/machine_limits.h"
 #include "tokenizer/tokenizer.h"
+#include "tokenizer/load_tokenizer.h"
 
 namespace llms::cli {
 namespace {
@@ -75,7 +76,7 @@ ComputeLimit measure_compute_limit(const Model& model, int threads) {
 void run(const Options& o) {
   auto model = value_or_fail(Model::load(o.model));
   if (model->config().synthetic) log_info("{}: synthetic model (random weights): speed only", o.model);
-  auto tokenizer = value_or_fail(Tokenizer::from_gguf(model->file()));
+  auto tokenizer = value_or_fail(load_tokenizer(model->file()));
   const DType kv = dtype_or_fail(o.kv_type, "--kv-type");
   LoadSpec load = o.load;
   load.output_log_uniform = o.output_dist == "log-uniform";

@@ -11,6 +11,7 @@
 #include "eval/grammar_benchmark.h"
 #include "io/gguf_file.h"
 #include "tokenizer/tokenizer.h"
+#include "tokenizer/load_tokenizer.h"
 
 namespace llms::cli {
 namespace {
@@ -36,9 +37,9 @@ void run(const Options& o) {
   // cost depends on the token texts.
   std::unique_ptr<Tokenizer> tokenizer;
   if (o.vocab_from.empty()) {
-    tokenizer = value_or_fail(Tokenizer::from_gguf(model->file()));
+    tokenizer = value_or_fail(load_tokenizer(model->file()));
   } else {
-    tokenizer = value_or_fail(Tokenizer::from_gguf(value_or_fail(GgufFile::open(o.vocab_from))));
+    tokenizer = value_or_fail(load_tokenizer(o.vocab_from));
   }
   if (tokenizer->vocab_size() != model->config().n_vocab) {
     fail(invalid_argument(fmt::format("--vocab-from has {} tokens, the model {}", tokenizer->vocab_size(),

@@ -6,6 +6,7 @@
 
 #include "cli/commands.h"
 #include "eval/spec_benchmark.h"
+#include "tokenizer/load_tokenizer.h"
 
 namespace llms::cli {
 
@@ -29,7 +30,7 @@ void add_bench_speculative_command(CLI::App& app) {
   cmd->add_flag("--json", o->json, "Print one JSON object");
   cmd->callback([o] {
     auto model = value_or_fail(Model::load(o->model));
-    auto tok = value_or_fail(Tokenizer::from_gguf(model->file()));
+    auto tok = value_or_fail(load_tokenizer(model->file()));
     const SpecBenchResult r = value_or_fail(run_spec_benchmark(*model, *tok, o->bench));
     if (o->json) {
       nlohmann::json j = {{"proposer", o->bench.proposer}, {"spec_tokens", o->bench.spec_tokens},

@@ -7,21 +7,17 @@
 #include "io/gguf_writer.h"
 #include "io/hf_model.h"
 #include "io/llama2c_import.h"
+#include "tools/model_vocabulary.h"
 
 namespace llms::cli {
 namespace {
 
-// The Hugging Face directory `dir` as one GGUF file, in llama.cpp's names and layouts;
-// the tokenizer.* keys from `vocab_from`, a GGUF file of the same vocabulary.
+// The Hugging Face directory `dir` as one GGUF file, in llama.cpp's names and layouts,
+// with the directory's tokenizer (or the tokenizer.* keys of `vocab_from`).
 void convert_hf(const std::string& dir, const std::string& out, const std::string& vocab_from) {
   const GgufFile model = value_or_fail(open_hf_model(dir));
   GgufWriter w = gguf_writer_for(model);
-  if (!vocab_from.empty()) {
-    const GgufFile vocab = value_or_fail(GgufFile::open(vocab_from));
-    for (const auto& [key, value] : vocab.metadata()) {
-      if (key.rfind("tokenizer.", 0) == 0) w.set(key, value);
-    }
-  }
+  ok_or_fail(add_vocabulary(model, vocab_from, w));
   ok_or_fail(w.write(out));
 }
 
@@ -42,7 +38,7 @@ void add_convert_command(CLI::App& app) {
                   "llama2c: MODEL.bin TOKENIZER.bin OUT.gguf; hf: DIR OUT.gguf")
       ->required();
   cmd->add_option("--vocab-from", opts->vocab_from,
-                  "hf: copy the tokenizer.* keys of this GGUF file (one of the same vocabulary)")
+                  "hf: the tokenizer.* keys of this GGUF file (of the same vocabulary) instead of the directory's tokenizer files")
       ->check(CLI::ExistingFile);
   cmd->callback([opts] {
     const auto& f = opts->files;

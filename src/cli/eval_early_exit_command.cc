@@ -10,6 +10,7 @@
 #include "model/early_exit.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
+#include "tokenizer/load_tokenizer.h"
 
 namespace llms::cli {
 namespace {
@@ -52,7 +53,7 @@ void run(Options& o) {
   o.eval.thresholds = value_or_fail(parse_exit_thresholds(o.thresholds));
   if (!o.layers.empty()) o.eval.layers = value_or_fail(parse_exit_layers(o.layers));
   auto model = value_or_fail(Model::load(o.model));
-  const auto tokenizer = value_or_fail(Tokenizer::from_gguf(model->file()));
+  const auto tokenizer = value_or_fail(load_tokenizer(model->file()));
   const std::vector<int32_t> tokens = tokenizer->encode(value_or_fail(read_file(o.text_file)));
   const EarlyExitEvalResult r = value_or_fail(evaluate_early_exit(*model, tokens, o.eval));
   if (!o.json) {

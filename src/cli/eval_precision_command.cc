@@ -11,6 +11,7 @@
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 #include "tools/quantizer.h"
+#include "tokenizer/load_tokenizer.h"
 
 namespace llms::cli {
 namespace {
@@ -73,7 +74,7 @@ void run(Options& o) {
     models.push_back(value_or_fail(quantized_model(o.model, t, o.eval.threads)));
     variants.push_back({std::string(dtype_name(t)), models.back().get()});
   }
-  const auto tokenizer = value_or_fail(Tokenizer::from_gguf(models.back()->file()));
+  const auto tokenizer = value_or_fail(load_tokenizer(models.back()->file()));
   const std::vector<int32_t> tokens = tokenizer->encode(value_or_fail(read_file(o.text_file)));
   const PrecisionEvalResult r = value_or_fail(evaluate_precision(variants, *tokenizer, tokens, o.eval));
   if (!o.json) {

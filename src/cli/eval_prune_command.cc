@@ -8,6 +8,7 @@
 #include "eval/prune_eval.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
+#include "tokenizer/load_tokenizer.h"
 
 namespace llms::cli {
 namespace {
@@ -34,8 +35,7 @@ void run(const Options& o) {
   e.ctx = o.ctx;
   std::vector<int32_t> tokens;
   {
-    auto file = value_or_fail(GgufFile::open(o.model));
-    auto tokenizer = value_or_fail(Tokenizer::from_gguf(file));
+    auto tokenizer = value_or_fail(load_tokenizer(o.model));
     tokens = tokenizer->encode(value_or_fail(read_file(o.text_file)));
   }
   ThreadPool pool(o.threads);

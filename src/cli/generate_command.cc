@@ -10,6 +10,7 @@
 #include "tools/batch_generator.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
+#include "tokenizer/load_tokenizer.h"
 
 namespace llms::cli {
 namespace {
@@ -63,7 +64,7 @@ void run(const Options& o) {
   const DType v_type = o.kv_v_type.empty() ? kv_type : dtype_or_fail(o.kv_v_type, "--kv-v-type");
   auto model = value_or_fail(Model::load(o.model));
   if (model->config().synthetic) log_warn("{}: synthetic model with RANDOM weights; its text is noise", o.model);
-  auto tokenizer = value_or_fail(Tokenizer::from_gguf(model->file()));
+  auto tokenizer = value_or_fail(load_tokenizer(model->file()));
 
   const std::vector<std::string> prompts = o.prompts_file.empty() ? std::vector<std::string>{o.prompt} : read_prompts(o.prompts_file);
   std::vector<RequestParams> specs(prompts.size());

@@ -6,6 +6,7 @@
 #include "cli/commands.h"
 #include "eval/imatrix.h"
 #include "tokenizer/tokenizer.h"
+#include "tokenizer/load_tokenizer.h"
 
 namespace llms::cli {
 namespace {
@@ -19,7 +20,7 @@ struct Options {
 
 void run(const Options& o) {
   auto model = value_or_fail(Model::load(o.model));
-  auto tokenizer = value_or_fail(Tokenizer::from_gguf(model->file()));
+  auto tokenizer = value_or_fail(load_tokenizer(model->file()));
   const std::vector<int32_t> tokens = tokenizer->encode(value_or_fail(read_file(o.text)));
   ThreadPool pool(o.threads);
   ImportanceTable table = value_or_fail(collect_importance(*model, tokens, {o.ctx, o.chunks}, pool));

@@ -8,6 +8,7 @@
 #include "model/model.h"
 #include "eval/perplexity.h"
 #include "tokenizer/tokenizer.h"
+#include "tokenizer/load_tokenizer.h"
 
 namespace llms::cli {
 namespace {
@@ -23,7 +24,7 @@ struct Options {
 
 void run(const Options& o) {
   auto model = value_or_fail(Model::load(o.model));
-  auto tokenizer = value_or_fail(Tokenizer::from_gguf(model->file()));
+  auto tokenizer = value_or_fail(load_tokenizer(model->file()));
   const std::string text = value_or_fail(read_file(o.text_file));
   const std::vector<int32_t> tokens = tokenizer->encode(text);
   std::unique_ptr<Model> base;

@@ -10,6 +10,7 @@
 #include "io/gguf_file.h"
 #include "eval/quant_report.h"
 #include "tokenizer/tokenizer.h"
+#include "tokenizer/load_tokenizer.h"
 
 namespace llms::cli {
 namespace {
@@ -30,8 +31,7 @@ void run(const Options& o) {
   q.threads = o.threads;
   if (!o.text_file.empty()) {
     const std::string text = value_or_fail(read_file(o.text_file));
-    GgufFile file = value_or_fail(GgufFile::open(o.model));
-    auto tokenizer = value_or_fail(Tokenizer::from_gguf(file));
+    auto tokenizer = value_or_fail(load_tokenizer(o.model));
     q.tokens = tokenizer->encode(text);
   }
   const QuantReport r = value_or_fail(quant_report(o.model, q));

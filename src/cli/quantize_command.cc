@@ -1,4 +1,4 @@
-// llmserve quantize IN.gguf OUT.gguf --type T [--keep TYPE:PATTERN[,PATTERN]]... [--policy depth]
+// llmserve quantize IN.gguf|DIR OUT.gguf --type T [--keep TYPE:PATTERN[,PATTERN]]... [--policy depth]
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -13,9 +13,11 @@
 #include "eval/perplexity.h"
 #include "eval/quant_planner.h"
 #include "io/gguf_file.h"
+#include "io/hf_model.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 #include "tools/quantizer.h"
+#include "tokenizer/load_tokenizer.h"
 
 namespace llms::cli {
 namespace {
@@ -23,6 +25,7 @@ namespace {
 struct Options {
   std::string in, out, type;
   std::vector<std::string> keep;
+  std::string vocab_from;
   std::string policy = "auto";
   double tolerance = 0.05;
   bool no_protect = false;
@@ -35,8 +38,7 @@ struct Options {
 };
 
 std::vector<int32_t> tokens_of(const std::string& model_path, const std::string& text_path) {
-  auto file = value_or_fail(GgufFile::open(model_path));
-  auto tokenizer = value_or_fail(Tokenizer::from_gguf(file));
+  auto tokenizer = value_or_fail(load_tokenizer(model_path));
   return tokenizer->encode(value_or_fail(read_file(text_path)));
 }
 
@@ -91,13 +93,13 @@ void run_planned(const Options& o, QuantizeOptions q) {
   r.max_kl = o.max_kl;
   if (!o.type.empty()) r.where_fits = q.type;
   {
-    const GgufFile in = value_or_fail(GgufFile::open(o.in));
+    const GgufFile in = value_or_fail(open_model_file(o.in));
     uint64_t elements = 0, data = 0;
     for (const auto& t : in.tensors()) elements += static_cast<uint64_t>(t.num_elements()), data += t.num_bytes;
     if (o.target_bpw > 0) r.target_bytes = static_cast<uint64_t>(o.target_bpw * static_cast<double>(elements) / 8.0);
     // A file size: less the source's header and metadata (plus 1 KiB for the keys
     // quantize adds), which the tensors do not change.
-    const uint64_t file = std::filesystem::file_size(o.in);
+    const uint64_t file = in.file_size();
     if (o.target_size > 0) {
       const uint64_t overhead = file - data + 1024;
       if (o.target_size <= overhead) fail(invalid_argument(fmt::format("--target-size is below the file's {} bytes of metadata", overhead)));
@@ -152,6 +154,7 @@ void run(const Options& o) {
     q.importance = &*importance;
   }
   q.threads = o.threads;
+  q.vocab_from = o.vocab_from;
   if (o.target_bpw > 0 || o.target_size > 0 || o.max_kl > 0) {
     if (!o.type.empty()) q.type = dtype_or_fail(o.type, "--type");
     run_planned(o, q);
@@ -197,7 +200,7 @@ void run(const Options& o) {
 void add_quantize_command(CLI::App& app) {
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("quantize", "Rewrite a GGUF model's weights in a smaller type");
-  cmd->add_option("in", o->in, "Input GGUF")->required();
+  cmd->add_option("in", o->in, "Input GGUF, or a Hugging Face model directory")->required();
   cmd->add_option("out", o->out, "Output GGUF")->required();
   cmd->add_option("--type", o->type, "f32, f16, bf16, q8_0, q6_k, q5_k, q5_0, q4_k, q4_0, iq4_nl, iq4_xs, q3_k");
   cmd->add_option("--imatrix", o->imatrix, "Importance file from `llmserve imatrix` or llama-imatrix (GGUF or .dat): importance-weighted rounding");
@@ -217,6 +220,8 @@ void add_quantize_command(CLI::App& app) {
   cmd->add_flag("--no-protect", o->no_protect, "Quantize the output head and token embedding like the rest");
   cmd->add_option("-t,--threads", o->threads, "Threads (0 = one per core)");
   cmd->add_flag("--json", o->json, "Print every decision as JSON");
+  cmd->add_option("--vocab-from", o->vocab_from,
+                  "A directory input: the vocabulary of this GGUF file instead of the directory's tokenizer files");
   cmd->callback([o] { run(*o); });
 }
 

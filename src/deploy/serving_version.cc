@@ -5,6 +5,7 @@
 #include "base/log.h"
 #include "chat/chat_template.h"
 #include "tools/quantizer.h"
+#include "tokenizer/load_tokenizer.h"
 
 namespace llms {
 
@@ -60,7 +61,7 @@ Result<std::shared_ptr<ServingVersion>> ServingVersion::load(const VersionLoadOp
     LLMS_ASSIGN_OR_RETURN(v->model_, quantized_model(o.model_path, types.back(), o.engine.threads));
   }
   if (v->model_->config().synthetic) log_warn("{}: synthetic model with RANDOM weights; its text is noise", o.model_path);
-  LLMS_ASSIGN_OR_RETURN(v->tokenizer_, Tokenizer::from_gguf(v->model_->file()));
+  LLMS_ASSIGN_OR_RETURN(v->tokenizer_, load_tokenizer(v->model_->file()));
   LLMS_ASSIGN_OR_RETURN(v->chat_template_, resolve_chat_template(o.chat_template, *v->tokenizer_));
   v->template_renders_tools_ = chat_template_renders_tools(v->effective_chat_template());
   EngineConfig ec = o.engine;

@@ -19,7 +19,8 @@ struct Decoded {
   std::vector<float> exact, quantized;
 };
 
-Decoded decode_both(const GgufTensorInfo& t, DType type) {
+Decoded decode_both(const GgufFile& f, const GgufTensorInfo& t, DType type) {
+  const TensorData bytes = f.read(t);  // computed, for a tensor of a model directory
   const int64_t cols = t.ne[0], rows = t.num_elements() / cols;
   Decoded d;
   d.exact.resize(static_cast<size_t>(t.num_elements()));
@@ -28,7 +29,7 @@ Decoded decode_both(const GgufTensorInfo& t, DType type) {
   const int64_t in_row = dtype_row_bytes(t.dtype, cols);
   for (int64_t r = 0; r < rows; ++r) {
     float* x = d.exact.data() + r * cols;
-    dequantize_row(t.dtype, t.data + r * in_row, x, cols);
+    dequantize_row(t.dtype, bytes.data() + r * in_row, x, cols);
     quantize_row(type, x, q.data(), cols);
     dequantize_row(type, q.data(), d.quantized.data() + r * cols, cols);
   }
@@ -45,7 +46,7 @@ class OutputErrorObserver : public MatmulObserver {
     const GgufTensorInfo* t = file_.find_tensor(name);
     const auto type = types_.find(name);
     if (t == nullptr || type == types_.end()) return;
-    const Decoded d = decode_both(*t, type->second);
+    const Decoded d = decode_both(file_, *t, type->second);
     const int64_t rows = w.rows(), cols = w.cols();
     std::mutex mu;
     double ref = 0, err = 0;
@@ -84,11 +85,11 @@ class OutputErrorObserver : public MatmulObserver {
   std::map<std::string, std::pair<double, double>> errors_;  // sum y^2, sum (y - yq)^2
 };
 
-TensorQuantReport weight_report(const GgufTensorInfo& t, DType type) {
+TensorQuantReport weight_report(const GgufFile& f, const GgufTensorInfo& t, DType type) {
   TensorQuantReport r;
   r.name = t.name;
   r.type = type;
-  const Decoded d = decode_both(t, type);
+  const Decoded d = decode_both(f, t, type);
   QuantErrorStats s;
   s.add(d.exact.data(), d.quantized.data(), static_cast<int64_t>(d.exact.size()));
   r.relative_rms = s.relative_rms();
@@ -124,7 +125,7 @@ Result<QuantReport> quant_report(const std::string& model_path, const QuantRepor
   for (const auto& t : f.tensors()) {
     if (t.n_dims < 2) continue;
     const DType type = fitting_type(o.type, t.ne[0]);
-    TensorQuantReport r = weight_report(t, type);
+    TensorQuantReport r = weight_report(f, t, type);
     r.fits = type == o.type;
     types[t.name] = type;
     rep.tensors.push_back(std::move(r));

@@ -89,7 +89,7 @@ class TensorData {
  private:
   friend class GgufFile;
   struct Unmap {
-    size_t bytes = 0;
+    size_t bytes;
     void operator()(uint8_t* p) const;
   };
   Tensor view_;

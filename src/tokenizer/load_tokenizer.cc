@@ -210,4 +210,11 @@ Result<std::unique_ptr<Tokenizer>> load_tokenizer(const std::string& path) {
   return tok;  // the tokenizer keeps no reference to the file
 }
 
+Result<std::unique_ptr<Tokenizer>> load_tokenizer(const GgufFile& model_file) {
+  if (model_file.assembled()) return load_hf_tokenizer(model_file.path());
+  auto tok = Tokenizer::from_gguf(model_file);
+  if (!tok.ok()) return tok.status().with_context(model_file.path());
+  return tok;
+}
+
 }  // namespace llms

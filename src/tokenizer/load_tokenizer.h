@@ -12,6 +12,7 @@
 #include <string>
 
 #include "base/status.h"
+#include "io/gguf_file.h"
 #include "tokenizer/hf_tokenizer_spec.h"
 #include "tokenizer/tokenizer.h"
 
@@ -19,6 +20,10 @@ namespace llms {
 
 // A GGUF file or a Hugging Face directory. Errors name the file and what is wrong in it.
 Result<std::unique_ptr<Tokenizer>> load_tokenizer(const std::string& path);
+
+// The tokenizer of a model already opened (Model::file(), open_model_file()): the
+// file's GGUF metadata, or for a Hugging Face directory its tokenizer files.
+Result<std::unique_ptr<Tokenizer>> load_tokenizer(const GgufFile& model_file);
 
 // A Hugging Face directory (tokenizer.json required).
 Result<std::unique_ptr<Tokenizer>> load_hf_tokenizer(const std::string& dir);

@@ -16,6 +16,7 @@
 #include "io/gguf_writer.h"
 #include "io/hf_model.h"
 #include "kernels/convert.h"
+#include "tools/model_vocabulary.h"
 #include "quant/error_stats.h"
 #include "quant/row_convert.h"
 
@@ -253,6 +254,7 @@ Result<QuantizeReport> quantize_model(const std::string& in_path, const std::str
   for (const auto& [key, value] : in.metadata()) {
     if (key != "general.alignment") w.set(key, value);
   }
+  LLMS_RETURN_IF_ERROR(add_vocabulary(in, o.vocab_from, w));
   QuantizeReport report;
   std::vector<std::string> kept;
   for (const auto& t : in.tensors()) {

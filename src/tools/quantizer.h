@@ -49,6 +49,9 @@ struct QuantizeOptions {
   const ImportanceTable* importance = nullptr;  // not owned; null: unweighted
   std::map<std::string, DType> plan;            // tensor name -> type, first of all rules
   std::vector<std::pair<std::string, std::string>> metadata;  // extra string keys to record
+  // A Hugging Face directory's vocabulary from this GGUF file instead of its tokenizer
+  // files (tools/model_vocabulary.h); ignored for a GGUF source.
+  std::string vocab_from;
 };
 
 struct TensorDecision {
