@@ -5,8 +5,9 @@
 # loads as `serve` does), alternating which goes first. The files stay in the page
 # cache between rounds (both forms alike): this measures llmserve's work, not the disk.
 #   scripts/load-compare.sh [PRESET] [TYPE] [ROUNDS]   (default tinyllama-1.1b f16 5)
-# Prints every load and the median of each form: seconds, resident memory after the
-# load (VmRSS, and its anonymous and file parts) and the peak (VmHWM), in MiB.
+# Prints every load and the median of each form: seconds (wall, and the process's CPU
+# time, steadier on a shared machine), resident memory after the load (VmRSS, and its
+# anonymous and file parts) and the peak (VmHWM), in MiB.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 llmserve=${LLMSERVE:-$here/build/release/src/cli/llmserve}
@@ -38,12 +39,12 @@ rows = {}
 for line in open(sys.argv[1]):
     form, rest = line.split(" ", 1)
     nums = [float(x) for x in re.findall(r"[0-9]+\.[0-9]+", rest)]
-    rows.setdefault(form, []).append(nums)  # seconds, rss, anon, file, peak
-names = ["load s", "RSS MiB", "anon MiB", "file MiB", "peak MiB"]
-med = {f: [statistics.median(r[i] for r in rs) for i in range(5)] for f, rs in rows.items()}
+    rows.setdefault(form, []).append(nums)  # seconds, CPU seconds, rss, anon, file, peak
+names = ["load s", "CPU s", "RSS MiB", "anon MiB", "file MiB", "peak MiB"]
+med = {f: [statistics.median(r[i] for r in rs) for i in range(6)] for f, rs in rows.items()}
 print("| form | " + " | ".join(names) + " |")
 print("|---|" + "---|" * len(names))
 for f in ("gguf", "dir"):
-    print(f"| {f} | " + " | ".join(f"{v:.2f}" if i == 0 else f"{v:.0f}" for i, v in enumerate(med[f])) + " |")
-print("| dir / gguf | " + " | ".join(f"{med['dir'][i] / med['gguf'][i]:.3f}" for i in range(5)) + " |")
+    print(f"| {f} | " + " | ".join(f"{v:.2f}" if i < 2 else f"{v:.0f}" for i, v in enumerate(med[f])) + " |")
+print("| dir / gguf | " + " | ".join(f"{med['dir'][i] / med['gguf'][i]:.3f}" for i in range(6)) + " |")
 PY

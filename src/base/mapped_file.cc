@@ -47,6 +47,18 @@ void MappedFile::release(uint64_t offset, uint64_t length) const {
   madvise(const_cast<uint8_t*>(data_) + begin, static_cast<size_t>(end - begin), MADV_DONTNEED);
 }
 
+void MappedFile::populate(uint64_t offset, uint64_t length) const {
+#ifdef MADV_POPULATE_READ
+  if (data_ == nullptr || offset >= size_ || length == 0) return;
+  const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  const uint64_t begin = offset / page * page;
+  const uint64_t end = std::min<uint64_t>(size_, offset + length);
+  madvise(const_cast<uint8_t*>(data_) + begin, static_cast<size_t>(end - begin), MADV_POPULATE_READ);
+#else
+  (void)offset, (void)length;
+#endif
+}
+
 int64_t MappedFile::resident_bytes() const {
   if (data_ == nullptr) return 0;
   std::ifstream in("/proc/self/smaps");

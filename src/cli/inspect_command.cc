@@ -1,4 +1,6 @@
 // llmserve inspect FILE.gguf|DIR [--json] [--load]
+#include <sys/resource.h>
+
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -31,7 +33,12 @@ void report_load(const std::string& path) {
   const auto t0 = std::chrono::steady_clock::now();
   auto model = value_or_fail(Model::load(path));
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("load: %.3f s; process memory %.1f MiB resident (%.1f anonymous, %.1f of files), peak %.1f MiB\n", s,
+  rusage use{};
+  getrusage(RUSAGE_SELF, &use);
+  const double cpu = static_cast<double>(use.ru_utime.tv_sec + use.ru_stime.tv_sec) +
+                     static_cast<double>(use.ru_utime.tv_usec + use.ru_stime.tv_usec) * 1e-6;
+  std::printf("load: %.3f s (process CPU time %.3f s); process memory %.1f MiB resident (%.1f anonymous, %.1f of "
+              "files), peak %.1f MiB\n", s, cpu,
               status_mib("VmRSS"), status_mib("RssAnon"), status_mib("RssFile"), status_mib("VmHWM"));
 }
 

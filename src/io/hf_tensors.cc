@@ -49,6 +49,7 @@ class HfSource : public GgufTensorSource {
 
   void derive(const GgufTensorInfo& t, std::span<uint8_t> out) const override {
     const Recipe& r = recipes_.at(t.name);
+    for (const SafetensorsTensor* s : r.src) shard_call(s->data, s->num_bytes, &MappedFile::populate);
     switch (r.kind) {
       case Recipe::kInPlace:
         std::memcpy(out.data(), r.src[0]->data, out.size());
@@ -81,10 +82,7 @@ class HfSource : public GgufTensorSource {
   }
 
   void release(const uint8_t* data, uint64_t num_bytes) const override {
-    for (const auto& s : ckpt_.shards()) {
-      const MappedFile* m = s.mapping();
-      if (m != nullptr && data >= m->data() && data < m->data() + m->size()) m->release(data - m->data(), num_bytes);
-    }
+    shard_call(data, num_bytes, &MappedFile::release);
   }
   void release_all() const override {
     for (const auto& s : ckpt_.shards()) {
@@ -102,6 +100,14 @@ class HfSource : public GgufTensorSource {
   }
 
  private:
+  // `op` (release, populate) on the bytes [data, data + n) of the shard holding them.
+  void shard_call(const uint8_t* data, uint64_t n, void (MappedFile::*op)(uint64_t, uint64_t) const) const {
+    for (const auto& s : ckpt_.shards()) {
+      const MappedFile* m = s.mapping();
+      if (m != nullptr && data >= m->data() && data < m->data() + m->size()) (m->*op)(data - m->data(), n);
+    }
+  }
+
   // A vector as F32: decoded, offset, and for a Q/K bias permuted as its rows.
   static void derive_vector(const Recipe& r, std::span<uint8_t> out) {
     const SafetensorsTensor& s = *r.src[0];
