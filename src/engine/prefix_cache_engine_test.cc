@@ -71,8 +71,10 @@ TEST(PrefixCacheEngineTest, SharedPrefixIsComputedOnceAndChangesNothing) {
   gpt2.arch = "gpt2", gpt2.n_head_kv = gpt2.n_head;
   phi3.arch = "phi3", phi3.n_ctx = 8192;
   phi3_4k.arch = "phi3", phi3_4k.n_ctx = 4096, phi3_4k.sliding_window = 40;  // computed on every layer
-  gemma2_swa = gemma2, gemma2_swa.sliding_window = 40;                          // computed on the even layers
   gemma2.arch = "gemma2", gemma2.head_dim = 32, gemma2.n_ctx = 8192;  // window 4096: the context
+  // Copied once gemma2 is Gemma-2 (copied before, it was a LLaMA whose window make-model
+  // ignored, until LLaMA files got Mistral's window).
+  gemma2_swa = gemma2, gemma2_swa.sliding_window = 40;  // computed on the even layers
   mixtral.n_expert = 4, mixtral.n_expert_used = 2;
   qwen2moe.arch = "qwen2moe", qwen2moe.n_expert = 8, qwen2moe.n_expert_used = 2, qwen2moe.n_ff_exp = 64;
   for (const SyntheticSpec& s : {gpt2, phi3, phi3_4k, gemma2, gemma2_swa, mixtral, qwen2moe}) check_shared_prefix(s);
