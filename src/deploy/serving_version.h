@@ -19,6 +19,7 @@
 #include "base/status.h"
 #include "deploy/version_meta.h"
 #include "engine/engine.h"
+#include "engine/precision_policy.h"
 #include "engine/precision_router.h"
 #include "eval/perplexity.h"
 #include "metrics/metrics.h"
@@ -38,12 +39,21 @@ struct GateResult {
   std::string reason;       // why it failed (or "passed: ...")
 };
 
+// What every version of a server loads with besides its own files: the server's
+// settings, borrowed (the server's configuration outlives its versions and its
+// deployer), and the listener of the prefix caches' block events.
+struct VersionSettings {
+  const EngineConfig* engine = nullptr;        // every engine's (a version's meta sets KV types); null: defaults
+  const PrecisionConfig* precision = nullptr;  // the precision variants; null: none
+  std::string chat_template;                   // the configured one ("" = the model's)
+  std::shared_ptr<KvEventListener> kv_events;  // every engine publishes its blocks there; null: none
+};
+
 struct VersionLoadOptions {
   std::string name;
   std::string model_path;
   VersionMeta meta;
-  EngineConfig engine;            // the server's; meta's KV types override it
-  std::string chat_template;      // the configured one ("" = the model's)
+  VersionSettings settings;
 };
 
 class ServingVersion {
@@ -55,7 +65,7 @@ class ServingVersion {
   const std::string& model_path() const { return model_path_; }
   const Model& model() const { return *model_; }
   const Tokenizer& tokenizer() const { return *tokenizer_; }
-  // With precision variants (EngineConfig::precision_variants), the most precise one's:
+  // With precision variants (PrecisionConfig::variants), the most precise one's:
   // the model and engine the gate, the monitor and the result cache look at.
   Engine& engine() { return *engine_; }
   const Engine& engine() const { return *engine_; }
@@ -82,8 +92,8 @@ class ServingVersion {
   bool template_renders_tools() const { return template_renders_tools_; }
   const VersionMeta& meta() const { return meta_; }
   // The KV types this version's engine runs with.
-  DType k_type() const { return engine_->config().k_type; }
-  DType v_type() const { return engine_->config().v_type; }
+  DType k_type() const { return engine_->config().kv.k_type; }
+  DType v_type() const { return engine_->config().kv.v_type; }
 
   GateResult gate() const;
   void set_gate(GateResult g);

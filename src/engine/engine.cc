@@ -33,26 +33,28 @@ Engine::Engine(std::unique_ptr<ModelRunner> runner, const Tokenizer& tokenizer, 
     : runner_(std::move(runner)),
       tokenizer_(tokenizer),
       config_(config),
+      step_batching_(config.batching),
       model_identity_(model_identity),
       context_length_(context_length),
       own_registry_(registry ? nullptr : std::make_unique<Registry>()),
       registry_(registry ? registry : own_registry_.get()),
       metrics_(*registry_),
-      kv_(num_kv_blocks, config.block_size, kv_seed(model_identity, config.k_type, config.v_type), config.prefix_cache),
-      scheduler_(make_scheduler(config)),
-      admission_({config.max_waiting_requests, config.max_waiting_tokens, config.kv_high_watermark,
-                  config.kv_low_watermark, config.rss_high_watermark, config.rss_low_watermark}),
+      kv_(num_kv_blocks, config.kv.block_size, kv_seed(model_identity, config.kv.k_type, config.kv.v_type),
+          config.kv.prefix_cache),
+      scheduler_(make_scheduler(config.batching.policy)),
+      admission_(config.admission),
       result_cache_(config.result_cache_bytes),
       grammar_cache_(tokenizer, kGrammarCacheEntries),
-      status_(metrics_, admission_, config.memory_limit_bytes > 0 ? config.memory_limit_bytes : machine_memory_bytes()),
+      status_(metrics_, admission_,
+              config.admission.memory_limit_bytes > 0 ? config.admission.memory_limit_bytes : machine_memory_bytes()),
       clock_(now_ns) {
-  if (config.speculative == SpeculativeMode::kNgram) proposer_ = std::make_unique<NgramProposer>(config.spec_ngram_max);
+  if (config.speculative.mode == SpeculativeMode::kNgram) {
+    proposer_ = std::make_unique<NgramProposer>(config.speculative.ngram_max);
+  }
   // create() checked the exit layers against the model; a runner built by hand must fit.
-  const Status exit_ok = runner_->set_early_exit(early_exit_config(config_));
+  const Status exit_ok = runner_->set_early_exit(config_.early_exit);
   LLMS_CHECK(exit_ok.ok(), exit_ok.message());
   exit_identity_ = early_exit_identity(model_identity_, config_);
-  kv_.set_listener(config_.kv_events.get());
-  step_config_ = config_;
   add_own_observers();
   if (config_.profile) {
     profile_.set_enabled(true);
@@ -70,13 +72,11 @@ void Engine::add_own_observers() {
   auto experts = std::make_unique<ExpertLoadRecorder>(*registry_);
   experts_ = experts.get();
   observers_.push_back(std::move(experts));
-  if (config_.slo_shed) {
-    observers_.push_back(std::make_unique<SloShedding>(config_.prefix_cache && config_.prefix_clustering, metrics_));
-  }
-  if (config_.autotune != AutotuneMode::kOff && config_.batching == BatchingPolicy::kDynamic) {
-    observers_.push_back(std::make_unique<BatchTuning>(config_, &step_config_, metrics_));
-  } else if (config_.autotune != AutotuneMode::kOff) {
-    observers_.push_back(std::make_unique<AutoTuning>(config_, &step_config_, metrics_));
+  if (config_.slo.shed) observers_.push_back(std::make_unique<SloShedding>(config_.kv.clusters(), metrics_));
+  if (config_.slo.autotune != AutotuneMode::kOff && config_.batching.policy == BatchingPolicy::kDynamic) {
+    observers_.push_back(std::make_unique<BatchTuning>(config_, &step_batching_, metrics_));
+  } else if (config_.slo.autotune != AutotuneMode::kOff) {
+    observers_.push_back(std::make_unique<AutoTuning>(config_, &step_batching_, metrics_));
   }
   auto stats = std::make_unique<StatsRecorder>(config_.stats_window, metrics_.rss_bytes);
   stats_ = stats.get();
@@ -91,8 +91,13 @@ StepObserver& Engine::add_observer(std::unique_ptr<StepObserver> observer) {
   return o;
 }
 
+void Engine::set_kv_events(std::shared_ptr<KvEventListener> listener) {
+  kv_events_ = std::move(listener);
+  kv_.set_listener(kv_events_.get());
+}
+
 StepState Engine::step_state(int64_t now) const {
-  return StepState{now, waiting_, running_, kv_, step_config_, *runner_};
+  return StepState{now, waiting_, running_, kv_, step_batching_, *runner_};
 }
 
 Engine::~Engine() {
@@ -159,7 +164,7 @@ Result<std::shared_ptr<RequestHandle>> Engine::submit(RequestParams params, doub
   seq->arrival_ns = clock_();
   const double timeout = params.timeout_s > 0 ? params.timeout_s : config_.default_timeout_s;
   seq->deadline_ns = seq->arrival_ns + static_cast<int64_t>(timeout * 1e9);
-  seq->slo = resolve_slo(params, config_);
+  seq->slo = resolve_slo(params, config_.slo);
   seq->params = std::move(params);
   auto handle = seq->handle;
   {
@@ -190,7 +195,7 @@ void Engine::intake() {
     Sequence& s = *up;
     s.tokens = s.params.prompt;
     s.prompt_len = static_cast<int64_t>(s.tokens.size());
-    s.spec_k = config_.spec_tokens;
+    s.spec_k = config_.speculative.tokens;
     s.early_exit = early_exit_applies(config_, s.params);
     const uint64_t seed = (static_cast<uint64_t>(entropy()) << 32) | entropy();
     s.sampler = std::make_unique<Sampler>(s.params.sampling, seed, s.params.prompt);
@@ -201,7 +206,8 @@ void Engine::intake() {
     if (recent_costs_.size() >= 8) {
       std::vector<int64_t> sorted(recent_costs_.begin(), recent_costs_.end());
       std::nth_element(sorted.begin(), sorted.begin() + static_cast<ptrdiff_t>(sorted.size() / 2), sorted.end());
-      s.long_job = static_cast<double>(s.cost()) > config_.long_job_factor * static_cast<double>(sorted[sorted.size() / 2]);
+      const double median = static_cast<double>(sorted[sorted.size() / 2]);
+      s.long_job = static_cast<double>(s.cost()) > config_.batching.long_job_factor * median;
     }
     recent_costs_.push_back(s.cost());
     if (recent_costs_.size() > kCostWindow) recent_costs_.pop_front();
@@ -251,7 +257,7 @@ std::optional<SchedulePlan> Engine::schedule(int64_t now) {
   part.reset();
   propose_drafts();
   part.emplace(&profile_, StepPart::kSchedule);
-  SchedulerContext ctx{waiting_, running_, kv_, step_config_, now};
+  SchedulerContext ctx{waiting_, running_, kv_, step_batching_, now, config_.kv.clusters()};
   SchedulePlan plan = scheduler_->schedule(ctx);
   admit(plan, now);
   const StepState state = step_state(now);
@@ -304,7 +310,7 @@ void Engine::count_step(const SchedulePlan& plan, double step_s) {
   metrics_.step_time.observe(step_s);
   metrics_.batch_size.observe(static_cast<double>(plan.chunks.size()));
   metrics_.batch_tokens.observe(static_cast<double>(plan.num_tokens));
-  metrics_.batch_efficiency.observe(static_cast<double>(plan.num_tokens) / step_config_.max_batch_tokens);
+  metrics_.batch_efficiency.observe(static_cast<double>(plan.num_tokens) / step_batching_.max_batch_tokens);
   metrics_.prefill_share.observe(static_cast<double>(plan.prefill_tokens) / static_cast<double>(plan.num_tokens));
   metrics_.prefill_tokens_computed.inc(static_cast<double>(plan.prefill_tokens));
 }
@@ -367,8 +373,8 @@ void Engine::count_exit(size_t chunk) {
                                                    ? static_cast<int64_t>(chunks_[chunk].tokens.size()) - 1
                                                    : 0);
   const int32_t layer = fwd_.exit_layer[static_cast<size_t>(row)];
-  const bool exited = std::find(config_.exit_layers.begin(), config_.exit_layers.end(), layer) !=
-                      config_.exit_layers.end();
+  const std::vector<int>& exits = config_.early_exit.layers;
+  const bool exited = std::find(exits.begin(), exits.end(), layer) != exits.end();
   metrics_.early_exit_tokens.with({exited ? std::to_string(layer) : "full"}).inc();
 }
 
@@ -430,7 +436,7 @@ void Engine::stop() {
 void Engine::wait_for_work(int64_t cap_ns) {
   const int64_t now = clock_();
   int64_t wake_at = now + cap_ns;
-  SchedulerContext ctx{waiting_, running_, kv_, step_config_, now};
+  SchedulerContext ctx{waiting_, running_, kv_, step_batching_, now, config_.kv.clusters()};
   if (const int64_t t = scheduler_->next_wake_ns(ctx); t > 0) wake_at = std::min(wake_at, t);
   for (const Sequence* s : waiting_) wake_at = std::min(wake_at, s->deadline_ns);
   std::unique_lock<std::mutex> lock(mu_);

@@ -113,6 +113,10 @@ class Engine {
   Registry& registry() { return *registry_; }
   const Tokenizer& tokenizer() const { return tokenizer_; }
 
+  // Hands the prefix cache's block events to `listener` (null: none); the engine
+  // shares its ownership. Call before the first submit().
+  void set_kv_events(std::shared_ptr<KvEventListener> listener);
+
   // Replaces the proposer of speculative decoding (benchmarks, tests); null turns
   // speculation off. Call before the first submit().
   void set_proposer(std::unique_ptr<Proposer> proposer) { proposer_ = std::move(proposer); }
@@ -173,13 +177,14 @@ class Engine {
   std::unique_ptr<ModelRunner> runner_;
   const Tokenizer& tokenizer_;
   EngineConfig config_;
-  EngineConfig step_config_;  // config_ with the auto-tuners' limits (engine thread)
+  BatchingConfig step_batching_;  // config_.batching with the auto-tuners' limits (engine thread)
   Hash128 model_identity_;
   Hash128 exit_identity_;  // model_identity_ mixed with the exit settings
   int context_length_;
   std::unique_ptr<Registry> own_registry_;
   Registry* registry_;
   EngineMetrics metrics_;
+  std::shared_ptr<KvEventListener> kv_events_;  // set_kv_events(); outlives kv_, which calls it
   KvBlockManager kv_;
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<Model> draft_model_;  // speculative = draft

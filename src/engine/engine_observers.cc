@@ -10,11 +10,11 @@
 
 namespace llms {
 
-AutoTuning::AutoTuning(const EngineConfig& config, EngineConfig* limits, EngineMetrics& metrics)
-    : mode_(config.autotune),
-      tuner_(AutotuneBounds{std::min(config.autotune_min_batch_tokens, config.max_batch_tokens), config.max_batch_tokens,
-                            config.max_running},
-             config.slo_interactive.itl_ms * 1e-3, config.slo_percentile),
+AutoTuning::AutoTuning(const EngineConfig& config, BatchingConfig* limits, EngineMetrics& metrics)
+    : mode_(config.slo.autotune),
+      tuner_(AutotuneBounds{std::min(config.slo.autotune_min_batch_tokens, config.batching.max_batch_tokens),
+                            config.batching.max_batch_tokens, config.batching.max_running},
+             config.slo.interactive.itl_ms * 1e-3, config.slo.percentile),
       limits_(limits),
       metrics_(metrics) {
   apply();  // the tuner's starting values
@@ -47,9 +47,10 @@ void AutoTuning::apply() {
   limits_->max_running = tuner_.decision().max_running;
 }
 
-BatchTuning::BatchTuning(const EngineConfig& config, EngineConfig* limits, EngineMetrics& metrics)
-    : mode_(config.autotune),
-      tuner_(BatchTunerBounds{config.max_batch_size, config.max_delay_ms, config.slo_interactive.ttft_ms * 1e-3}),
+BatchTuning::BatchTuning(const EngineConfig& config, BatchingConfig* limits, EngineMetrics& metrics)
+    : mode_(config.slo.autotune),
+      tuner_(BatchTunerBounds{config.batching.max_batch_size, config.batching.max_delay_ms,
+                              config.slo.interactive.ttft_ms * 1e-3}),
       limits_(limits),
       metrics_(metrics) {}
 
@@ -88,9 +89,9 @@ void SloShedding::on_step_start(const StepState& state, std::vector<Refusal>& re
   if (state.waiting.empty() || shedder_.service_rate() <= 0) return;
   // The scheduler's order (it sorts the queue itself, totally, before it admits).
   ordered_ = state.waiting;
-  order_waiting(ordered_, state.step_config, state.now_ns, cluster_ ? &state.kv : nullptr);
+  order_waiting(ordered_, state.batching, state.now_ns, cluster_ ? &state.kv : nullptr);
   const double retry = shedder_.retry_after_s(ordered_.size());
-  for (const ShedDecision& d : shedder_.unattainable(ordered_, state.now_ns, state.step_config.max_batch_tokens,
+  for (const ShedDecision& d : shedder_.unattainable(ordered_, state.now_ns, state.batching.max_batch_tokens,
                                                      static_cast<int64_t>(state.running.size()))) {
     metrics_.rejected.with({"slo"}).inc();
     refuse.push_back({d.seq,
@@ -113,7 +114,7 @@ void StatsRecorder::on_step_done(const StepState& state, const StepResult& r) {
   sample.duration_s = r.step_s;
   sample.batch_tokens = static_cast<int32_t>(r.plan.num_tokens);
   sample.prefill_tokens = static_cast<int32_t>(r.plan.prefill_tokens);
-  sample.token_budget = state.step_config.max_batch_tokens;
+  sample.token_budget = state.batching.max_batch_tokens;
   sample.batch_size = static_cast<int32_t>(r.plan.chunks.size());
   sample.running = static_cast<int32_t>(state.running.size());
   sample.waiting = static_cast<int32_t>(state.waiting.size());

@@ -35,7 +35,7 @@ namespace llms {
 class AutoTuning : public StepObserver {
  public:
   // Applies the tuner's starting values to `limits` at once (autotune = on).
-  AutoTuning(const EngineConfig& config, EngineConfig* limits, EngineMetrics& metrics);
+  AutoTuning(const EngineConfig& config, BatchingConfig* limits, EngineMetrics& metrics);
   void on_step_done(const StepState& state, const StepResult& result) override;
 
  private:
@@ -43,13 +43,13 @@ class AutoTuning : public StepObserver {
 
   AutotuneMode mode_;
   AutoTuner tuner_;
-  EngineConfig* limits_;
+  BatchingConfig* limits_;
   EngineMetrics& metrics_;
 };
 
 class BatchTuning : public StepObserver {
  public:
-  BatchTuning(const EngineConfig& config, EngineConfig* limits, EngineMetrics& metrics);
+  BatchTuning(const EngineConfig& config, BatchingConfig* limits, EngineMetrics& metrics);
   void on_intake(const Sequence& s) override { tuner_.arrival(s.arrival_ns); }
   void on_step_start(const StepState& state, std::vector<Refusal>&) override { track(state, nullptr); }
   void on_schedule(const StepState& state, const SchedulePlan& plan) override { track(state, &plan); }
@@ -62,7 +62,7 @@ class BatchTuning : public StepObserver {
 
   AutotuneMode mode_;
   DynamicBatchTuner tuner_;
-  EngineConfig* limits_;
+  BatchingConfig* limits_;
   EngineMetrics& metrics_;
   int batch_size_ = 0;  // requests of the batch in progress; 0: none
   int64_t batch_start_ns_ = 0;

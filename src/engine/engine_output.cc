@@ -110,7 +110,7 @@ void Engine::finish(Sequence& s, FinishReason reason, const std::string& message
   fe.timings.ttft_s = s.first_token_ns ? static_cast<double>(s.first_token_ns - s.arrival_ns) * 1e-9 : 0;
   fe.timings.e2e_s = static_cast<double>(now - s.arrival_ns) * 1e-9;
   fe.timings.compute_s = s.compute_s;
-  const SloOutcome slo = slo_outcome(s, config_.slo_percentile);
+  const SloOutcome slo = slo_outcome(s, config_.slo.percentile);
   fe.has_slo = slo.any();
   fe.slo_met = slo.all_met();
 

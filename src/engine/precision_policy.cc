@@ -8,6 +8,10 @@
 
 namespace llms {
 
+Status PrecisionConfig::validate() const {
+  return variants.empty() ? ok_status() : policy.validate(static_cast<int>(variants.size()));
+}
+
 Status PrecisionPolicy::validate(int n_variants) const {
   if (n_variants < 1) return invalid_argument("precision_variants: no variant");
   const size_t want = static_cast<size_t>(n_variants - 1);

@@ -39,7 +39,7 @@ struct StepState {
   const std::vector<Sequence*>& waiting;
   const std::vector<Sequence*>& running;
   const KvBlockManager& kv;
-  const EngineConfig& step_config;  // this step's limits (the auto-tuners move them)
+  const BatchingConfig& batching;  // this step's limits (the auto-tuners move them)
   const ModelRunner& runner;
 };
 

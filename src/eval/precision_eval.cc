@@ -259,7 +259,7 @@ Result<PrecisionEvalResult> evaluate_precision(std::span<const PrecisionEvalVari
     EngineConfig ec;
     ec.threads = o.threads;
     ec.result_cache_bytes = 0;
-    ec.prefix_cache = false;  // every round recomputes its prompts, as the first did
+    ec.kv.prefix_cache = false;  // every round recomputes its prompts, as the first did
     std::vector<std::unique_ptr<Engine>> engines;
     std::vector<PrecisionVariant> routed;
     for (const auto& v : variants) {
