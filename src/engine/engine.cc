@@ -113,27 +113,7 @@ void Engine::cancel_remaining(const std::string& why) {
 }
 
 Status Engine::validate_request(const RequestParams& p) const {
-  LLMS_RETURN_IF_ERROR(p.sampling.validate());
-  if (p.prompt.empty()) return invalid_argument("the prompt is empty");
-  for (int32_t t : p.prompt) {
-    if (t < 0 || t >= runner_->vocab_size()) {
-      return invalid_argument(fmt::format("token id {} is outside the vocabulary (0..{})", t, runner_->vocab_size() - 1));
-    }
-  }
-  if (static_cast<int64_t>(p.prompt.size()) >= context_length_) {
-    return invalid_argument(fmt::format("the prompt has {} tokens; the context holds {} (prompt plus at least one "
-                                        "generated token)",
-                                        p.prompt.size(), context_length_));
-  }
-  if (p.max_tokens < 1) return invalid_argument(fmt::format("max_tokens must be >= 1, got {}", p.max_tokens));
-  if (p.top_logprobs > 20) return invalid_argument("top_logprobs must be at most 20");
-  if (p.timeout_s < 0) return invalid_argument("timeout must be >= 0");
-  for (const auto& [id, bias] : p.sampling.logit_bias) {
-    if (id >= runner_->vocab_size()) {
-      return invalid_argument(fmt::format("logit_bias names token id {}, outside the vocabulary (0..{})", id,
-                                          runner_->vocab_size() - 1));
-    }
-  }
+  if (auto e = check_request(p, runner_->vocab_size(), context_length_)) return invalid_argument(e->message);
   if (p.grammar && &p.grammar->vocab() != grammar_cache_.vocabulary().get()) {
     return invalid_argument("the grammar was compiled for another engine's vocabulary");
   }

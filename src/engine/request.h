@@ -13,6 +13,8 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <span>
 #include <string>
 #include <variant>
 #include <vector>
@@ -84,6 +86,18 @@ struct FinishEvent {
 };
 
 using RequestEvent = std::variant<TokenEvent, FinishEvent>;
+
+inline constexpr int kMaxTopLogprobs = 20;
+
+// The engine's rule for a request: one function, which Engine::submit applies and the
+// server calls before any compute (a 400 naming ParamError::param).
+//
+// The prompt's part: not empty, every id within the vocabulary, and shorter than the
+// context by at least the first generated token.
+std::optional<ParamError> check_prompt(std::span<const int32_t> prompt, int vocab_size, int context_length);
+// The whole rule: the sampling values (SamplingParams::check, with the vocabulary), the
+// prompt (check_prompt), max_tokens >= 1, top_logprobs <= kMaxTopLogprobs, timeout >= 0.
+std::optional<ParamError> check_request(const RequestParams& p, int vocab_size, int context_length);
 
 class RequestHandle {
  public:

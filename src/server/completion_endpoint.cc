@@ -72,7 +72,8 @@ void start_on(ServerContext& ctx, const std::shared_ptr<HttpExchange>& ex, Compl
   auto fail = [&](const ApiError& e) { ex->respond(api_error_response(e)); };
   if (!picked.ok()) return fail(api_error_from_status(picked.status()));
   const VersionPtr v = std::move(picked).value();
-  if (auto e = check_logit_bias(r.params.sampling, v->engine().vocab_size())) return fail(*e);
+  // The engine's rule for sampling values, now with the model's vocabulary (logit_bias ids).
+  if (auto e = r.params.sampling.check(v->engine().vocab_size())) return fail(bad_request(e->message, e->param));
   if (auto e = check_precision(r.precision, *v)) return fail(*e);
   if (auto e = compile_constraint(r.constraint, v->engine(), &r.params.grammar)) return fail(*e);
   std::vector<PromptInput> prompts;

@@ -51,13 +51,12 @@ std::optional<ApiError> CompletionJob::validate_prompts() const {
                                    request_.n, total, kMaxChoices),
                        "n");
   }
-  const int64_t ctx_len = version_->engine().context_length();
+  const Engine& engine = version_->engine();
   for (const auto& p : prompts_) {
-    if (static_cast<int64_t>(p.tokens.size()) >= ctx_len) {
-      return bad_request(fmt::format("This model's maximum context length is {} tokens; the prompt has {} tokens and "
-                                     "at least one must remain for the completion",
-                                     ctx_len, p.tokens.size()),
-                         request_.kind == ApiKind::kChat ? "messages" : "prompt", "context_length_exceeded");
+    // The engine's rule for a prompt; a chat's prompt is its messages.
+    if (auto e = check_prompt(p.tokens, engine.vocab_size(), engine.context_length())) {
+      return bad_request(e->message, request_.kind == ApiKind::kChat ? "messages" : e->param,
+                         e->context_exceeded ? "context_length_exceeded" : "");
     }
   }
   return std::nullopt;
