@@ -47,7 +47,7 @@ struct RequestParams {
   // engine/early_exit_policy.h).
   bool early_exit = true;
   // true: each token event carries the entropy of the distribution it was drawn from
-  // (the precision router watches it: engine/precision_router.h).
+  // (the precision router watches it: serving/precision_router.h).
   bool report_entropy = false;
   // Constrains the output (Engine::compile_grammar() makes it for this engine's
   // vocabulary); null: unconstrained. Shared and immutable.

@@ -51,18 +51,9 @@ HttpResponse json_response(int status, const Json& body) { return HttpResponse{s
 
 namespace {
 
-// A request's "precision" names a variant the version holds (or is auto).
-std::optional<ApiError> check_precision(const std::string& precision, const ServingVersion& v) {
-  if (precision.empty() || precision == "auto") return std::nullopt;
-  const PrecisionRouter* router = v.precision_router();
-  if (!router) {
-    return bad_request(fmt::format("'precision' {}: this server holds one precision of the model (start it with "
-                                   "--precision-variants)", precision), "precision");
-  }
-  if (router->find(precision) < 0) {
-    return bad_request(fmt::format("'precision' {} is not served here (auto, {})", precision, router->names()),
-                       "precision");
-  }
+// A request's route names what the version serves (its "precision": a variant, or auto).
+std::optional<ApiError> check_route(const CompletionRequest& r, const ServingVersion& v) {
+  if (Status s = v.target().check(Route{r.precision}); !s.ok()) return bad_request(s.message(), "precision");
   return std::nullopt;
 }
 
@@ -74,7 +65,7 @@ void start_on(ServerContext& ctx, const std::shared_ptr<HttpExchange>& ex, Compl
   const VersionPtr v = std::move(picked).value();
   // The engine's rule for sampling values, now with the model's vocabulary (logit_bias ids).
   if (auto e = r.params.sampling.check(v->engine().vocab_size())) return fail(bad_request(e->message, e->param));
-  if (auto e = check_precision(r.precision, *v)) return fail(*e);
+  if (auto e = check_route(r, *v)) return fail(*e);
   if (auto e = compile_constraint(r.constraint, v->engine(), &r.params.grammar)) return fail(*e);
   std::vector<PromptInput> prompts;
   std::optional<ToolCallFormat> tool_format;

@@ -84,12 +84,10 @@ std::optional<ApiError> CompletionJob::submit_all() {
         c.text = prompts_[static_cast<size_t>(pi)].text;
         c.chars = static_cast<int64_t>(c.text.size());
       }
-      // The result cache is the most precise variant's: a routed request uses it only
-      // when it asks for that variant.
-      const PrecisionRouter* router = version_->precision_router();
-      const bool cache_ok = !router || request_.precision == router->variants().back().name;
-      if (cache_ok && c.params.sampling.deterministic()) {
-        if (auto hit = version_->engine().cached(c.params)) {
+      // The target knows whose result cache may answer this route.
+      const Route route{request_.precision};
+      if (c.params.sampling.deterministic()) {
+        if (auto hit = version_->target().cached(c.params, route)) {
           for (auto& t : hit->tokens) c.events.emplace_back(std::move(t));
           c.events.emplace_back(std::move(hit->finish));
           choices_.push_back(std::move(c));
@@ -97,10 +95,10 @@ std::optional<ApiError> CompletionJob::submit_all() {
         }
       }
       double retry = 0;
-      auto handle = version_->submit(c.params, request_.precision, &retry);
+      auto handle = version_->target().submit(c.params, route, &retry);
       if (!handle.ok()) {
         cancel_all();
-        return api_error_from_status(handle.status(), version_->engine().snapshot().admission.draining, retry);
+        return api_error_from_status(handle.status(), version_->target().snapshot().admission.draining, retry);
       }
       c.handle = std::move(handle).value();
       choices_.push_back(std::move(c));

@@ -12,7 +12,7 @@
 #include "base/status.h"
 #include "deploy/deployer.h"
 #include "engine/engine_config.h"
-#include "engine/precision_policy.h"
+#include "serving/precision_policy.h"
 
 namespace llms {
 

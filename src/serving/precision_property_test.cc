@@ -17,7 +17,7 @@
 #include "base/random.h"
 #include "engine/engine.h"
 #include "engine/engine_test_util.h"
-#include "engine/precision_router.h"
+#include "serving/precision_router.h"
 #include "model/model.h"
 #include "tools/quantizer.h"
 #include "tools/synthetic.h"
@@ -147,7 +147,7 @@ TEST(PrecisionPropertyTest, RandomRoutedWorkloadEndsOnceFreesEverythingAndMatche
       // Two in three on auto; the rest pinned to one variant or the other.
       const uint64_t pick = rng.below(6);
       const std::string precision = pick < 4 ? "auto" : pick == 4 ? "q8_0" : "f32";
-      auto h = router.submit(p, precision);
+      auto h = router.submit(p, {precision});
       if (h.ok()) {
         params.push_back(p);
         precisions.push_back(precision);
