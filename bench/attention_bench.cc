@@ -22,7 +22,7 @@
 #include "base/thread_pool.h"
 #include "kernels/attention.h"
 #include "kernels/ops.h"
-#include "kernels/machine_limits.h"
+#include "benchprobes/machine_limits.h"
 #include "kv/kv_cache.h"
 #include "kv/kv_layout.h"
 
@@ -54,7 +54,7 @@ struct Layer {
     for (auto* a : {&q, &k, &v})
       for (float& x : *a) x = static_cast<float>(rng.normal());
     const int blocks = (ctx + kBlock - 1) / kBlock;
-    view = KvLayerView::make(nullptr, nullptr, DType::kF32, DType::kF32, kBlock, heads, kHeadDim);
+    view = make_kv_layer_view(nullptr, nullptr, DType::kF32, DType::kF32, kBlock, heads, kHeadDim);
     kc.resize(static_cast<size_t>(blocks) * kBlock * view.k_row_bytes());
     vc.resize(static_cast<size_t>(blocks) * kBlock * view.v_row_bytes());
     view.k = reinterpret_cast<uint8_t*>(kc.data());

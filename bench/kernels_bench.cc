@@ -38,7 +38,8 @@
 #include "kernels/matmul.h"
 #include "kernels/simd_target.h"
 #include "kernels/kernel_table.h"
-#include "kernels/machine_limits.h"
+#include "benchprobes/machine_limits.h"
+#include "kv/kv_layout.h"
 #include "quant/row_convert.h"
 
 namespace llms {
@@ -405,7 +406,7 @@ void BM_Attention(benchmark::State& state) {
   const int ctx = static_cast<int>(state.range(0)), n_q = static_cast<int>(state.range(1));
   constexpr int kHeads = 32, kKv = 4, kHd = 64, kBlock = 16, kLayers = 22;
   const int blocks = (ctx + kBlock - 1) / kBlock;
-  KvLayerView view = KvLayerView::make(nullptr, nullptr, DType::kF16, DType::kF16, kBlock, kKv, kHd);
+  KvLayerView view = make_kv_layer_view(nullptr, nullptr, DType::kF16, DType::kF16, kBlock, kKv, kHd);
   const int64_t pool_blocks = int64_t{blocks} * kLayers;
   AlignedBuffer k(static_cast<size_t>(pool_blocks * kBlock * view.k_row_bytes()));
   AlignedBuffer v(static_cast<size_t>(pool_blocks * kBlock * view.v_row_bytes()));

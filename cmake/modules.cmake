@@ -12,6 +12,12 @@
 #
 # Folders that are not modules (the CLI, tests/, bench/, fuzz/) state the modules
 # they use with llmserve_uses(); the same check holds their includes to that list.
+#
+# A module's test helpers (fixtures, fakes, references shared by its tests) live in
+# src/NAME/testing/; a helper with a .cc is listed in TESTS (testing/foo.cc), so it is
+# built into NAME_test and never into the module's library. The layering check holds
+# testing/ to the tests' dependencies and keeps testing/ headers and GoogleTest out of
+# every file that is not test code.
 
 function(llmserve_module name)
   cmake_parse_arguments(M "" "" "SOURCES;DEPS;EXTERNAL;TESTS;TEST_DEPS;TEST_LIBS" ${ARGN})

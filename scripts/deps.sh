@@ -7,7 +7,7 @@ LLMSERVE_PACKAGES=(
   g++ cmake ninja-build pkg-config make curl ca-certificates
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   nlohmann-json3-dev libcli11-dev libfmt-dev libxxhash-dev libpcre2-dev
-  libcpp-httplib-dev libtomlplusplus-dev libboost-dev
+  libcpp-httplib-dev libtomlplusplus-dev libboost-dev libicu-dev
   python3 python3-yaml python3-zmq python3-msgpack python3-cbor2 python3-jinja2
   libzmq3-dev cppzmq-dev libmsgpack-cxx-dev
 )

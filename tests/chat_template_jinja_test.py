@@ -7,6 +7,11 @@ json.dumps(ensure_ascii=False), raise_exception and strftime_now. Each template
 meets several conversations, with and without tools; the two renderings must be
 byte-identical, or both must refuse the conversation.
 
+Each template is also loaded the way a Hugging Face model directory carries it
+(`llmserve chat-template -m DIR`): tokenizer_config.json's "chat_template" as a
+string, as a list of named templates, or a chat_template.jinja file, in turn, with
+the BOS/EOS texts taken from tokenizer_config.json instead of the request.
+
 The server's side of the conversion is tested too: the request goes to llmserve in
 the OpenAI shape (tool-call arguments as JSON text), while the context given to
 jinja2 is built here, independently, in the shape transformers documents (arguments
@@ -104,14 +109,46 @@ def hf_context(conv):
             "add_generation_prompt": conv.get("add_generation_prompt", True)}
 
 
-def llmserve_render(binary, template_path, conv, workdir):
+# A tokenizer.json just large enough to name the BOS and EOS tokens.
+TINY_TOKENIZER = {
+    "version": "1.0", "normalizer": None, "pre_tokenizer": None, "post_processor": None,
+    "added_tokens": [{"id": i, "content": t, "special": True, "normalized": False} for i, t in
+                     enumerate(["<unk>", BOS, EOS])],
+    "decoder": {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "always"},
+    "model": {"type": "BPE", "unk_token": "<unk>", "vocab": {"<unk>": 0, BOS: 1, EOS: 2, "\u2581": 3}, "merges": []},
+}
+
+
+def model_dir(workdir, source, form):
+    """A tokenizer-only model directory holding `source` in one of the three forms."""
+    d = os.path.join(workdir, "model")
+    os.makedirs(d, exist_ok=True)
+    jinja_file = os.path.join(d, "chat_template.jinja")
+    if os.path.exists(jinja_file):
+        os.remove(jinja_file)
+    config = {"bos_token": {"__type": "AddedToken", "content": BOS}, "eos_token": EOS}
+    if form == 0:
+        config["chat_template"] = source
+    elif form == 1:
+        config["chat_template"] = [{"name": "tool_use", "template": "unused"}, {"name": "default", "template": source}]
+    else:
+        with open(jinja_file, "w", encoding="utf-8") as f:
+            f.write(source)
+    for name, data in (("tokenizer.json", TINY_TOKENIZER), ("tokenizer_config.json", config)):
+        with open(os.path.join(d, name), "w", encoding="utf-8") as f:
+            json.dump(data, f)
+    return d
+
+
+def llmserve_render(binary, template_path, conv, workdir, directory=None):
     request = dict(conv)
-    request["bos_token"], request["eos_token"] = BOS, EOS
+    if directory is None:
+        request["bos_token"], request["eos_token"] = BOS, EOS
     path = os.path.join(workdir, "request.json")
     with open(path, "w", encoding="utf-8") as f:
         json.dump(request, f)
-    p = subprocess.run([binary, "chat-template", "--template", template_path, "--request", path],
-                       capture_output=True, timeout=60)
+    source = ["-m", directory] if directory else ["--template", template_path]
+    p = subprocess.run([binary, "chat-template", *source, "--request", path], capture_output=True, timeout=60)
     return p.returncode, p.stdout.decode("utf-8", "surrogateescape"), p.stderr.decode("utf-8", "replace")
 
 
@@ -124,17 +161,21 @@ def main():
         return 1
     failures, compared, refused, tool_renders = [], 0, 0, 0
     with tempfile.TemporaryDirectory() as workdir:
-        for name in names:
+        for index, name in enumerate(names):
             path = os.path.join(templates, name)
             with open(path, encoding="utf-8") as f:
                 source = f.read()
             template = env.from_string(source)
-            for conv_name, conv in CONVERSATIONS.items():
+            directory = model_dir(workdir, source, index % 3)
+            runs = [(c, conv, None) for c, conv in CONVERSATIONS.items()]
+            runs += [(c + " (model directory)", conv, directory) for c, conv in CONVERSATIONS.items()
+                     if c in ("system_and_turns", "tools")]
+            for conv_name, conv, from_dir in runs:
                 try:
                     expected, expected_error = template.render(**hf_context(conv)), None
                 except Exception as e:  # the template refuses the conversation
                     expected, expected_error = None, f"{type(e).__name__}: {e}"
-                rc, got, err = llmserve_render(binary, path, conv, workdir)
+                rc, got, err = llmserve_render(binary, path, conv, workdir, from_dir)
                 where = f"{name} / {conv_name}"
                 if expected_error is not None:
                     refused += 1
@@ -149,7 +190,8 @@ def main():
                     at = next((i for i, (a, b) in enumerate(zip(got, expected)) if a != b), min(len(got), len(expected)))
                     failures.append(f"{where}: differs at {at}:\n  jinja2:   {expected[max(0, at - 60):at + 60]!r}\n"
                                     f"  llmserve: {got[max(0, at - 60):at + 60]!r}")
-    print(f"{len(names)} templates x {len(CONVERSATIONS)} conversations: {compared} renderings compared, "
+    print(f"{len(names)} templates x {len(CONVERSATIONS)} conversations (and 2 each from a model directory): "
+          f"{compared} renderings compared, "
           f"{refused} refused by both")
     for f in failures:
         print("FAIL:", f)

@@ -104,19 +104,4 @@ Result<std::string> read_file(const std::string& path) {
   return ss.str();
 }
 
-Status write_file_atomic(const std::string& path, std::span<const uint8_t> data) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return invalid_argument("cannot create '" + tmp + "'");
-    out.write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size()));
-    out.flush();
-    if (!out) return internal_error("error writing '" + tmp + "'");
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    return internal_error("cannot rename '" + tmp + "' to '" + path + "': " + std::strerror(errno));
-  }
-  return ok_status();
-}
-
 }  // namespace llms

@@ -52,7 +52,5 @@ class MappedFile {
 
 // Reads a whole file into a string (small files: configs, prompts, texts).
 Result<std::string> read_file(const std::string& path);
-// Writes `data` to `path` atomically (temp file + rename).
-Status write_file_atomic(const std::string& path, std::span<const uint8_t> data);
 
 }  // namespace llms

@@ -14,7 +14,7 @@
 #include "benchserve/bench_options.h"
 #include "benchserve/dataset.h"
 #include "benchserve/openai_client.h"
-#include "benchserve/server_metrics.h"
+#include "benchserve/metrics_delta.h"
 
 namespace llms::benchserve {
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "chat/formats/template_util.h"
-#include "tokenizer/test_util.h"
+#include "tokenizer/testing/tokenizer_test_util.h"
 
 namespace llms {
 namespace {

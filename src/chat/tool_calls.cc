@@ -8,8 +8,6 @@
 
 namespace llms {
 
-const char* tool_call_format_name(ToolCallFormat f) { return chat::tool_syntax(f).name.data(); }
-
 ToolCallFormat tool_call_format_for(std::string_view t) {
   for (const chat::ToolSyntax* s : chat::tool_syntaxes()) {
     if (s->detect(t)) return s->format;

@@ -35,7 +35,6 @@ namespace llms {
 
 enum class ToolCallFormat { kHermes, kLlama3, kMistral };
 
-const char* tool_call_format_name(ToolCallFormat f);
 // From a template name or Jinja source ("" and "plain": hermes).
 ToolCallFormat tool_call_format_for(std::string_view template_name_or_source);
 

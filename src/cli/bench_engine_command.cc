@@ -9,7 +9,7 @@
 #include "benchserve/bench_options.h"
 #include "cli/commands.h"
 #include "eval/load_benchmark.h"
-#include "kernels/machine_limits.h"
+#include "benchprobes/machine_limits.h"
 #include "tokenizer/tokenizer.h"
 
 namespace llms::cli {

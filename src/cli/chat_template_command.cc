@@ -14,10 +14,9 @@
 #include <string>
 
 #include "cli/commands.h"
-#include "io/gguf_file.h"
 #include "chat/chat_template.h"
 #include "server/openai_request.h"
-#include "tokenizer/tokenizer.h"
+#include "tokenizer/load_tokenizer.h"
 
 namespace llms::cli {
 namespace {
@@ -40,7 +39,7 @@ void add_chat_template_command(CLI::App& app) {
   };
   auto opts = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("chat-template", "Print the prompt a chat request renders to");
-  CLI::Option* model = cmd->add_option("-m,--model", opts->model, "GGUF file whose chat template and BOS/EOS to use");
+  CLI::Option* model = cmd->add_option("-m,--model", opts->model, "GGUF file or Hugging Face directory whose chat template and BOS/EOS to use");
   CLI::Option* file = cmd->add_option("--template", opts->template_file, "Jinja template file (or a family name)");
   model->excludes(file);
   cmd->add_option("--request", opts->request, "JSON file with messages, tools, add_generation_prompt")->required();
@@ -55,8 +54,7 @@ void add_chat_template_command(CLI::App& app) {
     ChatTemplateTokens tokens;
     std::string source;
     if (model->count() > 0) {
-      GgufFile gguf = value_or_fail(GgufFile::open(opts->model));
-      auto tok = value_or_fail(Tokenizer::from_gguf(gguf));
+      auto tok = value_or_fail(load_tokenizer(opts->model));
       source = tok->chat_template();
       tokens.bos = tok->token_text(tok->bos_id());
       tokens.eos = tok->token_text(tok->eos_id());

@@ -1,8 +1,9 @@
 // llmserve tokenize -m FILE [--no-bos] [--special] (TEXT | --file F)
 // llmserve detokenize -m FILE [--special] IDS...
 //
-// Both work on vocabulary-only GGUF files as well as on full models; only the
-// tokenizer metadata is read.
+// Both work on vocabulary-only GGUF files as well as on full models (only the
+// tokenizer metadata is read), and on Hugging Face model directories, including one
+// that holds only the tokenizer files.
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -13,18 +14,14 @@
 #include <vector>
 
 #include "cli/commands.h"
-#include "io/gguf_file.h"
-#include "tokenizer/tokenizer.h"
+#include "tokenizer/load_tokenizer.h"
 
 namespace llms::cli {
 
 namespace {
 
-std::unique_ptr<Tokenizer> load_tokenizer(const std::string& path) {
-  GgufFile file = value_or_fail(GgufFile::open(path));
-  auto tok = Tokenizer::from_gguf(file);
-  if (!tok.ok()) fail(tok.status().with_context(path));
-  return std::move(tok).value();  // the tokenizer keeps no reference to the file
+std::unique_ptr<Tokenizer> load_tokenizer_or_fail(const std::string& path) {
+  return value_or_fail(load_tokenizer(path));
 }
 
 Result<std::string> read_text_file(const std::string& path) {
@@ -48,7 +45,7 @@ void add_tokenize(CLI::App& app) {
   };
   auto opts = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("tokenize", "Print the token ids of a text, separated by spaces");
-  cmd->add_option("-m,--model", opts->model, "GGUF file (a vocabulary-only file is enough)")->required();
+  cmd->add_option("-m,--model", opts->model, "GGUF file (a vocabulary-only file is enough) or Hugging Face directory")->required();
   CLI::Option* text = cmd->add_option("text", opts->text, "Text to tokenize");
   CLI::Option* file = cmd->add_option("--file", opts->file, "Read the text from this file (bytes as they are)");
   text->excludes(file);
@@ -59,7 +56,7 @@ void add_tokenize(CLI::App& app) {
       fail(invalid_argument("give the text to tokenize as an argument or with --file"));
     }
     const std::string input = file->count() > 0 ? value_or_fail(read_text_file(opts->file)) : opts->text;
-    const auto tok = load_tokenizer(opts->model);
+    const auto tok = load_tokenizer_or_fail(opts->model);
     EncodeOptions eo;
     eo.add_bos = !opts->no_bos;
     eo.parse_special = opts->special;
@@ -76,11 +73,11 @@ void add_detokenize(CLI::App& app) {
   };
   auto opts = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("detokenize", "Print the text of token ids");
-  cmd->add_option("-m,--model", opts->model, "GGUF file (a vocabulary-only file is enough)")->required();
+  cmd->add_option("-m,--model", opts->model, "GGUF file (a vocabulary-only file is enough) or Hugging Face directory")->required();
   cmd->add_option("ids", opts->ids, "Token ids")->required();
   cmd->add_flag("--special", opts->special, "Show control tokens such as <s> as their text");
   cmd->callback([opts] {
-    const auto tok = load_tokenizer(opts->model);
+    const auto tok = load_tokenizer_or_fail(opts->model);
     std::vector<int32_t> ids;
     ids.reserve(opts->ids.size());
     for (const int64_t id : opts->ids) {

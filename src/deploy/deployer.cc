@@ -9,7 +9,7 @@
 
 #include "base/clock.h"
 #include "base/log.h"
-#include "engine/admission.h"
+#include "base/memory.h"
 #include "io/gguf_file.h"
 
 namespace llms {
@@ -155,7 +155,7 @@ bool Deployer::fits_beside(const std::string& model_path) const {
   const auto variants = static_cast<int64_t>(std::max<size_t>(1, n_variants));
   const auto bytes = variants * static_cast<int64_t>(std::filesystem::file_size(model_path, ec));
   const AdmissionConfig admission = settings_.engine ? settings_.engine->admission : AdmissionConfig{};
-  const int64_t limit = admission.memory_limit_bytes > 0 ? admission.memory_limit_bytes : machine_memory_bytes();
+  const int64_t limit = effective_memory_limit(admission.memory_limit_bytes);
   return !ec && static_cast<double>(process_rss_bytes() + bytes) <= admission.rss_high * limit;
 }
 

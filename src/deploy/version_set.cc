@@ -173,11 +173,6 @@ Status VersionSet::rollback() {
   return ok_status();
 }
 
-void VersionSet::drop_previous() {
-  std::lock_guard<std::mutex> lock(mu_);
-  retire(std::move(previous_));
-}
-
 int VersionSet::reap() {
   std::vector<VersionPtr> dead;
   {

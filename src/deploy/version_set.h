@@ -75,8 +75,6 @@ class VersionSet {
   Status abort();
   // Previous and current trade places. FAILED_PRECONDITION when no previous is loaded.
   Status rollback();
-  // Drops the previous version (memory is needed).
-  void drop_previous();
 
   // Holds new requests and hands back the current version (and drops the previous
   // one) so that the caller can unload it.

@@ -72,10 +72,4 @@ class AdmissionController {
   std::atomic<double> retry_hint_s_{1.0};
 };
 
-// Memory this process owns, in bytes: its anonymous resident memory (RssAnon), not
-// the clean file pages it maps, which the kernel can drop at will (0 when unknown).
-int64_t process_rss_bytes();
-// The memory this process may use: the cgroup limit when set, else physical RAM.
-int64_t machine_memory_bytes();
-
 }  // namespace llms

@@ -11,7 +11,7 @@
 
 #include "engine/early_exit_policy.h"
 #include "engine/engine.h"
-#include "engine/engine_test_util.h"
+#include "engine/testing/engine_test_util.h"
 #include "model/model.h"
 
 namespace llms {

@@ -7,6 +7,7 @@
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "base/memory.h"
 #include "engine/early_exit_policy.h"
 #include "engine/slo.h"
 
@@ -45,8 +46,7 @@ Engine::Engine(std::unique_ptr<ModelRunner> runner, const Tokenizer& tokenizer, 
       admission_(config.admission),
       result_cache_(config.result_cache_bytes),
       grammar_cache_(tokenizer, kGrammarCacheEntries),
-      status_(metrics_, admission_,
-              config.admission.memory_limit_bytes > 0 ? config.admission.memory_limit_bytes : machine_memory_bytes()),
+      status_(metrics_, admission_, effective_memory_limit(config.admission.memory_limit_bytes)),
       clock_(now_ns) {
   if (config.speculative.mode == SpeculativeMode::kNgram) {
     proposer_ = std::make_unique<NgramProposer>(config.speculative.ngram_max);

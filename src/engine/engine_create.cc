@@ -5,6 +5,7 @@
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "base/memory.h"
 #include "engine/early_exit_policy.h"
 #include "engine/engine.h"
 #include "engine/kv_sizing.h"
@@ -31,8 +32,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const Model& model, const Tokeniz
     const int64_t per_block =
         engine->draft_model_->kv_config(1, config.kv.block_size, DType::kF16, DType::kF16).bytes_per_block();
     // As many sequences of the context as the target holds, within a twentieth of memory.
-    const int64_t limit =
-        config.admission.memory_limit_bytes > 0 ? config.admission.memory_limit_bytes : machine_memory_bytes();
+    const int64_t limit = effective_memory_limit(config.admission.memory_limit_bytes);
     const int64_t blocks = std::max<int64_t>(
         1, std::min<int64_t>(limit / 20 / per_block,
                              static_cast<int64_t>(kv.num_blocks) + config.batching.max_running));

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "base/memory.h"
+
 namespace llms {
 namespace {
 

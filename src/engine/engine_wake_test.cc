@@ -7,7 +7,7 @@
 
 #include "base/clock.h"
 #include "engine/engine.h"
-#include "engine/engine_test_util.h"
+#include "engine/testing/engine_test_util.h"
 
 namespace llms {
 namespace {

@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "base/log.h"
-#include "engine/admission.h"
+#include "base/memory.h"
 
 namespace llms {
 
@@ -22,8 +22,7 @@ Result<KvSizing> size_kv_cache(const Model& model, const EngineConfig& config) {
              "context limited to that", s.asked_context, max_pos);
     s.asked_context = max_pos;
   }
-  const int64_t limit =
-      config.admission.memory_limit_bytes > 0 ? config.admission.memory_limit_bytes : machine_memory_bytes();
+  const int64_t limit = effective_memory_limit(config.admission.memory_limit_bytes);
   const int64_t blocks_per_ctx = (s.asked_context + config.kv.block_size - 1) / config.kv.block_size;
   int64_t blocks = config.kv.cache_bytes > 0
                        ? config.kv.cache_bytes / s.bytes_per_block

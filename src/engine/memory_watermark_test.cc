@@ -8,9 +8,10 @@
 #include <cstdio>
 #include <string>
 
+#include "base/memory.h"
 #include "engine/admission.h"
 #include "engine/engine.h"
-#include "engine/engine_test_util.h"
+#include "engine/testing/engine_test_util.h"
 #include "model/model.h"
 #include "tools/synthetic.h"
 

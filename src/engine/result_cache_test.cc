@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "engine/engine_test_util.h"
+#include "engine/testing/engine_test_util.h"
 
 namespace llms {
 namespace {

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/engine.h"
-#include "engine/engine_test_util.h"
+#include "engine/testing/engine_test_util.h"
 #include "engine/schedule_steps.h"
 
 namespace llms {

@@ -63,7 +63,6 @@ struct Sequence {
   int64_t generated() const { return static_cast<int64_t>(tokens.size()) - prompt_len; }
   // Positions still to compute before the next token can be sampled.
   int64_t pending() const { return static_cast<int64_t>(tokens.size()) - computed; }
-  bool prefilling() const { return computed < static_cast<int64_t>(tokens.size()) - 1 || computed < prompt_len; }
   // The tokens whose KV blocks may go to the prefix cache: all computed ones, or with
   // early exit only the prompt's (the rest hold filled keys).
   std::span<const int32_t> committable() const {

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "engine/engine.h"
-#include "engine/engine_test_util.h"
+#include "engine/testing/engine_test_util.h"
 #include "engine/schedule_steps.h"
 
 namespace llms {

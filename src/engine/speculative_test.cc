@@ -8,7 +8,7 @@
 #include <string>
 
 #include "engine/engine.h"
-#include "engine/engine_test_util.h"
+#include "engine/testing/engine_test_util.h"
 #include "engine/proposer.h"
 
 namespace llms {

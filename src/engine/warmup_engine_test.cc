@@ -9,7 +9,7 @@
 #include <filesystem>
 
 #include "engine/engine.h"
-#include "engine/engine_test_util.h"
+#include "engine/testing/engine_test_util.h"
 #include "model/model.h"
 #include "tools/synthetic.h"
 

@@ -5,7 +5,7 @@
 
 #include "base/clock.h"
 #include "base/random.h"
-#include "kernels/machine_limits.h"
+#include "benchprobes/machine_limits.h"
 
 namespace llms {
 namespace {

@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "base/random.h"
-#include "grammar/grammar_test_util.h"
+#include "grammar/testing/grammar_test_util.h"
 
 namespace llms {
 namespace {

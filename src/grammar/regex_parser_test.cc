@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "grammar/grammar_test_util.h"
+#include "grammar/testing/grammar_test_util.h"
 
 namespace llms {
 namespace {

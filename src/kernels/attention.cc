@@ -66,12 +66,12 @@ class SpanSource {
       // Keys: all head_dim x block values (columns past n are never read); values: n rows.
       const int64_t count = is_k_ ? hd * B : n * hd;
       if (type_ == DType::kF16) {
-        ops_.f16_row(reinterpret_cast<const uint16_t*>(head), buf, count);
+        ops_.f16_to_f32_row(reinterpret_cast<const uint16_t*>(head), buf, count);
       } else {
         dequantize_row(type_, head, buf, count);
       }
       f32 = buf;
-    } else if (is_k_ && kv_.k_columns) {
+    } else if (is_k_ && kv_.k_columns()) {
       // All block columns (those past n are never read).
       ops_.q8_0_columns(kv_.column_scales(block, kvh), kv_.column_values(block, kvh), hd, B, buf);
       f32 = buf;

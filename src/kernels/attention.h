@@ -1,6 +1,6 @@
-// Attention over a paged KV cache, read through the kv module's view of one layer
-// (kv/kv_layout.h: blocks of `block_size` token rows, reached through a sequence's
-// block table).
+// Attention over a paged KV cache, read through the view of one layer that the kv
+// module fills (kernels/kv_view.h: blocks of `block_size` token rows, reached through a
+// sequence's block table).
 //
 // paged_attention() is FlashAttention-style: it walks the sequence's blocks in order,
 // keeping a running max, sum and weighted value per (query token, head) (online
@@ -20,7 +20,7 @@
 #include <span>
 
 #include "base/thread_pool.h"
-#include "kv/kv_layout.h"
+#include "kernels/kv_view.h"
 
 namespace llms {
 

@@ -10,6 +10,7 @@
 #include "base/aligned_buffer.h"
 #include "base/random.h"
 #include "kernels/simd_target.h"
+#include "kv/kv_layout.h"
 #include "quant/row_convert.h"
 
 namespace llms {
@@ -27,7 +28,7 @@ class Fixture {
   explicit Fixture(const Case& c) : c_(c) {
     const int total = c.first_pos + c.n_q;
     const int blocks = (total + c.block - 1) / c.block + 1;
-    view_ = KvLayerView::make(nullptr, nullptr, c.k_type, c.v_type, c.block, c.n_kv, c.hd);
+    view_ = make_kv_layer_view(nullptr, nullptr, c.k_type, c.v_type, c.block, c.n_kv, c.hd);
     k_.resize(static_cast<size_t>(blocks * c.block * view_.k_row_bytes()));
     v_.resize(static_cast<size_t>(blocks * c.block * view_.v_row_bytes()));
     view_.k = reinterpret_cast<uint8_t*>(k_.data());

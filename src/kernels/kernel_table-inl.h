@@ -30,7 +30,8 @@ inline KernelTable make_kernel_table() {
   t.gelu = gelu;
   t.add_inplace = add_inplace;
   t.dot_f32 = dot_f32;
-  t.f16_row = f16_row;
+  t.f16_to_f32_row = f16_to_f32_row;
+  t.f32_to_f16_row = f32_to_f16_row;
   t.round_f16_row = round_f16_row;
   t.q8_0_row = q8_0_row;
   t.q8_0_columns = q8_0_columns;

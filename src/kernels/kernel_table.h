@@ -115,7 +115,10 @@ struct KernelTable {
   void (*gelu)(const float* x, int64_t n, float* out);
   void (*add_inplace)(float* y, const float* x, int64_t n);
   float (*dot_f32)(const float* a, const float* b, int64_t n);
-  void (*f16_row)(const uint16_t* src, float* dst, int64_t n);
+  // F16 rows (convert.h): f16_to_f32 of every half but NaNs, which stay NaN, and
+  // f32_to_f16 of every float, NaNs included, on every target.
+  void (*f16_to_f32_row)(const uint16_t* src, float* dst, int64_t n);
+  void (*f32_to_f16_row)(const float* src, uint16_t* dst, int64_t n);
   void (*round_f16_row)(const float* src, float* dst, int64_t n);
   // Q8_0 decoding for the KV cache, exact on every target: q8_0_row as
   // dequantize_row_q8_0 (n a multiple of 32); q8_0_columns one KV head's keys of a
@@ -125,7 +128,7 @@ struct KernelTable {
   void (*q8_0_columns)(const uint16_t* scales, const int8_t* values, int64_t head_dim, int64_t block, float* kt);
   void (*attention_rows)(const AttentionRows& a);
   // The Q8_0 GEMM tile's block step on blocks in the first-level cache, `rounds`
-  // times; returns the int8 multiply-adds done (machine_limits.h: PeakKind::kQ8_0Tile).
+  // times; returns the int8 multiply-adds done (matmul.h, benchprobes/machine_limits.h: PeakKind::kQ8_0Tile).
   double (*q8_0_tile_probe)(int64_t rounds);
 };
 

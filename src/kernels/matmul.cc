@@ -163,4 +163,6 @@ void matmul_shared_input(std::span<const MatmulOutput> outs, const float* x, int
 
 }
 
+double q8_0_tile_probe(int64_t rounds) { return active_kernels().q8_0_tile_probe(rounds); }
+
 }  // namespace llms

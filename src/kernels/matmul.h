@@ -47,4 +47,10 @@ void matmul_shared_input(std::span<const MatmulOutput> outs, const float* x, int
 // (the float types too: each output is one chain of FMAs in column order).
 void matmul_reference(const WeightMatrix& w, const float* x, int64_t n, float* y);
 
+// The Q8_0 GEMM tile's block step on the active target, `rounds` times over blocks held
+// in the first-level cache (no memory traffic, dispatch or activation quantization):
+// the ceiling of the Q8_0 product, for benchmarks (benchprobes/machine_limits.h).
+// Returns the int8 multiply-adds done.
+double q8_0_tile_probe(int64_t rounds);
+
 }  // namespace llms

@@ -38,10 +38,17 @@ LLMS_SIMD void store_n(float* p, VF v, int n) {
 }
 
 // F16 to float, exact on every target (every half is a float).
-void f16_row(const uint16_t* src, float* dst, int64_t n) {
+void f16_to_f32_row(const uint16_t* src, float* dst, int64_t n) {
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) store_f(dst + i, load_f16(src + i));
   for (; i < n; ++i) dst[i] = f16_to_f32(src[i]);
+}
+
+// Float to the nearest F16 (ties to even), as f32_to_f16 on every target, NaNs included.
+void f32_to_f16_row(const float* src, uint16_t* dst, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) store_f16(dst + i, load_f(src + i));
+  for (; i < n; ++i) dst[i] = f32_to_f16(src[i]);
 }
 
 // Each float rounded to the nearest F16 (ties to even) and back, exact on every target.

@@ -8,10 +8,12 @@
 #include <vector>
 
 #include "base/random.h"
+#include "kernels/convert.h"
 #include "kernels/kernel_table.h"
 #include "kernels/simd_target.h"
 #include "quant/half.h"
 #include "quant/quant_traits.h"
+#include "quant/row_convert.h"
 
 namespace llms {
 namespace {
@@ -215,7 +217,7 @@ TEST(OpsTest, F16RowsConvertEveryHalfExactly) {
   for (SimdTarget target : supported_simd_targets()) {
     ScopedSimdTarget scoped(target);
     std::vector<float> got(all.size());
-    active_kernels().f16_row(all.data(), got.data(), static_cast<int64_t>(all.size()));
+    active_kernels().f16_to_f32_row(all.data(), got.data(), static_cast<int64_t>(all.size()));
     for (size_t i = 0; i < all.size(); ++i) {
       const float want = f16_to_f32(all[i]);
       if (std::isnan(want)) {
@@ -225,6 +227,63 @@ TEST(OpsTest, F16RowsConvertEveryHalfExactly) {
       }
     }
   }
+}
+
+// Floats to F16 rows (every key and value an F16 cache stores) give f32_to_f16 of
+// each value on every target: random bit patterns (every exponent, subnormal halves,
+// overflow to infinity, NaNs with payloads), ties between neighbouring halves, and
+// lengths that leave a tail shorter than a vector.
+TEST(OpsTest, F32RowsToF16MatchTheScalarConversion) {
+  Rng rng(7);
+  std::vector<float> x;
+  for (int i = 0; i < 200000; ++i) x.push_back(bits_to_float(static_cast<uint32_t>(rng.next_u64())));
+  for (uint32_t h = 0; h < 0x7C00; h += 7) {
+    const float a = f16_to_f32(static_cast<uint16_t>(h)), b = f16_to_f32(static_cast<uint16_t>(h + 1));
+    for (float v : {0.5f * (a + b), std::nextafter(0.5f * (a + b), a), std::nextafter(0.5f * (a + b), b)}) {
+      x.push_back(v);
+      x.push_back(-v);
+    }
+  }
+  for (float v : {65504.0f, 65519.99f, 65520.0f, INFINITY, -INFINITY, std::nanf(""), -std::nanf(""), 0.0f, -0.0f}) {
+    x.push_back(v);
+  }
+  for (SimdTarget target : supported_simd_targets()) {
+    ScopedSimdTarget scoped(target);
+    for (size_t n : {x.size(), size_t{1}, size_t{15}, size_t{16}, size_t{17}, size_t{40}}) {
+      std::vector<uint16_t> got(n, 0xFFFF);
+      active_kernels().f32_to_f16_row(x.data() + x.size() - n, got.data(), static_cast<int64_t>(n));
+      for (size_t i = 0; i < n; ++i) {
+        const float v = x[x.size() - n + i];
+        ASSERT_EQ(got[i], f32_to_f16(v)) << simd_target_name(target) << " n " << n << " x " << std::hexfloat << v;
+      }
+    }
+  }
+}
+
+// decode_row() gives dequantize_row()'s values: F16 rows through the target's
+// conversion (every half but NaNs, on every target), other types through their
+// scalar decoders.
+TEST(OpsTest, DecodeRowGivesTheScalarDecoding) {
+  std::vector<uint16_t> halves;
+  for (uint32_t h = 0; h < 65536; ++h) {
+    if (!std::isnan(f16_to_f32(static_cast<uint16_t>(h)))) halves.push_back(static_cast<uint16_t>(h));
+  }
+  const auto n = static_cast<int64_t>(halves.size());
+  std::vector<float> want(halves.size());
+  dequantize_row(DType::kF16, halves.data(), want.data(), n);
+  for (SimdTarget target : supported_simd_targets()) {
+    ScopedSimdTarget scoped(target);
+    std::vector<float> got(halves.size());
+    decode_row(DType::kF16, halves.data(), got.data(), n);
+    for (size_t i = 0; i < halves.size(); ++i) {
+      ASSERT_EQ(float_to_bits(got[i]), float_to_bits(want[i])) << simd_target_name(target) << " half " << halves[i];
+    }
+  }
+  // BF16 has no SIMD decoder here: the scalar one, reached through the same call.
+  std::vector<float> got(halves.size());
+  decode_row(DType::kBF16, halves.data(), got.data(), n);
+  dequantize_row(DType::kBF16, halves.data(), want.data(), n);
+  EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0);
 }
 
 // The KV cache's Q8_0 decoders give each value's scale times its int8 on every

@@ -76,6 +76,12 @@ LLMS_SIMD VF load_part_f16(const uint16_t* p, int n) {
   for (int i = 0; i < n; ++i) h[i] = p[i];
   return load_f16(h);
 }
+// Each lane to the nearest F16 (ties to even; NaNs keep their sign and top mantissa
+// bits, made quiet), stored as 16 halves.
+LLMS_SIMD void store_f16(uint16_t* p, VF v) {
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtps_ph(v.lo, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(p + 8), _mm256_cvtps_ph(v.hi, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
 // To the nearest F16 (ties to even) and back.
 LLMS_SIMD VF round_f16(VF v) {
   return {_mm256_cvtph_ps(_mm256_cvtps_ph(v.lo, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)),

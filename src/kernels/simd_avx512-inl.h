@@ -44,6 +44,11 @@ LLMS_SIMD float reduce_max_f(VF v) { return _mm512_reduce_max_ps(v); }
 LLMS_SIMD VF load_f16(const uint16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
 // Halves [0, n) of p (n <= 16) as floats, the other lanes zero; reads nothing past p + n.
 LLMS_SIMD VF load_part_f16(const uint16_t* p, int n) { return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(lane_mask(n), p)); }
+// Each lane to the nearest F16 (ties to even; NaNs keep their sign and top mantissa
+// bits, made quiet), stored as 16 halves.
+LLMS_SIMD void store_f16(uint16_t* p, VF v) {
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
 LLMS_SIMD VF round_f16(VF v) { return _mm512_cvtph_ps(_mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)); }
 LLMS_SIMD VF load_bf16(const uint16_t* p) {
   const __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));

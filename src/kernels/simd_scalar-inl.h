@@ -67,6 +67,9 @@ LLMS_SIMD VF load_f16(const uint16_t* p) { LLMS_LANES(f16_to_f32(p[i])); }
 // Halves [0, n) of p (n <= 16) as floats, the other lanes zero; reads nothing past p + n.
 LLMS_SIMD VF load_part_f16(const uint16_t* p, int n) { LLMS_LANES(i < n ? f16_to_f32(p[i]) : 0.0f); }
 LLMS_SIMD VF load_bf16(const uint16_t* p) { LLMS_LANES(bf16_to_f32(p[i])); }
+LLMS_SIMD void store_f16(uint16_t* p, VF a) {
+  for (int i = 0; i < 16; ++i) p[i] = f32_to_f16(a.v[i]);
+}
 LLMS_SIMD VF round_f16(VF a) { LLMS_LANES(f16_to_f32(f32_to_f16(a.v[i]))); }
 LLMS_SIMD VF swap_pairs_f(VF a) { LLMS_LANES(a.v[i ^ 1]); }
 

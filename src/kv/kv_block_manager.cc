@@ -146,17 +146,6 @@ void KvBlockManager::release(SequenceBlocks& seq) {
   seq.hashes.clear();
 }
 
-void KvBlockManager::clear_cache() {
-  for (int32_t b : lru_) {
-    in_lru_[static_cast<size_t>(b)] = false;
-    pool_.release(b);
-  }
-  lru_.clear();
-  by_hash_.clear();
-  for (auto& h : hash_of_) h.reset();
-  if (listener_) listener_->on_cleared();
-}
-
 KvBlockManager::~KvBlockManager() {
   if (!listener_) return;
   for (const auto& [hash, block] : by_hash_) listener_->on_removed(hash);

@@ -85,9 +85,6 @@ class KvBlockManager {
   // Releases every block of the sequence and empties it.
   void release(SequenceBlocks& seq);
 
-  // Drops every cached block that no sequence owns (model change, tests).
-  void clear_cache();
-
  private:
   std::optional<int32_t> allocate();
   void drop_reference(int32_t block);

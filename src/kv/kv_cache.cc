@@ -40,8 +40,8 @@ KvCache::KvCache(const KvCacheConfig& config) : config_(config) {
 
 KvLayerView KvCache::layer(int l) {
   uint8_t* base = reinterpret_cast<uint8_t*>(storage_.data()) + (k_block_bytes_ + v_block_bytes_) * l;
-  KvLayerView view = KvLayerView::make(base, base + k_block_bytes_, config_.k_type, config_.v_type,
-                                       config_.block_size, config_.n_kv_heads, config_.head_dim);
+  KvLayerView view = make_kv_layer_view(base, base + k_block_bytes_, config_.k_type, config_.v_type, config_.block_size,
+                                         config_.n_kv_heads, config_.head_dim);
   view.k_block_stride = view.v_block_stride = config_.bytes_per_block();
   return view;
 }

@@ -12,7 +12,7 @@
 namespace llms {
 namespace {
 
-enum class Layout { kTiled, kColumns, kHeadRows, kRows };
+using Layout = KvSideLayout;
 
 // Stores three rows of `type` and checks them at the addresses KvLayerView documents
 // (keys in `k_layout`, values in `v_layout`), and that reading them back gives the
@@ -20,12 +20,9 @@ enum class Layout { kTiled, kColumns, kHeadRows, kRows };
 void check_layout(DType type, int n_kv, int hd, Layout k_layout, Layout v_layout) {
   constexpr int kBlock = 8;
   SCOPED_TRACE(std::string(dtype_name(type)) + " head_dim " + std::to_string(hd));
-  KvLayerView view = KvLayerView::make(nullptr, nullptr, type, type, kBlock, n_kv, hd);
-  EXPECT_EQ(view.k_tiled, k_layout == Layout::kTiled);
-  EXPECT_EQ(view.v_tiled, v_layout == Layout::kTiled);
-  EXPECT_EQ(view.k_columns, k_layout == Layout::kColumns);
-  EXPECT_EQ(view.k_head_rows, k_layout == Layout::kHeadRows);
-  EXPECT_EQ(view.v_head_rows, v_layout == Layout::kHeadRows);
+  KvLayerView view = make_kv_layer_view(nullptr, nullptr, type, type, kBlock, n_kv, hd);
+  EXPECT_EQ(view.k_layout, k_layout);
+  EXPECT_EQ(view.v_layout, v_layout);
   std::vector<std::byte> k(static_cast<size_t>(3 * view.k_block_bytes())), v(k.size());
   view.k = reinterpret_cast<uint8_t*>(k.data());
   view.v = reinterpret_cast<uint8_t*>(v.data());

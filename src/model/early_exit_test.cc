@@ -10,7 +10,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "model/double_reference.h"
+#include "model/testing/double_reference.h"
 #include "model/model.h"
 
 namespace llms {

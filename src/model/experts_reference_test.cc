@@ -11,7 +11,7 @@
 
 #include "io/gguf_file.h"
 #include "io/gguf_writer.h"
-#include "model/double_reference.h"
+#include "model/testing/double_reference.h"
 #include "model/model.h"
 #include "tools/synthetic.h"
 

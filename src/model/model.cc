@@ -9,9 +9,9 @@
 
 #include "base/log.h"
 #include "kernels/attention.h"
+#include "kernels/convert.h"
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
-#include "quant/row_convert.h"
 
 namespace llms {
 
@@ -212,11 +212,10 @@ void Model::embed(std::span<const SequenceChunk> chunks, int64_t n_tokens, Forwa
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t pos = s.slots_[static_cast<size_t>(t)].pos;
       float* xt = x + t * c.n_embd;
-      dequantize_row(weights_.token_embd.dtype, weights_.token_embd.row(token_ids[static_cast<size_t>(t)]), xt,
-                     c.n_embd);
+      decode_row(weights_.token_embd.dtype, weights_.token_embd.row(token_ids[static_cast<size_t>(t)]), xt, c.n_embd);
       if (c.learned_positions) {
         // With learned positions, plus the position's row.
-        dequantize_row(pos_embd.dtype, pos_embd.row(pos), pos_row.data(), c.n_embd);
+        decode_row(pos_embd.dtype, pos_embd.row(pos), pos_row.data(), c.n_embd);
         add_inplace(xt, pos_row.data(), c.n_embd);
       }
       if (c.scale_embedding) {

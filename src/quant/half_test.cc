@@ -47,8 +47,9 @@ TEST(HalfTest, F32ToF16RoundsLikeHardware) {
   }
 }
 
-// Rows of floats to F16 (the KV cache's stores; F16C where the CPU has it) give
-// f32_to_f16 of each value, NaNs and the odd tail past a multiple of 8 included.
+// Rows of floats to F16 through the traits table give f32_to_f16 of each value, NaNs
+// and odd lengths included, and back f16_to_f32 (the kernels' SIMD rows are checked
+// against these in kernels/ops_test.cc).
 TEST(HalfTest, F16RowsConvertEachValueAsTheScalarDefinition) {
   Rng rng(7);
   for (int64_t n : {1, 7, 8, 9, 64, 1003}) {

@@ -3,11 +3,6 @@
 #include <array>
 #include <cstring>
 
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
-
-#include "base/cpu_features.h"
 #include "quant/half.h"
 
 namespace llms {
@@ -16,47 +11,14 @@ namespace {
 void f32_to_float(const void* src, float* dst, int64_t n) { std::memcpy(dst, src, static_cast<size_t>(n) * 4); }
 void f32_from_float(const float* src, const float* /*imp*/, void* dst, int64_t n) { std::memcpy(dst, src, static_cast<size_t>(n) * 4); }
 
-#if defined(__x86_64__)
-// Eight at a time with F16C (round to nearest even, as f32_to_f16, NaNs included: both
-// keep the sign and the top 10 mantissa bits and set the quiet bit). The engine stores
-// every key and value of an F16 cache this way.
-__attribute__((target("avx,f16c"))) void f16_from_float_f16c(const float* src, uint16_t* d, int64_t n) {
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i), h);
-  }
-  for (; i < n; ++i) d[i] = f32_to_f16(src[i]);
-}
-__attribute__((target("avx,f16c"))) void f16_to_float_f16c(const uint16_t* s, float* dst, int64_t n) {
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i))));
-  }
-  for (; i < n; ++i) dst[i] = f16_to_f32(s[i]);
-}
-const bool kHaveF16c = cpu_has_f16c();
-#endif
-
+// The scalar definitions (half.h); the kernels' F16 rows (kernels/convert.h) are the
+// SIMD conversions, checked against these on every target.
 void f16_to_float(const void* src, float* dst, int64_t n) {
   const auto* s = static_cast<const uint16_t*>(src);
-#if defined(__x86_64__)
-  if (kHaveF16c) {
-    f16_to_float_f16c(s, dst, n);  // exact, as f16_to_f32 (HalfTest checks every value)
-    return;
-  }
-#endif
   for (int64_t i = 0; i < n; ++i) dst[i] = f16_to_f32(s[i]);
 }
-
 void f16_from_float(const float* src, const float* /*imp*/, void* dst, int64_t n) {
   auto* d = static_cast<uint16_t*>(dst);
-#if defined(__x86_64__)
-  if (kHaveF16c) {
-    f16_from_float_f16c(src, d, n);
-    return;
-  }
-#endif
   for (int64_t i = 0; i < n; ++i) d[i] = f32_to_f16(src[i]);
 }
 

@@ -7,6 +7,7 @@
 #include "server/output_constraints.h"
 #include "chat/tool_calls.h"
 #include "server/prompt_builder.h"
+#include "tokenizer/generation_defaults.h"
 
 namespace llms {
 
@@ -57,13 +58,33 @@ std::optional<ApiError> check_route(const CompletionRequest& r, const ServingVer
   return std::nullopt;
 }
 
+// Which sampling parameters the body set; the model directory's generation_config.json
+// defaults (Tokenizer::generation_defaults, empty for GGUF files) fill the others.
+struct GivenSampling {
+  bool temperature = false;
+  bool top_p = false;
+  bool top_k = false;
+};
+
+GivenSampling given_sampling(const Json& body) {
+  return GivenSampling{body.contains("temperature"), body.contains("top_p"), body.contains("top_k")};
+}
+
+void apply_generation_defaults(const GenerationDefaults& d, GivenSampling given, SamplingParams* sp) {
+  if (d.temperature && !given.temperature) sp->temperature = *d.temperature;
+  if (d.top_p && !given.top_p) sp->top_p = *d.top_p;
+  if (d.top_k && !given.top_k) sp->top_k = *d.top_k;
+}
+
 // The rest of a completion once its version is known (on the exchange's strand).
-void start_on(ServerContext& ctx, const std::shared_ptr<HttpExchange>& ex, CompletionRequest r,
+void start_on(ServerContext& ctx, const std::shared_ptr<HttpExchange>& ex, CompletionRequest r, GivenSampling given,
               Result<VersionPtr> picked) {
   auto fail = [&](const ApiError& e) { ex->respond(api_error_response(e)); };
   if (!picked.ok()) return fail(api_error_from_status(picked.status()));
   const VersionPtr v = std::move(picked).value();
-  // The engine's rule for sampling values, now with the model's vocabulary (logit_bias ids).
+  apply_generation_defaults(v->tokenizer().generation_defaults(), given, &r.params.sampling);
+  // The engine's rule for sampling values, now with the model's vocabulary (logit_bias ids)
+  // and the model's defaults filled in.
   if (auto e = r.params.sampling.check(v->engine().vocab_size())) return fail(bad_request(e->message, e->param));
   if (auto e = check_route(r, *v)) return fail(*e);
   if (auto e = compile_constraint(r.constraint, v->engine(), &r.params.grammar)) return fail(*e);
@@ -96,9 +117,10 @@ void handle_completions(ServerContext& ctx, const HttpRequest& req, std::shared_
   if (ctx.draining()) return fail(api_error_from_status(unavailable("the server is shutting down"), true));
   // During a drain-and-swap deploy the version set holds the request; its answer then
   // comes on the deployer's thread and is posted back to this connection's strand.
-  ctx.versions.pick_when_ready(req.header(kVersionPinHeader), [&ctx, ex, r](Result<VersionPtr> v, bool now) {
-    if (now) return start_on(ctx, ex, std::move(*r), std::move(v));
-    ex->post([&ctx, ex, r, v = std::move(v)]() mutable { start_on(ctx, ex, std::move(*r), std::move(v)); });
+  const GivenSampling given = given_sampling(body);
+  ctx.versions.pick_when_ready(req.header(kVersionPinHeader), [&ctx, ex, r, given](Result<VersionPtr> v, bool now) {
+    if (now) return start_on(ctx, ex, std::move(*r), given, std::move(v));
+    ex->post([&ctx, ex, r, given, v = std::move(v)]() mutable { start_on(ctx, ex, std::move(*r), given, std::move(v)); });
   });
 }
 

@@ -7,7 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 
-#include "engine/admission.h"
+#include "base/memory.h"
 
 namespace llms {
 namespace {

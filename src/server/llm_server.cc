@@ -39,7 +39,7 @@ Result<std::string> read_admin_token(const std::string& path) {
   return token;
 }
 
-void count_transport_event(ServerMetrics& m, HttpEvent e) {
+void count_transport_event(HttpMetrics& m, HttpEvent e) {
   switch (e) {
     case HttpEvent::kRefusedTotal: return m.refused_connections.with({"max_connections"}).inc();
     case HttpEvent::kRefusedPerClient: return m.refused_connections.with({"max_connections_per_client"}).inc();
@@ -115,7 +115,7 @@ Status LlmServer::init() {
     first.model_path = config_.server.model_path;
   }
   LLMS_ASSIGN_OR_RETURN(VersionPtr version, ServingVersion::load(first));
-  metrics_ = std::make_unique<ServerMetrics>(*registry_);
+  metrics_ = std::make_unique<HttpMetrics>(*registry_);
   versions_ = std::make_unique<VersionSet>(std::move(version));
   deployer_ = std::make_unique<Deployer>(std::move(root), *versions_, config_.deploy, settings, *registry_);
   ctx_ = std::make_unique<ServerContext>(*versions_, *deployer_, config_, *registry_, *metrics_, admin_token);
@@ -124,7 +124,7 @@ Status LlmServer::init() {
 
   HttpServerOptions o = transport_options(config_.server);
   o.error_response = transport_error_response;
-  ServerMetrics* m = metrics_.get();
+  HttpMetrics* m = metrics_.get();
   const Router* routes = router_.get();
   // The version that answered (its response header), "-" for answers no version gave
   // (health, admin, errors before routing).

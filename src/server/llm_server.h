@@ -22,7 +22,7 @@
 #include "server/router.h"
 #include "server/server_config.h"
 #include "server/server_context.h"
-#include "server/server_metrics.h"
+#include "server/http_metrics.h"
 
 namespace llms {
 
@@ -44,7 +44,7 @@ class LlmServer {
   ServeConfig config_;
   std::unique_ptr<Registry> registry_;
   std::shared_ptr<KvEventPublisher> kv_events_;  // kv_events; also held by every engine
-  std::unique_ptr<ServerMetrics> metrics_;
+  std::unique_ptr<HttpMetrics> metrics_;
   std::unique_ptr<VersionSet> versions_;
   std::unique_ptr<Deployer> deployer_;
   std::unique_ptr<ServerContext> ctx_;

@@ -10,7 +10,7 @@
 
 namespace llms {
 
-ServerContext::ServerContext(VersionSet& v, Deployer& d, const ServeConfig& c, Registry& r, ServerMetrics& m,
+ServerContext::ServerContext(VersionSet& v, Deployer& d, const ServeConfig& c, Registry& r, HttpMetrics& m,
                              std::string token)
     : versions(v),
       deployer(d),

@@ -17,20 +17,20 @@
 #include "deploy/version_set.h"
 #include "metrics/metrics.h"
 #include "server/server_config.h"
-#include "server/server_metrics.h"
+#include "server/http_metrics.h"
 
 namespace llms {
 
 class ServerContext {
  public:
   ServerContext(VersionSet& versions, Deployer& deployer, const ServeConfig& config, Registry& registry,
-                ServerMetrics& metrics, std::string admin_token);
+                HttpMetrics& metrics, std::string admin_token);
 
   VersionSet& versions;
   Deployer& deployer;
   const ServeConfig& config;
   Registry& registry;               // the server's own metrics (the versions' are in theirs)
-  ServerMetrics& metrics;
+  HttpMetrics& metrics;
   const std::string model_name;
   const std::string admin_token;    // "" = the admin API is off
   const int64_t created;            // unix seconds at start

@@ -1,6 +1,6 @@
 // GET /v1/stats: what the dashboard draws (stats_json.h has the body's parts).
 #include "base/clock.h"
-#include "engine/admission.h"
+#include "base/memory.h"
 #include "server/endpoints.h"
 #include "server/stats_json.h"
 

@@ -16,7 +16,7 @@
 
 #include "base/random.h"
 #include "engine/engine.h"
-#include "engine/engine_test_util.h"
+#include "engine/testing/engine_test_util.h"
 #include "serving/precision_router.h"
 #include "model/model.h"
 #include "tools/quantizer.h"

@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "engine/engine_test_util.h"
+#include "engine/testing/engine_test_util.h"
 
 namespace llms {
 namespace {

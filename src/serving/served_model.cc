@@ -3,6 +3,7 @@
 #include "base/log.h"
 #include "serving/engine_target.h"
 #include "serving/precision_router.h"
+#include "tokenizer/load_tokenizer.h"
 #include "tools/quantizer.h"
 
 namespace llms {
@@ -22,7 +23,9 @@ Result<std::unique_ptr<ServedModel>> ServedModel::load(const std::string& path, 
     LLMS_ASSIGN_OR_RETURN(m->model_, quantized_model(path, types.back(), engine.threads));
   }
   if (m->model_->config().synthetic) log_warn("{}: synthetic model with RANDOM weights; its text is noise", path);
-  LLMS_ASSIGN_OR_RETURN(m->tokenizer_, Tokenizer::from_gguf(m->model_->file()));
+  // The path's tokenizer, not the GGUF metadata alone: a Hugging Face directory's
+  // tokenizer.json (and generation_config.json's sampling defaults) once models load from one.
+  LLMS_ASSIGN_OR_RETURN(m->tokenizer_, load_tokenizer(path));
   LLMS_ASSIGN_OR_RETURN(m->engine_, Engine::create(*m->model_, *m->tokenizer_, engine, &registry));
   m->engine_->set_kv_events(kv_events);
   m->engine_->start();

@@ -51,45 +51,73 @@ bool mergeable_result(const Vocab& vocab, int32_t id) {
 }  // namespace
 
 Result<BpeModel> BpeModel::build(const Vocab& vocab, bool ignore_merges) {
-  BpeModel m;
-  m.ignore_merges_ = ignore_merges;
-  m.unk_id_ = vocab.unk_id;
-  int missing_bytes = 0;
-  for (int b = 0; b < 256; ++b) {
-    m.byte_token_[b] = find_byte_token(vocab, static_cast<uint8_t>(b));
-    if (m.byte_token_[b] < 0) ++missing_bytes;
-  }
-  if (missing_bytes > 0) log_debug("byte-level vocabulary lacks {} of the 256 byte tokens", missing_bytes);
+  BpeOptions opts;
+  opts.ignore_merges = ignore_merges;
+  return build(vocab, opts);
+}
 
+Status BpeModel::add_merges(const Vocab& vocab) {
   size_t cap = 16;
   while (cap < vocab.merges.size() * 2) cap <<= 1;
-  m.keys_.assign(cap, kEmptyKey);
-  m.values_.resize(cap);
-  m.mask_ = cap - 1;
+  keys_.assign(cap, kEmptyKey);
+  values_.resize(cap);
+  mask_ = cap - 1;
+  const size_t prefix_len = opts_.continuing_subword_prefix.size();
   int skipped = 0;
   for (size_t i = 0; i < vocab.merges.size(); ++i) {
-    const std::string& line = vocab.merges[i];
+    const std::string_view line = vocab.merges[i];
     const size_t sp = line.find(' ', 1);
     if (sp == std::string::npos) {
-      return data_loss(fmt::format("tokenizer.ggml.merges[{}] = '{}' is not two tokens separated by a space", i, line));
+      return data_loss(
+          fmt::format("{}[{}] = '{}' is not two tokens separated by a space", opts_.merges_name, i, line));
     }
-    const int32_t left = vocab.find(std::string_view(line).substr(0, sp));
-    const int32_t right = vocab.find(std::string_view(line).substr(sp + 1));
-    const int32_t result = vocab.find(line.substr(0, sp) + line.substr(sp + 1));
-    if (left < 0 || right < 0 || result < 0 || !mergeable_result(vocab, result)) {
+    const std::string_view left_text = line.substr(0, sp);
+    const std::string_view right_text = line.substr(sp + 1);
+    const int32_t left = vocab.find(left_text);
+    const int32_t right = vocab.find(right_text);
+    // With a subword prefix the merged token drops the right side's prefix ("##").
+    const std::string merged =
+        std::string(left_text) + std::string(right_text.substr(std::min(prefix_len, right_text.size())));
+    const int32_t result = vocab.find(merged);
+    if (left < 0 || right < 0 || result < 0 || (!opts_.strict_merges && !mergeable_result(vocab, result))) {
+      if (opts_.strict_merges) {
+        return invalid_argument(fmt::format("{}[{}] = '{}': '{}' is not a token", opts_.merges_name, i, line,
+                                            left < 0 ? left_text : right < 0 ? right_text : std::string_view(merged)));
+      }
       ++skipped;
       continue;
     }
-    if (m.find_merge(left, right) == nullptr) {  // the first (lowest) rank of a pair wins
-      m.insert_merge(left, right, Merge{static_cast<int32_t>(i), result});
-      ++m.num_merges_;
+    if (find_merge(left, right) == nullptr) {  // the first (lowest) rank of a pair wins
+      insert_merge(left, right, Merge{static_cast<int32_t>(i), result});
+      ++num_merges_;
     }
   }
   if (skipped > 0) log_debug("skipped {} merges whose texts are not tokens", skipped);
+  return ok_status();
+}
 
-  if (ignore_merges) {
+Result<BpeModel> BpeModel::build(const Vocab& vocab, const BpeOptions& opts) {
+  BpeModel m;
+  m.opts_ = opts;
+  m.unk_id_ = vocab.unk_id;
+  int missing_bytes = 0;
+  for (int b = 0; b < 256; ++b) {
+    m.byte_token_[b] = opts.byte_level ? find_byte_token(vocab, static_cast<uint8_t>(b)) : -1;
+    if (m.byte_token_[b] < 0) ++missing_bytes;
+    m.byte_fallback_[b] = opts.byte_fallback ? vocab.find(fmt::format("<0x{:02X}>", b)) : -1;
+  }
+  if (opts.byte_level && missing_bytes > 0) {
+    log_debug("byte-level vocabulary lacks {} of the 256 byte tokens", missing_bytes);
+  }
+  if (!opts.byte_level) m.vocab_ = &vocab;
+  LLMS_RETURN_IF_ERROR(m.add_merges(vocab));
+  if (opts.ignore_merges) {
     for (int32_t id = 0; id < vocab.size(); ++id) {
       if (vocab.tokens[id].type != TokenType::kNormal) continue;
+      if (!opts.byte_level) {
+        m.raw_to_id_.emplace(vocab.tokens[id].text, id);
+        continue;
+      }
       std::string raw;
       if (byte_level_decode(vocab.tokens[id].text, &raw)) m.raw_to_id_.emplace(std::move(raw), id);
     }
@@ -171,23 +199,70 @@ void BpeModel::merge_by_heap(size_t n, BpeScratch& s) const {
   }
 }
 
+size_t BpeModel::byte_symbols(std::string_view piece, BpeScratch& s) const {
+  s.ids.resize(piece.size());
+  for (size_t i = 0; i < piece.size(); ++i) s.ids[i] = byte_token_[static_cast<uint8_t>(piece[i])];
+  return piece.size();
+}
+
+size_t BpeModel::char_symbols(std::string_view piece, BpeScratch& s) const {
+  s.ids.clear();
+  bool pending_unk = false;
+  const auto flush_unk = [&] {
+    if (pending_unk) s.ids.push_back(unk_id_);
+    pending_unk = false;
+  };
+  const bool decorate = !opts_.continuing_subword_prefix.empty() || !opts_.end_of_word_suffix.empty();
+  std::string text;
+  for (size_t pos = 0; pos < piece.size();) {
+    size_t n = 0;
+    (void)utf8_decode(piece, pos, &n);  // an invalid byte is a one-byte character
+    std::string_view ch = piece.substr(pos, n);
+    if (decorate) {
+      text.assign(pos == 0 ? "" : opts_.continuing_subword_prefix);
+      text.append(ch);
+      if (pos + n == piece.size()) text.append(opts_.end_of_word_suffix);
+      ch = text;
+    }
+    pos += n;
+    const int32_t id = vocab_->find(ch);
+    if (id >= 0) {
+      flush_unk();
+      s.ids.push_back(id);
+      continue;
+    }
+    const bool all_bytes = opts_.byte_fallback && std::all_of(ch.begin(), ch.end(), [&](char c) {
+                             return byte_fallback_[static_cast<uint8_t>(c)] >= 0;
+                           });
+    if (all_bytes) {
+      flush_unk();
+      for (const char c : ch) s.ids.push_back(byte_fallback_[static_cast<uint8_t>(c)]);
+      continue;
+    }
+    if (unk_id_ < 0) continue;  // no unknown token: the character is dropped, as Hugging Face's BPE does
+    if (!opts_.fuse_unk) flush_unk();
+    pending_unk = true;
+  }
+  flush_unk();
+  return s.ids.size();
+}
+
 void BpeModel::encode_piece(std::string_view piece, std::vector<int32_t>* out, BpeScratch& s, MergeLoop loop) const {
   if (piece.empty()) return;
-  if (ignore_merges_) {
+  if (opts_.ignore_merges) {
     const auto it = raw_to_id_.find(piece);
     if (it != raw_to_id_.end()) {
       out->push_back(it->second);
       return;
     }
   }
-  const size_t n = piece.size();
-  s.ids.resize(n);
+  const size_t n = opts_.byte_level ? byte_symbols(piece, s) : char_symbols(piece, s);
+  if (n == 0) return;
   s.prev.resize(n);
   s.next.resize(n);
   s.rank.resize(n);
   s.result.resize(n);
   for (size_t i = 0; i < n; ++i) {
-    s.ids[i] = byte_token_[static_cast<uint8_t>(piece[i])];
     s.prev[i] = static_cast<int32_t>(i) - 1;
     s.next[i] = i + 1 < n ? static_cast<int32_t>(i + 1) : -1;
   }

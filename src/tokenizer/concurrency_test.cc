@@ -6,7 +6,7 @@
 #include <thread>
 #include <vector>
 
-#include "tokenizer/test_util.h"
+#include "tokenizer/testing/tokenizer_test_util.h"
 
 namespace llms {
 namespace {

@@ -18,6 +18,23 @@
 
 namespace llms {
 
+// One stretch of a text cut by a pattern: a match, or the text between two matches.
+// A match may be empty (a pure lookahead); it then only marks a cut point.
+struct SplitSpan {
+  size_t begin;
+  size_t end;
+  bool match;
+};
+
+// Appends the spans of `text` (valid UTF-8) in order: every match of `re` and the
+// non-empty stretches between them, together covering the text. After an empty match
+// the search goes on one character later. Where PCRE2 gives up (a resource limit) the
+// rest is one unmatched span.
+void find_split_spans(const Regex& re, std::string_view text, RegexScratch& scratch, std::vector<SplitSpan>* out);
+
+// Length of the longest prefix of `s` that is valid UTF-8.
+size_t valid_utf8_prefix(std::string_view s);
+
 class PreTokenizer {
  public:
   // INVALID_ARGUMENT naming the known names when `name` is not one of them.

@@ -117,6 +117,8 @@ const std::vector<PreTokenizerSpec>& specs() {
 
 std::span<const PreTokenizerSpec> pre_tokenizer_specs() { return specs(); }
 
+std::string_view gpt2_split_pattern() { return kGpt2; }
+
 const PreTokenizerSpec* find_pre_tokenizer_spec(std::string_view name) {
   for (const auto& spec : specs()) {
     if (std::find(spec.names.begin(), spec.names.end(), name) != spec.names.end()) return &spec;

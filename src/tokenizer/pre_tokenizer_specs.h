@@ -22,6 +22,9 @@ struct PreTokenizerSpec {
 
 std::span<const PreTokenizerSpec> pre_tokenizer_specs();
 
+// GPT-2's split pattern (what a tokenizer.json ByteLevel pre-tokenizer with use_regex runs).
+std::string_view gpt2_split_pattern();
+
 // The spec whose names contain `name`, or nullptr.
 const PreTokenizerSpec* find_pre_tokenizer_spec(std::string_view name);
 

@@ -10,7 +10,7 @@
 
 #include "base/utf8.h"
 #include "tokenizer/byte_level.h"
-#include "tokenizer/test_util.h"
+#include "tokenizer/testing/tokenizer_test_util.h"
 
 namespace llms {
 namespace {

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "base/random.h"
-#include "tokenizer/test_util.h"
+#include "tokenizer/testing/tokenizer_test_util.h"
 
 namespace llms {
 namespace {

@@ -7,7 +7,7 @@
 
 #include "base/random.h"
 #include "base/utf8.h"
-#include "tokenizer/test_util.h"
+#include "tokenizer/testing/tokenizer_test_util.h"
 
 namespace llms {
 namespace {

@@ -7,6 +7,8 @@
 #include "base/log.h"
 #include "tokenizer/bpe.h"
 #include "tokenizer/byte_level.h"
+#include "tokenizer/hf_encoder.h"
+#include "tokenizer/hf_pipeline.h"
 #include "tokenizer/piece_memo.h"
 #include "tokenizer/pre_tokenizer.h"
 #include "tokenizer/spm.h"
@@ -22,20 +24,6 @@ constexpr std::string_view kSpmSpace = "\xE2\x96\x81";  // U+2581 '▁'
 constexpr std::array<std::string_view, 9> kEndOfTurnTexts = {"<|eot_id|>",    "<|im_end|>",      "<|end|>",
                                                              "<end_of_turn>", "<|endoftext|>",   "<|eom_id|>",
                                                              "<EOT>",         "<|end_of_text|>", "<end_of_utterance>"};
-
-std::string escape_spaces(std::string_view text, bool prefix_space) {
-  std::string out;
-  out.reserve(text.size() + text.size() / 2 + 3);
-  if (prefix_space) out.append(kSpmSpace);
-  for (const char c : text) {
-    if (c == ' ') {
-      out.append(kSpmSpace);
-    } else {
-      out.push_back(c);
-    }
-  }
-  return out;
-}
 
 std::string unescape_spaces(std::string_view text) {
   std::string out;
@@ -112,7 +100,21 @@ Status Tokenizer::init() {
     }
   }
   build_pieces();
+  set_bos_eos_ids();
   return ok_status();
+}
+
+void Tokenizer::set_bos_eos_ids() {
+  prefix_ids_.clear();
+  suffix_ids_.clear();
+  if (vocab_.add_bos && vocab_.bos_id >= 0) prefix_ids_.push_back(vocab_.bos_id);
+  if (vocab_.add_eos && vocab_.eos_id >= 0) suffix_ids_.push_back(vocab_.eos_id);
+}
+
+Vocab Tokenizer::source_vocab() const {
+  Vocab v = vocab_;
+  for (const auto& [id, type] : retyped_) v.tokens[id].type = type;
+  return v;
 }
 
 void Tokenizer::mark_end_of_generation() {
@@ -124,6 +126,7 @@ void Tokenizer::mark_end_of_generation() {
     const int32_t id = vocab_.find(text);
     if (id < 0) continue;
     end_of_generation_[id] = 1;
+    if (vocab_.tokens[id].type != TokenType::kControl) retyped_.emplace_back(id, vocab_.tokens[id].type);
     // An end-of-turn marker must not be typeable by users nor shown in output, even
     // where a converter left it as a normal or user-defined token.
     vocab_.tokens[id].type = TokenType::kControl;
@@ -159,7 +162,7 @@ void Tokenizer::build_pieces() {
 
 void Tokenizer::encode_text(std::string_view text, bool after_special, std::vector<int32_t>* out) const {
   if (spm_ != nullptr) {
-    spm_->encode(escape_spaces(text, vocab_.add_space_prefix && after_special), out);
+    spm_->encode(replace_spaces(text, kSpmSpace, vocab_.add_space_prefix && after_special), out);
     return;
   }
   std::vector<std::string_view> pieces;
@@ -174,9 +177,11 @@ void Tokenizer::encode_text(std::string_view text, bool after_special, std::vect
 std::vector<int32_t> Tokenizer::encode(std::string_view text, const EncodeOptions& opts) const {
   std::vector<int32_t> out;
   out.reserve(text.size() / 3 + 2);
-  if (opts.add_bos && vocab_.add_bos && vocab_.bos_id >= 0) out.push_back(vocab_.bos_id);
+  if (opts.add_bos) out.insert(out.end(), prefix_ids_.begin(), prefix_ids_.end());
   const SpecialTokenMatcher& matcher = opts.parse_special ? special_ : user_defined_;
-  if (matcher.empty()) {
+  if (hf_ != nullptr) {
+    hf_->encode(text, opts.parse_special, &out);
+  } else if (matcher.empty()) {
     if (!text.empty()) encode_text(text, /*after_special=*/true, &out);
   } else {
     std::vector<TextFragment> fragments;
@@ -192,7 +197,7 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, const EncodeOption
       }
     }
   }
-  if (opts.add_bos && vocab_.add_eos && vocab_.eos_id >= 0) out.push_back(vocab_.eos_id);
+  if (opts.add_bos) out.insert(out.end(), suffix_ids_.begin(), suffix_ids_.end());
   return out;
 }
 

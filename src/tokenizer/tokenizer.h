@@ -19,7 +19,11 @@
 // (for vocabularies that have a token for every byte). decode() output is therefore
 // only as valid as the ids; StreamingDecoder returns valid UTF-8 only.
 //
-// Thread-safety: immutable after from_gguf(); encode() and decode() may run
+// A Hugging Face tokenizer.json (from_hf) runs its own normalizer, pre-tokenizer and
+// model (hf_encoder.h), and fills the same vocabulary tables the way llama.cpp's
+// converter maps it to GGUF, so the rest of the server sees one kind of tokenizer.
+//
+// Thread-safety: immutable after from_gguf() / from_hf(); encode() and decode() may run
 // concurrently from any number of threads.
 #pragma once
 
@@ -32,13 +36,17 @@
 
 #include "base/status.h"
 #include "io/gguf_file.h"
+#include "tokenizer/generation_defaults.h"
 #include "tokenizer/special_tokens.h"
 #include "tokenizer/vocab.h"
 
 namespace llms {
 
 class BpeModel;
+class HfEncoder;
 class PreTokenizer;
+struct HfTokenizerConfig;
+struct HfTokenizerSpec;
 class SpmModel;
 
 struct EncodeOptions {
@@ -61,6 +69,8 @@ class Tokenizer {
  public:
   // Reads the vocabulary from GGUF metadata; vocabulary-only files (no tensors) work.
   static Result<std::unique_ptr<Tokenizer>> from_gguf(const GgufFile& file);
+  // Builds the tokenizer a tokenizer.json describes, with what the files beside it add.
+  static Result<std::unique_ptr<Tokenizer>> from_hf(const HfTokenizerSpec& spec, const HfTokenizerConfig& config);
   ~Tokenizer();
   Tokenizer(const Tokenizer&) = delete;
   Tokenizer& operator=(const Tokenizer&) = delete;
@@ -103,10 +113,20 @@ class Tokenizer {
   bool strips_leading_space() const { return vocab_.model == VocabModel::kSpm && vocab_.add_space_prefix; }
   // tokenizer.chat_template, or "" when the file has none.
   const std::string& chat_template() const { return vocab_.chat_template; }
+  // The vocabulary as loaded: for a tokenizer.json, what a GGUF conversion writes
+  // (gguf_tokenizer.h). Token types are as the source gave them, before end-of-turn
+  // tokens were made control tokens.
+  Vocab source_vocab() const;
+  // generation_config.json's defaults (empty for GGUF files).
+  const GenerationDefaults& generation_defaults() const { return generation_; }
+  // True when built from a tokenizer.json.
+  bool from_tokenizer_json() const { return hf_ != nullptr; }
 
  private:
   Tokenizer();
   Status init();
+  Status init_hf(const HfTokenizerSpec& spec, const HfTokenizerConfig& config);
+  void set_bos_eos_ids();
   void mark_end_of_generation();
   void build_pieces();
   void encode_text(std::string_view text, bool after_special, std::vector<int32_t>* out) const;
@@ -115,6 +135,11 @@ class Tokenizer {
   std::unique_ptr<PreTokenizer> pre_;
   std::unique_ptr<BpeModel> bpe_;
   std::unique_ptr<SpmModel> spm_;
+  std::unique_ptr<HfEncoder> hf_;
+  std::vector<int32_t> prefix_ids_;  // put before the text when EncodeOptions::add_bos
+  std::vector<int32_t> suffix_ids_;  // and after it
+  std::vector<std::pair<int32_t, TokenType>> retyped_;
+  GenerationDefaults generation_;  // original types of end-of-turn tokens
   SpecialTokenMatcher user_defined_;  // matched in every input
   SpecialTokenMatcher special_;       // matched with parse_special (control + user-defined + unknown)
   std::vector<std::string> pieces_;   // decoded bytes of each id

@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
@@ -73,6 +74,13 @@ struct Vocab {
   bool add_space_prefix = false;  // SPM: encode as if the text started with a space
 
   std::string chat_template;  // tokenizer.chat_template; empty when absent
+  // tokenizer.chat_template.<name>: further named templates ("tool_use").
+  std::vector<std::pair<std::string, std::string>> named_chat_templates;
+
+  // Only for vocabularies built from a tokenizer.json: a Unigram model (scores are
+  // log-probabilities), and the pre-tokenizer's split pattern as the file spells it.
+  bool unigram = false;
+  std::string pre_pattern;
 
   int32_t size() const { return static_cast<int32_t>(tokens.size()); }
   bool valid_id(int32_t id) const { return id >= 0 && id < size(); }

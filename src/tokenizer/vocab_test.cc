@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "tokenizer/test_util.h"
+#include "tokenizer/testing/tokenizer_test_util.h"
 
 namespace llms {
 namespace {

@@ -7,42 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "tokenizer/test_util.h"
+#include "tokenizer/testing/tokenizer_test_util.h"
 
 namespace llms {
 namespace {
-
-std::vector<std::string> split_inputs(const std::string& raw) {
-  const std::string sep = "\n__ggml_vocab_test__\n";
-  std::vector<std::string> parts;
-  size_t pos = 0;
-  for (;;) {
-    const size_t next = raw.find(sep, pos);
-    if (next == std::string::npos) {
-      parts.push_back(raw.substr(pos));
-      break;
-    }
-    parts.push_back(raw.substr(pos, next - pos));
-    pos = next + sep.size();
-  }
-  if (!parts.empty() && parts.back().empty()) parts.pop_back();  // after the final separator
-  return parts;
-}
-
-std::vector<std::vector<int32_t>> parse_ids(const std::string& raw) {
-  std::vector<std::vector<int32_t>> lines;
-  size_t pos = 0;
-  while (pos < raw.size()) {
-    size_t end = raw.find('\n', pos);
-    if (end == std::string::npos) end = raw.size();
-    std::vector<int32_t> ids;
-    std::istringstream ss(raw.substr(pos, end - pos));
-    for (int64_t id; ss >> id;) ids.push_back(static_cast<int32_t>(id));
-    lines.push_back(std::move(ids));
-    pos = end + 1;
-  }
-  return lines;
-}
 
 class VocabVectorsTest : public ::testing::TestWithParam<const char*> {};
 
@@ -52,8 +20,8 @@ TEST_P(VocabVectorsTest, EveryInputEncodesToTheReferenceIdsAndDecodesBack) {
   std::string inp_raw, out_raw;
   ASSERT_TRUE(testing::read_file(testing::shared_path("tokenizer/" + name + ".inp"), &inp_raw)) << name << ".inp";
   ASSERT_TRUE(testing::read_file(testing::shared_path("tokenizer/" + name + ".out"), &out_raw)) << name << ".out";
-  const auto inputs = split_inputs(inp_raw);
-  const auto expected = parse_ids(out_raw);
+  const auto inputs = testing::split_vocab_inputs(inp_raw);
+  const auto expected = testing::parse_vocab_ids(out_raw);
   ASSERT_EQ(inputs.size(), expected.size()) << "the .inp and .out files of " << name << " disagree in length";
   ASSERT_GT(inputs.size(), 0u);
 

@@ -14,6 +14,7 @@
 #include "base/thread_pool.h"
 #include "io/gguf_file.h"
 #include "io/gguf_writer.h"
+#include "kernels/convert.h"
 #include "quant/error_stats.h"
 #include "quant/row_convert.h"
 
@@ -115,9 +116,9 @@ Measured measure(const GgufTensorInfo& t, DType type, const std::vector<float>& 
     double le = 0, lr = 0;
     for (int64_t r = r0; r < r1; ++r) {
       const float* w = row_importance(imp, t, r);
-      dequantize_row(t.dtype, t.data + r * src_row, x.data(), cols);
+      decode_row(t.dtype, t.data + r * src_row, x.data(), cols);
       quantize_row_weighted(type, x.data(), w, q.data(), cols);
-      dequantize_row(type, q.data(), y.data(), cols);
+      decode_row(type, q.data(), y.data(), cols);
       local.add(x.data(), y.data(), cols);
       for (int64_t c = 0; w != nullptr && c < cols; ++c) {
         le += w[c] * static_cast<double>(x[c] - y[c]) * (x[c] - y[c]);
@@ -266,7 +267,7 @@ Result<QuantizeReport> quantize_model(const std::string& in_path, const std::str
       pool.parallel_for(rows, 1, 8, [&](int64_t r0, int64_t r1) {
         std::vector<float> x(static_cast<size_t>(cols));
         for (int64_t r = r0; r < r1; ++r) {
-          dequantize_row(src->dtype, src->data + r * in_row, x.data(), cols);
+          decode_row(src->dtype, src->data + r * in_row, x.data(), cols);
           quantize_row_weighted(to, x.data(), row_importance(imp, *src, r), out.data() + r * out_row, cols);
         }
       });

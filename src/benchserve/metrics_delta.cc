@@ -1,4 +1,4 @@
-#include "benchserve/server_metrics.h"
+#include "benchserve/metrics_delta.h"
 
 #include <cmath>
 #include <cstdlib>

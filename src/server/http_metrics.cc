@@ -1,8 +1,8 @@
-#include "server/server_metrics.h"
+#include "server/http_metrics.h"
 
 namespace llms {
 
-ServerMetrics::ServerMetrics(Registry& r)
+HttpMetrics::HttpMetrics(Registry& r)
     : http_requests(r.counter_family("llmserve_http_requests_total",
                                      "HTTP requests answered, by endpoint, status and the model version that answered.",
                                      {"endpoint", "method", "status", "version"})),

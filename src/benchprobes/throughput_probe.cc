@@ -1,4 +1,4 @@
-#include "kernels/throughput_probe.h"
+#include "benchprobes/throughput_probe.h"
 
 #include <cstring>
 

@@ -8,8 +8,8 @@
 
 namespace llms {
 
-struct ServerMetrics {
-  explicit ServerMetrics(Registry& r);
+struct HttpMetrics {
+  explicit HttpMetrics(Registry& r);
 
   Family<Counter>& http_requests;      // by endpoint, method, status
   Family<Histogram>& http_duration;    // by endpoint

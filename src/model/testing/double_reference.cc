@@ -13,7 +13,7 @@
 #include "io/gguf_file.h"
 #include "model/model.h"
 #include "quant/half.h"
-#include "model/double_reference.h"
+#include "model/testing/double_reference.h"
 
 namespace llms::reference {
 

@@ -1,4 +1,4 @@
-#include "benchserve/server_metrics.h"
+#include "benchserve/metrics_delta.h"
 
 #include <gtest/gtest.h>
 
@@ -42,7 +42,7 @@ llmserve_time_to_first_token_seconds_sum{version="a"} 2.05
 llmserve_time_to_first_token_seconds_count{version="a"} 11
 )";
 
-TEST(ServerMetrics, SumsSamplesOverLabelSets) {
+TEST(MetricsDelta, SumsSamplesOverLabelSets) {
   const auto s = parse_prometheus(kBefore);
   EXPECT_EQ(s.value("llmserve_generation_tokens_total"), 120);
   EXPECT_EQ(s.value("llmserve_requests_finished_total"), 5);
@@ -51,7 +51,7 @@ TEST(ServerMetrics, SumsSamplesOverLabelSets) {
   EXPECT_TRUE(std::isinf(s.buckets.at("llmserve_time_to_first_token_seconds_bucket").rbegin()->first));
 }
 
-TEST(ServerMetrics, HistogramQuantileInterpolatesInsideTheBucket) {
+TEST(MetricsDelta, HistogramQuantileInterpolatesInsideTheBucket) {
   // 10 samples: 2 in (0, 0.1], 4 in (0.1, 0.2], 4 in (0.2, 0.5]. The median's rank 5 is
   // the third of four in the second bucket: 0.1 + 0.1 * 3/4.
   const std::map<double, double> b = {{0.1, 2}, {0.2, 6}, {0.5, 10}, {INFINITY, 10}};
@@ -63,13 +63,13 @@ TEST(ServerMetrics, HistogramQuantileInterpolatesInsideTheBucket) {
   EXPECT_FALSE(histogram_quantile({{0.1, 0}, {INFINITY, 0}}, 0.5).has_value());
 }
 
-TEST(ServerMetrics, ClientSamplesCountedIntoTheServersBuckets) {
+TEST(MetricsDelta, ClientSamplesCountedIntoTheServersBuckets) {
   const std::map<double, double> like = {{0.1, 0}, {0.2, 0}, {INFINITY, 0}};
   const auto c = cumulative_counts({0.05, 0.1, 0.15, 0.3}, like);
   EXPECT_EQ(c, (std::map<double, double>{{0.1, 2}, {0.2, 3}, {INFINITY, 4}}));
 }
 
-TEST(ServerMetrics, DeltaOfARun) {
+TEST(MetricsDelta, DeltaOfARun) {
   const ServerDelta d = server_delta(parse_prometheus(kBefore), parse_prometheus(kAfter));
   EXPECT_EQ(d.flavor, "llmserve");
   EXPECT_EQ(*d.generation_tokens, 300);
@@ -82,7 +82,7 @@ TEST(ServerMetrics, DeltaOfARun) {
   EXPECT_FALSE(d.queue_time_mean_s.has_value());  // no such histogram here
 }
 
-TEST(ServerMetrics, OtherServersNamesAndNone) {
+TEST(MetricsDelta, OtherServersNamesAndNone) {
   const ServerDelta v = server_delta(parse_prometheus("vllm:generation_tokens_total{model_name=\"m\"} 5\n"),
                                      parse_prometheus("vllm:generation_tokens_total{model_name=\"m\"} 12\n"));
   EXPECT_EQ(v.flavor, "vllm");

@@ -10,6 +10,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "io/gguf_file.h"
 #include "io/gguf_writer.h"
@@ -28,6 +29,40 @@ inline bool read_file(const std::string& path, std::string* out) {
   ss << in.rdbuf();
   *out = ss.str();
   return true;
+}
+
+// The inputs of a ggml-vocab-*.gguf.inp file (separated by "__ggml_vocab_test__" lines).
+inline std::vector<std::string> split_vocab_inputs(const std::string& raw) {
+  const std::string sep = "\n__ggml_vocab_test__\n";
+  std::vector<std::string> parts;
+  size_t pos = 0;
+  for (;;) {
+    const size_t next = raw.find(sep, pos);
+    if (next == std::string::npos) {
+      parts.push_back(raw.substr(pos));
+      break;
+    }
+    parts.push_back(raw.substr(pos, next - pos));
+    pos = next + sep.size();
+  }
+  if (!parts.empty() && parts.back().empty()) parts.pop_back();  // after the final separator
+  return parts;
+}
+
+// The expected ids of a .out file: one line of space-separated ids per input.
+inline std::vector<std::vector<int32_t>> parse_vocab_ids(const std::string& raw) {
+  std::vector<std::vector<int32_t>> lines;
+  size_t pos = 0;
+  while (pos < raw.size()) {
+    size_t end = raw.find('\n', pos);
+    if (end == std::string::npos) end = raw.size();
+    std::vector<int32_t> ids;
+    std::istringstream ss(raw.substr(pos, end - pos));
+    for (int64_t id; ss >> id;) ids.push_back(static_cast<int32_t>(id));
+    lines.push_back(std::move(ids));
+    pos = end + 1;
+  }
+  return lines;
 }
 
 // A GGUF file and the tokenizer read from it; the file must outlive the tokenizer.

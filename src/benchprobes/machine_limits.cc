@@ -1,4 +1,4 @@
-#include "kernels/machine_limits.h"
+#include "benchprobes/machine_limits.h"
 
 #include <sys/mman.h>
 
@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "base/clock.h"
-#include "kernels/kernel_table.h"
-#include "kernels/throughput_probe.h"
+#include "benchprobes/throughput_probe.h"
+#include "kernels/matmul.h"
 
 namespace llms {
 namespace {
@@ -71,7 +71,7 @@ double peak_ops_per_s(ThreadPool& pool, PeakKind kind, int64_t rounds) {
       switch (kind) {
         case PeakKind::kFma: o = fma_probe(rounds); break;
         case PeakKind::kInt8Dot: o = int8_dot_probe(rounds); break;
-        case PeakKind::kQ8_0Tile: o = active_kernels().q8_0_tile_probe(rounds / kQ8_0TileRound); break;
+        case PeakKind::kQ8_0Tile: o = q8_0_tile_probe(rounds / kQ8_0TileRound); break;
       }
     });
     const double s = w.elapsed_s();
