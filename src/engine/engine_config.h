@@ -5,8 +5,8 @@
 // checks the rules that cross parts. Validated once, at Engine::create.
 //
 // Settings of several engines (precision variants) live above the engine
-// (serving/serving_config.h); runtime objects (the KV event listener) are handed to the
-// engine itself, not put in its config.
+// (PrecisionConfig, serving/precision_policy.h); runtime objects (the KV event
+// listener) are handed to the engine itself, not put in its config.
 #pragma once
 
 #include <cstdint>

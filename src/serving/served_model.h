@@ -24,10 +24,12 @@ namespace llms {
 
 class ServedModel {
  public:
-  // Loads `path` and starts its engines, each with `engine` as its config and
-  // publishing its prefix cache's block events to `kv_events` (null: none). The
-  // primary engine (the most precise variant's) counts into `registry`, which must
-  // outlive the model; each cheaper variant's engine into a registry of its own.
+  // Loads `path` (its tokenizer with load_tokenizer(), so a Hugging Face directory's
+  // tokenizer.json and generation defaults come with it) and starts its engines, each
+  // with `engine` as its config and publishing its prefix cache's block events to
+  // `kv_events` (null: none). The primary engine (the most precise variant's) counts
+  // into `registry`, which must outlive the model; each cheaper variant's engine into
+  // a registry of its own.
   static Result<std::unique_ptr<ServedModel>> load(const std::string& path, const EngineConfig& engine,
                                                    const PrecisionConfig& precision,
                                                    std::shared_ptr<KvEventListener> kv_events, Registry& registry);
