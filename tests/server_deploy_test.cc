@@ -91,7 +91,7 @@ std::unique_ptr<LlmServer> start_on_root(const std::string& dir, const std::func
     c.server.model_path.clear();
     c.server.model_root = dir;
     c.server.admin_token_file = token;
-    c.engine.kv_cache_bytes = 8 << 20;
+    c.engine.kv.cache_bytes = 8 << 20;
     if (tweak) tweak(c);
   });
 }

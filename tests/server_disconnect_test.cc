@@ -16,8 +16,8 @@ double value_or_zero(double v) { return std::isnan(v) ? 0.0 : v; }
 
 TEST(ServerDisconnect, KilledClientsMidQueueAndMidStreamFreeEverything) {
   auto server = start_server(slow_synthetic_path(), [](ServeConfig& c) {
-    c.engine.max_running = 1;
-    c.engine.kv_cache_bytes = 64 << 20;
+    c.engine.batching.max_running = 1;
+    c.engine.kv.cache_bytes = 64 << 20;
     c.engine.result_cache_bytes = 0;
   });
   const int port = server->port();

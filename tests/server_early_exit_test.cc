@@ -26,8 +26,8 @@ double exit_tokens(const std::string& metrics, const std::string& layer) {
 TEST(ServerEarlyExitTest, GreedyRequestsExitOptOutRunsFullDepthMetricsCountTokens) {
   if (!have_stories()) GTEST_SKIP() << "needs " << shared_dir() << "/models/stories260K.gguf";
   auto server = start_server(stories_path(), [](ServeConfig& c) {
-    c.engine.exit_layers = {2, 3, 4};
-    c.engine.exit_threshold = 0.4;
+    c.engine.early_exit.layers = {2, 3, 4};
+    c.engine.early_exit.threshold = 0.4;
     c.engine.result_cache_bytes = 0;
   });
   const int port = server->port();

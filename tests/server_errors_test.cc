@@ -150,7 +150,7 @@ TEST_F(ErrorsTest, GarbageNeverTakesTheServerDown) {
 }
 
 TEST(ErrorsAdmission, QueueFullIs429WithRetryAfter) {
-  auto server = start_server(synthetic_path(), [](ServeConfig& c) { c.engine.max_waiting_requests = 0; });
+  auto server = start_server(synthetic_path(), [](ServeConfig& c) { c.engine.admission.max_waiting_requests = 0; });
   const HttpResult r = http_post(server->port(), "/v1/completions", Json{{"prompt", "x"}});
   expect_error(r, {429, "rate_limit_error", nullptr, "queue_full"}, "queue full");
   EXPECT_GE(std::stoi(r.header("Retry-After")), 1);
@@ -159,9 +159,9 @@ TEST(ErrorsAdmission, QueueFullIs429WithRetryAfter) {
 
 TEST(ErrorsAdmission, AboveTheWatermarkIs503UntilBlocksAreFreed) {
   auto server = start_server(synthetic_path(), [](ServeConfig& c) {
-    c.engine.kv_cache_bytes = 1 << 20;
-    c.engine.kv_high_watermark = 0.1;
-    c.engine.kv_low_watermark = 0.1;
+    c.engine.kv.cache_bytes = 1 << 20;
+    c.engine.admission.kv_high = 0.1;
+    c.engine.admission.kv_low = 0.1;
   });
   const int port = server->port();
   RawClient hog(port);
@@ -179,8 +179,8 @@ TEST(ErrorsAdmission, AboveTheWatermarkIs503UntilBlocksAreFreed) {
 
 TEST(ErrorsAdmission, ARequestForecastToMissItsTtftIs503WithRetryAfter) {
   auto server = start_server(synthetic_path(), [](ServeConfig& c) {
-    c.engine.max_running = 1;
-    c.engine.slo_shed = true;
+    c.engine.batching.max_running = 1;
+    c.engine.slo.shed = true;
   });
   const int port = server->port();
   // A hog holds the only running slot while four requests without a target and one

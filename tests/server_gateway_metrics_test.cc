@@ -37,7 +37,7 @@ std::string type_of(const std::string& text, const std::string& name) {
 }
 
 TEST(ServerGatewayMetrics, ProtocolMetricsUnderVllmNamesFollowTheLoad) {
-  auto server = start_server(slow_synthetic_path(), [](ServeConfig& c) { c.engine.max_running = 1; });
+  auto server = start_server(slow_synthetic_path(), [](ServeConfig& c) { c.engine.batching.max_running = 1; });
   const int port = server->port();
   const std::string model = server->context().model_name;
   const std::string idle = http_get(port, "/metrics").body;
@@ -61,7 +61,7 @@ TEST(ServerGatewayMetrics, ProtocolMetricsUnderVllmNamesFollowTheLoad) {
   }
   const std::string info_key = "vllm:cache_config_info{";
   const std::string info = idle.substr(idle.find("\n" + info_key) + 1);
-  EXPECT_NE(info.find("block_size=\"" + std::to_string(server->context().config.engine.block_size) + "\""),
+  EXPECT_NE(info.find("block_size=\"" + std::to_string(server->context().config.engine.kv.block_size) + "\""),
             std::string::npos);
   EXPECT_NE(info.find("num_gpu_blocks=\""), std::string::npos);
   EXPECT_EQ(sum_series(idle, "vllm:num_requests_waiting"), 0);

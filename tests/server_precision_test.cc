@@ -25,10 +25,10 @@ std::string text_of(const HttpResult& r) { return r.json()["choices"][0]["text"]
 TEST(ServerPrecisionTest, RoutesPinsRefusesAndFallsBack) {
   if (!have_stories()) GTEST_SKIP() << "needs " << shared_dir() << "/models/stories260K.gguf";
   auto server = start_server(stories_path(), [](ServeConfig& c) {
-    c.engine.precision_variants = {DType::kQ4_K, DType::kF16};
-    c.engine.precision.prompt_max = {8};       // the cheap variant takes prompts of up to 8 tokens...
-    c.engine.precision.max_tokens_max = {32};  // ...asking for up to 32
-    c.engine.precision.entropy_bound = 0;      // no fallback on this server
+    c.precision.variants = {DType::kQ4_K, DType::kF16};
+    c.precision.policy.prompt_max = {8};       // the cheap variant takes prompts of up to 8 tokens...
+    c.precision.policy.max_tokens_max = {32};  // ...asking for up to 32
+    c.precision.policy.entropy_bound = 0;      // no fallback on this server
     c.engine.result_cache_bytes = 0;
   });
   const int port = server->port();
@@ -69,11 +69,11 @@ TEST(ServerPrecisionTest, AFallbackContinuesOnTheHigherVariant) {
   // A bound no real distribution is under: the first token already moves the request
   // up, before the cheap variant emitted anything, so the answer is the precise one's.
   auto server = start_server(stories_path(), [](ServeConfig& c) {
-    c.engine.precision_variants = {DType::kQ4_K, DType::kF16};
-    c.engine.precision.prompt_max = {64};
-    c.engine.precision.max_tokens_max = {64};
-    c.engine.precision.entropy_bound = 1e-9;
-    c.engine.precision.window = 1;
+    c.precision.variants = {DType::kQ4_K, DType::kF16};
+    c.precision.policy.prompt_max = {64};
+    c.precision.policy.max_tokens_max = {64};
+    c.precision.policy.entropy_bound = 1e-9;
+    c.precision.policy.window = 1;
     c.engine.result_cache_bytes = 0;
   });
   const int port = server->port();
@@ -107,9 +107,9 @@ TEST(ServerPrecisionTest, AFallbackContinuesOnTheHigherVariant) {
 TEST(ServerPrecisionTest, AConstrainedRequestRunsOnTheCheapVariant) {
   if (!have_stories()) GTEST_SKIP() << "needs " << shared_dir() << "/models/stories260K.gguf";
   auto server = start_server(stories_path(), [](ServeConfig& c) {
-    c.engine.precision_variants = {DType::kQ4_K, DType::kF16};
-    c.engine.precision.prompt_max = {8};
-    c.engine.precision.max_tokens_max = {64};
+    c.precision.variants = {DType::kQ4_K, DType::kF16};
+    c.precision.policy.prompt_max = {8};
+    c.precision.policy.max_tokens_max = {64};
     c.engine.result_cache_bytes = 0;
   });
   const Json body = {{"prompt", "Once upon a time"},

@@ -49,8 +49,8 @@ TEST(ServerSlowClients, SlowlorisAndStalledReadersDoNotStarveOthers) {
     c.server.header_timeout_s = 2;
     c.server.stream_stall_timeout_s = 4;
     c.server.stream_buffer_bytes = 4096;
-    c.engine.max_running = 64;
-    c.engine.kv_cache_bytes = 128 << 20;
+    c.engine.batching.max_running = 64;
+    c.engine.kv.cache_bytes = 128 << 20;
     c.engine.result_cache_bytes = 0;
   });
   rlimit rl{};

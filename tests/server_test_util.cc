@@ -77,7 +77,7 @@ std::unique_ptr<LlmServer> start_server(const std::string& model, const std::fun
   c.server.model_path = model;
   c.server.port = 0;
   c.server.shutdown_timeout_s = 5;
-  c.engine.kv_cache_bytes = 16 << 20;
+  c.engine.kv.cache_bytes = 16 << 20;
   c.engine.threads = 1;
   if (tweak) tweak(c);
   auto r = LlmServer::start(c);

@@ -93,23 +93,23 @@ void run(const Options& o) {
   }
   for (const auto& name : o.policies) {
     EngineConfig c;
-    c.batching = value_or_fail(parse_batching_policy(name));
-    c.max_batch_tokens = o.max_batch_tokens;
-    c.max_running = o.max_running;
-    c.max_batch_size = o.max_batch_size;
-    c.max_delay_ms = o.max_delay_ms;
+    c.batching.policy = value_or_fail(parse_batching_policy(name));
+    c.batching.max_batch_tokens = o.max_batch_tokens;
+    c.batching.max_running = o.max_running;
+    c.batching.max_batch_size = o.max_batch_size;
+    c.batching.max_delay_ms = o.max_delay_ms;
     c.threads = o.threads;
-    c.k_type = c.v_type = kv;
-    c.block_size = o.kv_block_size;
-    c.kv_commit_at_start = o.kv_commit_at_start;
+    c.kv.k_type = c.kv.v_type = kv;
+    c.kv.block_size = o.kv_block_size;
+    c.kv.commit_at_start = o.kv_commit_at_start;
     c.warmup_pass = !o.no_warmup_pass;
     c.profile = o.profile;
-    c.autotune = autotune;
-    c.autotune_min_batch_tokens = o.autotune_min_batch_tokens;
-    c.slo_interactive.ttft_ms = o.slo_ttft_ms;
-    c.slo_interactive.itl_ms = o.slo_itl_ms;
-    c.slo_percentile = o.slo_percentile;
-    c.slo_shed = o.slo_shed;
+    c.slo.autotune = autotune;
+    c.slo.autotune_min_batch_tokens = o.autotune_min_batch_tokens;
+    c.slo.interactive.ttft_ms = o.slo_ttft_ms;
+    c.slo.interactive.itl_ms = o.slo_itl_ms;
+    c.slo.percentile = o.slo_percentile;
+    c.slo.shed = o.slo_shed;
     ok_or_fail(c.validate());
     // With --profile, the compute limit is measured right before and after the run
     // (the larger counts: the machine is shared).
@@ -160,7 +160,7 @@ void run(const Options& o) {
       }
       if (r.slo_requests > 0) {
         std::printf("SLO goodput: %.1f tok/s of requests that met the engine's targets (TTFT, ITL at p%g)\n",
-                    r.slo_goodput_tok_s, 100.0 * c.slo_percentile);
+                    r.slo_goodput_tok_s, 100.0 * c.slo.percentile);
       }
       if (r.expert_load_imbalance > 0) {
         std::printf("experts: load imbalance %.2f (max / mean tokens per expert, all layers)\n", r.expert_load_imbalance);

@@ -86,18 +86,18 @@ void run(const Options& o) {
     if (o.seed >= 0) sp.seed = static_cast<uint64_t>(o.seed) + i;
   }
   EngineConfig ec;
-  ec.max_running = o.parallel;
-  ec.max_batch_tokens = o.max_batch_tokens;
-  ec.block_size = o.kv_block_size;
-  ec.k_type = k_type;
-  ec.v_type = v_type;
+  ec.batching.max_running = o.parallel;
+  ec.batching.max_batch_tokens = o.max_batch_tokens;
+  ec.kv.block_size = o.kv_block_size;
+  ec.kv.k_type = k_type;
+  ec.kv.v_type = v_type;
   ec.context_length = o.ctx;
   ec.threads = o.threads;
-  ec.prefix_cache = !o.no_prefix_cache;
-  ec.speculative = value_or_fail(parse_speculative_mode(o.speculative));
-  ec.spec_tokens = o.spec_tokens;
-  ec.spec_ngram_max = o.spec_ngram_max;
-  ec.draft_model = o.draft_model;
+  ec.kv.prefix_cache = !o.no_prefix_cache;
+  ec.speculative.mode = value_or_fail(parse_speculative_mode(o.speculative));
+  ec.speculative.tokens = o.spec_tokens;
+  ec.speculative.ngram_max = o.spec_ngram_max;
+  ec.speculative.draft_model = o.draft_model;
   BatchGenerator gen(*model, *tokenizer, ec);
 
   const bool stream = specs.size() == 1 && !o.json;

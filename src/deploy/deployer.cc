@@ -66,10 +66,12 @@ const char* swap_mode_name(SwapMode m) {
   return "?";
 }
 
-Deployer::Deployer(std::unique_ptr<ModelRoot> root, VersionSet& versions, DeployConfig config, Registry& registry)
+Deployer::Deployer(std::unique_ptr<ModelRoot> root, VersionSet& versions, DeployConfig config, VersionSettings settings,
+                   Registry& registry)
     : root_(std::move(root)),
       versions_(versions),
       config_(std::move(config)),
+      settings_(std::move(settings)),
       deploys_(registry.counter_family("llmserve_deploys_total",
                                        "Deploys by result: switched, canary, refused_load, refused_tokenizer, "
                                        "refused_gate, refused.",
@@ -149,10 +151,12 @@ bool Deployer::fits_beside(const std::string& model_path) const {
   std::error_code ec;
   // With precision variants every one is resident: each is counted at the file's size
   // (an estimate: a variant wider than the file's own type takes more).
-  const auto variants = static_cast<int64_t>(std::max<size_t>(1, config_.engine.precision_variants.size()));
+  const size_t n_variants = settings_.precision ? settings_.precision->variants.size() : 0;
+  const auto variants = static_cast<int64_t>(std::max<size_t>(1, n_variants));
   const auto bytes = variants * static_cast<int64_t>(std::filesystem::file_size(model_path, ec));
-  const int64_t limit = effective_memory_limit(config_.engine.memory_limit_bytes);
-  return !ec && static_cast<double>(process_rss_bytes() + bytes) <= config_.engine.rss_high_watermark * limit;
+  const AdmissionConfig admission = settings_.engine ? settings_.engine->admission : AdmissionConfig{};
+  const int64_t limit = effective_memory_limit(admission.memory_limit_bytes);
+  return !ec && static_cast<double>(process_rss_bytes() + bytes) <= admission.rss_high * limit;
 }
 
 Status Deployer::record_reference(ServingVersion& v) {
@@ -188,7 +192,7 @@ DeployOutcome Deployer::deploy(const std::string& name, double canary_share) {
     }
     auto meta = read_version_meta(root_->meta_path(name));
     if (!meta.ok()) return refuse(name, "refused_load", meta.status().message());
-    auto cand = ServingVersion::load({name, root_->model_path(name), *meta, config_.engine, config_.chat_template});
+    auto cand = ServingVersion::load({name, root_->model_path(name), *meta, settings_});
     if (!cand.ok()) return refuse(name, "refused_load", cand.status().message());
     v = std::move(cand).value();
   }
@@ -270,7 +274,7 @@ DeployOutcome Deployer::drain_and_swap(const std::string& name, VersionPtr servi
   opts.ctx = config_.gate.ctx;
   auto base = record_logprobs(gate_tokens_, {&serving->model(), serving->k_type(), serving->v_type()}, opts, pool_);
   if (!base.ok()) return refuse(name, "refused_gate", base.status().message());
-  const VersionLoadOptions old{serving->name(), serving->model_path(), serving->meta(), config_.engine, config_.chat_template};
+  const VersionLoadOptions old{serving->name(), serving->model_path(), serving->meta(), settings_};
   tok->reset();
   file = unavailable("closed");
   log_info("deploy of {}: holding new requests while {} drains (the two do not fit side by side)", name, old.name);
@@ -293,7 +297,7 @@ DeployOutcome Deployer::drain_and_swap(const std::string& name, VersionPtr servi
     }
     return refuse(name, result, why);
   };
-  auto cand = ServingVersion::load({name, path, *meta, config_.engine, config_.chat_template});
+  auto cand = ServingVersion::load({name, path, *meta, settings_});
   if (!cand.ok()) return restore("refused_load", cand.status().message());
   VersionPtr v = std::move(cand).value();
   auto g = run_gate_against(*base, old.name, *v, config_.gate, pool_);
@@ -335,8 +339,7 @@ Status Deployer::rollback() {
     if (!root_ || !root_->previous()) return failed_precondition("there is no previous version to roll back to");
     const std::string name = *root_->previous();
     LLMS_ASSIGN_OR_RETURN(VersionMeta meta, read_version_meta(root_->meta_path(name)));
-    LLMS_ASSIGN_OR_RETURN(VersionPtr v, ServingVersion::load({name, root_->model_path(name), meta, config_.engine,
-                                                              config_.chat_template}));
+    LLMS_ASSIGN_OR_RETURN(VersionPtr v, ServingVersion::load({name, root_->model_path(name), meta, settings_}));
     versions_.switch_to(v, config_.keep_previous);
   } else {
     LLMS_RETURN_IF_ERROR(versions_.rollback());

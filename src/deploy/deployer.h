@@ -57,8 +57,6 @@ struct DeployConfig {
   CanaryAutoConfig canary_auto;
   bool keep_previous = true;        // keep the replaced version loaded while memory allows
   double quality_interval_s = 0;    // 0: no periodic quality checks
-  EngineConfig engine;              // for versions loaded later
-  std::string chat_template;
   int threads = 0;                  // gate and monitor threads (0: one per core)
 };
 
@@ -74,7 +72,10 @@ struct DeployOutcome {
 class Deployer {
  public:
   // `root` may be null (a server started on one file: deploys need a model root).
-  Deployer(std::unique_ptr<ModelRoot> root, VersionSet& versions, DeployConfig config, Registry& registry);
+  // `settings`: what the versions it loads are loaded with (their borrowed configs
+  // outlive the deployer).
+  Deployer(std::unique_ptr<ModelRoot> root, VersionSet& versions, DeployConfig config, VersionSettings settings,
+           Registry& registry);
   ~Deployer();
   Deployer(const Deployer&) = delete;
   Deployer& operator=(const Deployer&) = delete;
@@ -111,6 +112,7 @@ class Deployer {
   std::unique_ptr<ModelRoot> root_;
   VersionSet& versions_;
   DeployConfig config_;
+  VersionSettings settings_;
   Family<Counter>& deploys_;
   Family<Counter>& canary_decisions_;
   ThreadPool pool_;

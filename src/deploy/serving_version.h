@@ -1,6 +1,8 @@
-// ServingVersion: one loaded version of the served model — its weights, tokenizer,
-// chat template and an engine of its own (KV cache, result cache, prefix cache and
-// metrics are per version, so nothing computed by one version is served by another).
+// ServingVersion: one loaded version of the served model — its name and metadata, its
+// chat template, its quality gate's results, and the model served with engines of its
+// own (serving/served_model.h: KV cache, result cache, prefix cache and metrics are
+// per version, so nothing computed by one version is served by another). Requests go
+// to target(): the one engine, or the precision router over the version's variants.
 //
 // Shared by pointer: the version set holds the versions that take traffic, and every
 // request in flight holds the version it started on, so a version retired by a deploy
@@ -19,10 +21,12 @@
 #include "base/status.h"
 #include "deploy/version_meta.h"
 #include "engine/engine.h"
-#include "engine/precision_router.h"
 #include "eval/perplexity.h"
 #include "metrics/metrics.h"
 #include "model/model.h"
+#include "serving/precision_policy.h"
+#include "serving/served_model.h"
+#include "serving/serving_target.h"
 #include "tokenizer/tokenizer.h"
 
 namespace llms {
@@ -38,12 +42,21 @@ struct GateResult {
   std::string reason;       // why it failed (or "passed: ...")
 };
 
+// What every version of a server loads with besides its own files: the server's
+// settings, borrowed (the server's configuration outlives its versions and its
+// deployer), and the listener of the prefix caches' block events.
+struct VersionSettings {
+  const EngineConfig* engine = nullptr;        // every engine's (a version's meta sets KV types); null: defaults
+  const PrecisionConfig* precision = nullptr;  // the precision variants; null: none
+  std::string chat_template;                   // the configured one ("" = the model's)
+  std::shared_ptr<KvEventListener> kv_events;  // every engine publishes its blocks there; null: none
+};
+
 struct VersionLoadOptions {
   std::string name;
   std::string model_path;
   VersionMeta meta;
-  EngineConfig engine;            // the server's; meta's KV types override it
-  std::string chat_template;      // the configured one ("" = the model's)
+  VersionSettings settings;
 };
 
 class ServingVersion {
@@ -53,37 +66,33 @@ class ServingVersion {
 
   const std::string& name() const { return name_; }
   const std::string& model_path() const { return model_path_; }
-  const Model& model() const { return *model_; }
-  const Tokenizer& tokenizer() const { return *tokenizer_; }
-  // With precision variants (EngineConfig::precision_variants), the most precise one's:
-  // the model and engine the gate, the monitor and the result cache look at.
-  Engine& engine() { return *engine_; }
-  const Engine& engine() const { return *engine_; }
+  const Model& model() const { return served_->model(); }
+  const Tokenizer& tokenizer() const { return served_->tokenizer(); }
+  // With precision variants (PrecisionConfig::variants), the most precise one's:
+  // the model and engine the gate and the monitor look at.
+  Engine& engine() { return served_->engine(); }
+  const Engine& engine() const { return served_->engine(); }
   Registry& registry() { return *registry_; }
-  // Starts a request: through the precision router when the version holds variants
-  // (`precision`: "" or "auto", or a variant's name), else on the engine, where a
-  // `precision` other than "" or "auto" is INVALID_ARGUMENT.
-  Result<std::shared_ptr<RequestHandle>> submit(RequestParams params, const std::string& precision,
-                                                double* retry_after_s);
+  // Where the version's requests go (a request's route: its `precision`).
+  ServingTarget& target() { return served_->target(); }
+  const ServingTarget& target() const { return served_->target(); }
   // Every engine of the version (the variants' too) refuses new requests / stops.
   void begin_drain();
   void stop();
-  // Null without variants.
-  const PrecisionRouter* precision_router() const { return router_.get(); }
   // The version's registry and each cheaper variant's engine registry, with the
   // labels /metrics shows them under (`version`, and `variant` for the variants).
   std::vector<LabeledRegistry> labeled_registries() const;
   const std::string& chat_template() const { return chat_template_; }
   // The template chat requests use: the configured one, else the model's.
   const std::string& effective_chat_template() const {
-    return chat_template_.empty() ? tokenizer_->chat_template() : chat_template_;
+    return chat_template_.empty() ? tokenizer().chat_template() : chat_template_;
   }
   // Whether that template writes the tools it is given (probed once at load).
   bool template_renders_tools() const { return template_renders_tools_; }
   const VersionMeta& meta() const { return meta_; }
   // The KV types this version's engine runs with.
-  DType k_type() const { return engine_->config().k_type; }
-  DType v_type() const { return engine_->config().v_type; }
+  DType k_type() const { return engine().config().kv.k_type; }
+  DType v_type() const { return engine().config().kv.v_type; }
 
   GateResult gate() const;
   void set_gate(GateResult g);
@@ -101,21 +110,10 @@ class ServingVersion {
   std::string name_;
   std::string model_path_;
   VersionMeta meta_;
-  std::unique_ptr<Model> model_;
-  std::unique_ptr<Tokenizer> tokenizer_;
   std::string chat_template_;
   bool template_renders_tools_ = false;
-  std::unique_ptr<Registry> registry_;
-  std::unique_ptr<Engine> engine_;
-  // The cheaper precision variants (the most precise one is model_ and engine_).
-  struct Variant {
-    std::string name;
-    std::unique_ptr<Model> model;
-    std::unique_ptr<Registry> registry;
-    std::unique_ptr<Engine> engine;
-  };
-  std::vector<Variant> variants_;
-  std::unique_ptr<PrecisionRouter> router_;
+  std::unique_ptr<Registry> registry_;  // the primary engine's metrics: outlives served_
+  std::unique_ptr<ServedModel> served_;
   Gauge& quality_kl_;
   Gauge& quality_ppl_;
 

@@ -31,11 +31,16 @@ const std::string& tiny_model() {
 }
 
 VersionPtr load(const std::string& name) {
+  static const EngineConfig engine = [] {
+    EngineConfig e;
+    e.threads = 1;
+    e.kv.cache_bytes = 1 << 20;
+    return e;
+  }();
   VersionLoadOptions o;
   o.name = name;
   o.model_path = tiny_model();
-  o.engine.threads = 1;
-  o.engine.kv_cache_bytes = 1 << 20;
+  o.settings.engine = &engine;
   auto v = ServingVersion::load(o);
   EXPECT_TRUE(v.ok()) << v.status().to_string();
   return v.ok() ? *v : nullptr;

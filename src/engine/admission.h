@@ -22,9 +22,13 @@ namespace llms {
 
 struct AdmissionConfig {
   int max_waiting_requests = 1024;
-  int64_t max_waiting_tokens = 1 << 22;
-  double kv_high = 0.8, kv_low = 0.7;
-  double rss_high = 0.8, rss_low = 0.7;
+  int64_t max_waiting_tokens = 1 << 22;  // prompt tokens queued, in all
+  double kv_high = 0.8, kv_low = 0.7;    // refuse new requests above kv_high KV use, until below kv_low
+  double rss_high = 0.8, rss_low = 0.7;  // the same for process memory / memory limit
+  int64_t memory_limit_bytes = 0;        // 0: the machine's (or cgroup's) memory
+
+  // INVALID_ARGUMENT naming the config keys (max_waiting_requests, kv_high_watermark, ...).
+  Status validate() const;
 };
 
 struct AdmissionState {

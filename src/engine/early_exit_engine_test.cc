@@ -45,8 +45,8 @@ Fixture& fixture() {
 EngineConfig exit_config(double threshold) {
   EngineConfig c;
   c.threads = 1;
-  c.exit_layers = {2, 3, 4};
-  c.exit_threshold = threshold;
+  c.early_exit.layers = {2, 3, 4};
+  c.early_exit.threshold = threshold;
   return c;
 }
 
@@ -60,7 +60,7 @@ std::vector<Collected> run_all(EngineConfig c, const std::vector<RequestParams>&
     last = Engine::create(*f.model, *f.tokenizer, c).value();
   } else {
     auto runner = std::make_unique<LocalModelRunner>(
-        *f.model, f.model->kv_config(kv_blocks, c.block_size, c.k_type, c.v_type), c.threads);
+        *f.model, f.model->kv_config(kv_blocks, c.kv.block_size, c.kv.k_type, c.kv.v_type), c.threads);
     last = std::make_unique<Engine>(std::move(runner), *f.tokenizer, c, f.model->identity(), kv_blocks, 512);
   }
   std::vector<std::shared_ptr<RequestHandle>> handles;
@@ -151,8 +151,8 @@ TEST(EarlyExitEngineTest, FilledKeysNeverReachThePrefixCache) {
 TEST(EarlyExitEngineTest, PreemptedRequestsContinueAsTheyWouldAlone) {
   NEEDS_STORIES();
   EngineConfig c = exit_config(0.4);
-  c.block_size = 8;
-  c.kv_high_watermark = c.kv_low_watermark = 1.0;
+  c.kv.block_size = 8;
+  c.admission.kv_high = c.admission.kv_low = 1.0;
   c.result_cache_bytes = 0;
   RequestParams a = testing::greedy_request(kPrompt, 150);
   RequestParams b = testing::greedy_request({1, 403, 407, 261, 378, 13, 306}, 150);
@@ -176,16 +176,16 @@ TEST(EarlyExitEngineTest, RefusesBadSettings) {
     EXPECT_NE(e.status().message().find(names), std::string::npos) << e.status().message();
   };
   EngineConfig c = exit_config(0.5);
-  c.exit_layers = {5};  // stories260K has 5 layers: exit points 1..4
+  c.early_exit.layers = {5};  // stories260K has 5 layers: exit points 1..4
   refused(c, "--exit-layers");
-  c.exit_layers = {0};
+  c.early_exit.layers = {0};
   refused(c, "--exit-layers");
-  c.exit_layers = {3, 2};
+  c.early_exit.layers = {3, 2};
   refused(c, "--exit-layers");
   refused(exit_config(0.0), "--exit-threshold");
   refused(exit_config(1.01), "--exit-threshold");
   c = exit_config(0.5);
-  c.exit_layers.clear();
+  c.early_exit.layers.clear();
   refused(c, "exit_threshold");
 }
 

@@ -21,9 +21,6 @@
 
 namespace llms {
 
-// The engine's exit settings as the model takes them.
-EarlyExitConfig early_exit_config(const EngineConfig& config);
-
 // True when `params` runs with early exit on an engine with `config`.
 bool early_exit_applies(const EngineConfig& config, const RequestParams& params);
 

@@ -11,6 +11,13 @@
 // engine's vocabulary; the engine thread masks their logits before sampling, in the
 // same batch as every other request.
 //
+// A step is schedule → execute → update, as vLLM's EngineCore.step: intake, reaping
+// and the scheduler's plan; the forward pass and each chunk's next token handed to its
+// request; then the step's accounting and status. Features that watch steps (the
+// auto-tuners, SLO shedding, the stats window, the expert metrics, the profile's report)
+// are StepObservers (step_observer.h), not code in the step: the engine makes its own
+// from the config, and add_observer() plugs in others.
+//
 // Thread-safety: submit(), cached(), compile_grammar(), snapshot(), stats_window(), begin_drain(),
 // wake() from any thread; step() from one thread at a time, never while the engine thread runs.
 #pragma once
@@ -30,18 +37,16 @@
 #include "engine/admission.h"
 #include "engine/engine_config.h"
 #include "engine/engine_metrics.h"
-#include "engine/expert_metrics.h"
+#include "engine/engine_observers.h"
 #include "engine/engine_status.h"
 #include "engine/grammar_cache.h"
 #include "engine/model_runner.h"
 #include "engine/proposer.h"
-#include "engine/autotune.h"
-#include "engine/batch_tuner.h"
 #include "engine/request.h"
 #include "engine/result_cache.h"
 #include "engine/scheduler.h"
-#include "engine/slo_shedding.h"
 #include "engine/stats_window.h"
+#include "engine/step_observer.h"
 #include "kv/kv_block_manager.h"
 #include "metrics/metrics.h"
 #include "model/model.h"
@@ -100,7 +105,7 @@ class Engine {
   // warm-up is left out of it).
   void reset_step_profile() { reset_profile_.store(true, std::memory_order_relaxed); }
   // The last steps and requests, for the dashboard; any thread.
-  StatsWindowSnapshot stats_window() const { return stats_window_.snapshot(); }
+  StatsWindowSnapshot stats_window() const { return stats_->window().snapshot(); }
   const EngineConfig& config() const { return config_; }
   int context_length() const { return context_length_; }
   int vocab_size() const { return runner_->vocab_size(); }
@@ -108,9 +113,18 @@ class Engine {
   Registry& registry() { return *registry_; }
   const Tokenizer& tokenizer() const { return tokenizer_; }
 
+  // Hands the prefix cache's block events to `listener` (null: none); the engine
+  // shares its ownership. Call before the first submit().
+  void set_kv_events(std::shared_ptr<KvEventListener> listener);
+
   // Replaces the proposer of speculative decoding (benchmarks, tests); null turns
   // speculation off. Call before the first submit().
   void set_proposer(std::unique_ptr<Proposer> proposer) { proposer_ = std::move(proposer); }
+
+  // Adds `observer` to the step's observers, after the engine's own but before the
+  // profile's report (which closes the step). Call before start() or the first step().
+  // The engine owns it; the reference stays valid as long as the engine.
+  StepObserver& add_observer(std::unique_ptr<StepObserver> observer);
 
   // Replaces the monotonic clock (nanoseconds) used for arrivals, deadlines and
   // batching delays. For tests; call before the first submit().
@@ -119,14 +133,26 @@ class Engine {
  private:
   // The pass of EngineConfig::warmup_pass, before any request; its time is logged.
   Status warm_up();
+  // The observers the config asks for, in their hooks' order (engine_observers.h).
+  void add_own_observers();
   void thread_main();
+
+  // The step's three parts. schedule(): intake, reaping, the observers' refusals and
+  // the scheduler's plan; nothing when no chunk can run. execute(): the forward pass,
+  // then each chunk's next token handed to its request. update(): the step's
+  // accounting, its failed requests ended, the status published, the observers told.
+  std::optional<SchedulePlan> schedule(int64_t now);
+  Status execute(const SchedulePlan& plan);
+  void update(const StepResult& result);
+  // A step that runs nothing: the status published, its profile dropped.
+  std::nullopt_t idle(int64_t now);
+  StepState step_state(int64_t now) const;
   void intake();
   void reap(int64_t now);
-  // Refuses the waiting requests whose TTFT target is forecast to be missed (slo_shed).
-  void shed(int64_t now);
+  // The observers' on_step_start, each one's refusals ended before the next is called.
+  void start_step(int64_t now);
   void admit(const SchedulePlan& plan, int64_t now);
-  Status run_plan(const SchedulePlan& plan);
-  void observe_step(const SchedulePlan& plan, double step_s);
+  void count_step(const SchedulePlan& plan, double step_s);
   void on_token(Sequence& s, int32_t token, const float* logits, int64_t now);
   void propose_drafts();
   // Checks chunk `chunk` of the last pass (a decode with n_draft proposed tokens) and
@@ -137,12 +163,6 @@ class Engine {
   int32_t sample_next(Sequence& s, const float*& logits);
   void draw_ahead(const SchedulePlan& plan);
   void finish(Sequence& s, FinishReason reason, const std::string& message = "", double retry_after_s = 0);
-  void record_request_sample(const Sequence& s, const FinishEvent& fe);
-  void tune(const SchedulePlan& plan, double step_s);
-  void apply_tuning();
-  // The dynamic batch in progress (batch tuner): ended when the running set is empty,
-  // started when `plan` (if any) admits into an empty one.
-  void track_batch(const SchedulePlan* plan, int64_t now);
   void publish(int64_t now, bool force_rss);
   void cancel_remaining(const std::string& why);
   // Sleeps until a submission, a cancel or wake(), stop(), the scheduler's timer or
@@ -157,19 +177,14 @@ class Engine {
   std::unique_ptr<ModelRunner> runner_;
   const Tokenizer& tokenizer_;
   EngineConfig config_;
-  EngineConfig step_config_;          // config_ with the auto-tuner's budget and cap (engine thread)
-  std::unique_ptr<AutoTuner> tuner_;  // continuous batching with autotune != off
-  std::unique_ptr<DynamicBatchTuner> batch_tuner_;  // dynamic batching with autotune != off
-  std::unique_ptr<SloShedder> shedder_;  // slo_shed
-  int batch_size_ = 0;                // requests of the dynamic batch in progress; 0: none
-  int64_t batch_start_ns_ = 0;
+  BatchingConfig step_batching_;  // config_.batching with the auto-tuners' limits (engine thread)
   Hash128 model_identity_;
   Hash128 exit_identity_;  // model_identity_ mixed with the exit settings
   int context_length_;
   std::unique_ptr<Registry> own_registry_;
   Registry* registry_;
   EngineMetrics metrics_;
-  ExpertLoadMetrics expert_metrics_;
+  std::shared_ptr<KvEventListener> kv_events_;  // set_kv_events(); outlives kv_, which calls it
   KvBlockManager kv_;
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<Model> draft_model_;  // speculative = draft
@@ -178,8 +193,10 @@ class Engine {
   ResultCache result_cache_;
   GrammarCache grammar_cache_;
   EngineStatus status_;
-  StatsWindow stats_window_;
   std::function<int64_t()> clock_;
+  std::vector<std::unique_ptr<StepObserver>> observers_;  // in their hooks' order
+  const StatsRecorder* stats_ = nullptr;          // of observers_, read by stats_window()
+  const ExpertLoadRecorder* experts_ = nullptr;   // of observers_, read by snapshot()
 
   // Engine-thread state.
   std::unordered_map<uint64_t, std::unique_ptr<Sequence>> sequences_;

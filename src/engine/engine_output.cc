@@ -110,7 +110,7 @@ void Engine::finish(Sequence& s, FinishReason reason, const std::string& message
   fe.timings.ttft_s = s.first_token_ns ? static_cast<double>(s.first_token_ns - s.arrival_ns) * 1e-9 : 0;
   fe.timings.e2e_s = static_cast<double>(now - s.arrival_ns) * 1e-9;
   fe.timings.compute_s = s.compute_s;
-  const SloOutcome slo = slo_outcome(s, config_.slo_percentile);
+  const SloOutcome slo = slo_outcome(s, config_.slo.percentile);
   fe.has_slo = slo.any();
   fe.slo_met = slo.all_met();
 
@@ -142,29 +142,10 @@ void Engine::finish(Sequence& s, FinishReason reason, const std::string& message
     replay_.erase(it);
   }
   status_.note_finish(now, reason, !abnormal.empty());
-  record_request_sample(s, fe);
+  for (auto& o : observers_) o->on_finish(s, fe);
   if (proposer_) proposer_->forget(s.id);
   s.handle->push(std::move(fe));
   sequences_.erase(s.id);
-}
-
-void Engine::record_request_sample(const Sequence& s, const FinishEvent& fe) {
-  RequestSample r;
-  r.unix_ms = unix_ms();
-  r.queue_s = fe.timings.queue_s;
-  r.ttft_s = fe.timings.ttft_s;
-  const int64_t gaps = s.generated() - 1;
-  if (gaps > 0 && s.first_token_ns > 0) {
-    r.itl_s = static_cast<double>(s.last_token_ns - s.first_token_ns) * 1e-9 / static_cast<double>(gaps);
-  }
-  r.e2e_s = fe.timings.e2e_s;
-  r.compute_s = fe.timings.compute_s;
-  r.prompt_tokens = static_cast<int32_t>(fe.prompt_tokens);
-  r.cached_prompt_tokens = static_cast<int32_t>(fe.cached_prompt_tokens);
-  r.completion_tokens = static_cast<int32_t>(fe.completion_tokens);
-  r.priority = s.params.priority;
-  r.reason = fe.reason;
-  stats_window_.record_request(r);
 }
 
 }  // namespace llms

@@ -78,10 +78,10 @@ double counter(Engine& e, const std::string& series) {
 std::unique_ptr<Engine> make_engine(EngineConfig c, int32_t blocks) {
   Fixture& f = fixture();
   c.threads = 1;
-  c.exit_layers = {1};
-  c.exit_threshold = kExitThreshold;
+  c.early_exit.layers = {1};
+  c.early_exit.threshold = kExitThreshold;
   auto runner = std::make_unique<LocalModelRunner>(
-      *f.model, f.model->kv_config(blocks, c.block_size, c.k_type, c.v_type), c.threads);
+      *f.model, f.model->kv_config(blocks, c.kv.block_size, c.kv.k_type, c.kv.v_type), c.threads);
   return std::make_unique<Engine>(std::move(runner), *f.tokenizer, c, f.model->identity(), blocks, 64);
 }
 
@@ -95,19 +95,19 @@ void check_random_workload(AutotuneMode autotune, BatchingPolicy batching = Batc
                            bool shed = false) {
   Fixture& f = fixture();
   EngineConfig c;
-  c.block_size = 8;
-  c.max_batch_tokens = 48;
-  c.max_running = 8;
-  c.kv_high_watermark = c.kv_low_watermark = 1.0;
-  c.speculative = SpeculativeMode::kNgram;
-  c.spec_ngram_max = 2;
-  c.batching = batching;
-  c.max_batch_size = 8;
-  c.max_delay_ms = 50;  // arrivals come every 4 ms: the tuner waits less for 8
-  c.autotune = autotune;
-  c.autotune_min_batch_tokens = 8;
-  c.slo_interactive.itl_ms = 0.05;
-  c.slo_shed = shed;
+  c.kv.block_size = 8;
+  c.batching.max_batch_tokens = 48;
+  c.batching.max_running = 8;
+  c.admission.kv_high = c.admission.kv_low = 1.0;
+  c.speculative.mode = SpeculativeMode::kNgram;
+  c.speculative.ngram_max = 2;
+  c.batching.policy = batching;
+  c.batching.max_batch_size = 8;
+  c.batching.max_delay_ms = 50;  // arrivals come every 4 ms: the tuner waits less for 8
+  c.slo.autotune = autotune;
+  c.slo.autotune_min_batch_tokens = 8;
+  c.slo.interactive.itl_ms = 0.05;
+  c.slo.shed = shed;
   auto engine = make_engine(c, /*blocks=*/14);  // 112 token slots for up to 8 sequences of up to 60
   testing::ManualClock clock;
   engine->set_clock(clock.fn());
@@ -162,8 +162,8 @@ void check_random_workload(AutotuneMode autotune, BatchingPolicy batching = Batc
 
   // Solo reference runs, one request at a time on a roomy cache.
   EngineConfig solo_config;
-  solo_config.batching = BatchingPolicy::kNone;
-  solo_config.block_size = 8;
+  solo_config.batching.policy = BatchingPolicy::kNone;
+  solo_config.kv.block_size = 8;
   auto solo = make_engine(solo_config, 64);
   std::map<FinishReason, int> reasons;
   for (size_t i = 0; i < handles.size(); ++i) {
@@ -178,7 +178,7 @@ void check_random_workload(AutotuneMode autotune, BatchingPolicy batching = Batc
     const Collected alone = collect(**h);
     if (r.finish.reason == FinishReason::kRejected) {  // shed: only requests with a TTFT target, before any token
       ASSERT_TRUE(shed) << "request " << i;
-      ASSERT_GT(resolve_slo(params[i], c).ttft_ms, 0) << "request " << i;
+      ASSERT_GT(resolve_slo(params[i], c.slo).ttft_ms, 0) << "request " << i;
       ASSERT_TRUE(r.tokens.empty()) << "request " << i;
     }
     if (r.finish.reason == FinishReason::kLength || r.finish.reason == FinishReason::kStop) {

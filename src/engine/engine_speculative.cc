@@ -61,7 +61,7 @@ void Engine::verify(Sequence& s, size_t chunk, int64_t n_draft, int64_t now) {
   kv_.commit(s.blocks, s.committable());
   // Propose about as far as proposals have recently been accepted.
   s.spec_acceptance = 0.7 * s.spec_acceptance + 0.3 * static_cast<double>(accepted) / static_cast<double>(n_draft);
-  const int max_k = config_.spec_tokens;
+  const int max_k = config_.speculative.tokens;
   s.spec_k = std::clamp(static_cast<int>(s.spec_acceptance * max_k * 1.5 + 0.5), 1, max_k);
   s.draft.clear();
 }

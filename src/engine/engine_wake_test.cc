@@ -17,9 +17,9 @@ using testing::greedy_request;
 
 TEST(EngineWakeTest, CancelledQueuedRequestFinishesWithin5ms) {
   EngineConfig c;
-  c.batching = BatchingPolicy::kDynamic;  // one request of a batch of two waits for the other...
-  c.max_batch_size = 2;
-  c.max_delay_ms = 60'000;                // ...for a minute: the engine thread sleeps meanwhile
+  c.batching.policy = BatchingPolicy::kDynamic;  // one request of a batch of two waits for the other...
+  c.batching.max_batch_size = 2;
+  c.batching.max_delay_ms = 60'000;                // ...for a minute: the engine thread sleeps meanwhile
   Engine engine(std::make_unique<FakeRunner>(), testing::synthetic_tokenizer(), c, Hash128{1, 1}, 64, 512);
   engine.start();
   int64_t best_ns = INT64_MAX;

@@ -51,8 +51,8 @@ TEST(ExpertMetricsTest, EngineCountsEveryRoutedToken) {
   auto tok = Tokenizer::from_gguf((*model)->file());
   ASSERT_TRUE(tok.ok()) << tok.status().to_string();
   EngineConfig c;
-  c.max_running = 4;
-  c.max_batch_tokens = 256;
+  c.batching.max_running = 4;
+  c.batching.max_batch_tokens = 256;
   auto runner = std::make_unique<LocalModelRunner>(**model, (*model)->kv_config(64, 16, DType::kF16, DType::kF16), 1);
   Registry registry;
   Engine engine(std::move(runner), **tok, c, (*model)->identity(), 64, 512, &registry);

@@ -150,8 +150,8 @@ namespace {
 // Once the output settles into "abab...", prompt lookup proposes whole pairs.
 TEST(GrammarSpeculativeTest, ProposalsUnderAGrammarGiveThePlainOutput) {
   EngineConfig c;
-  c.speculative = SpeculativeMode::kNgram;
-  c.spec_tokens = 4;
+  c.speculative.mode = SpeculativeMode::kNgram;
+  c.speculative.tokens = 4;
   auto runner = std::make_unique<FakeRunner>();
   Engine engine(std::move(runner), testing::synthetic_tokenizer(), c, Hash128{1, 2}, 64, 512);
   auto g = parse_gbnf(R"(root ::= ("a" [b-z])+)");

@@ -10,7 +10,7 @@
 namespace llms {
 
 Result<KvSizing> size_kv_cache(const Model& model, const EngineConfig& config) {
-  const KvCacheConfig probe = model.kv_config(1, config.block_size, config.k_type, config.v_type);
+  const KvCacheConfig probe = model.kv_config(1, config.kv.block_size, config.kv.k_type, config.kv.v_type);
   LLMS_RETURN_IF_ERROR(probe.validate());
   KvSizing s;
   s.bytes_per_block = probe.bytes_per_block();
@@ -22,18 +22,19 @@ Result<KvSizing> size_kv_cache(const Model& model, const EngineConfig& config) {
              "context limited to that", s.asked_context, max_pos);
     s.asked_context = max_pos;
   }
-  const int64_t limit = effective_memory_limit(config.memory_limit_bytes);
-  const int64_t blocks_per_ctx = (s.asked_context + config.block_size - 1) / config.block_size;
-  int64_t blocks = config.kv_cache_bytes > 0
-                       ? config.kv_cache_bytes / s.bytes_per_block
-                       : std::min<int64_t>(limit / 10 / s.bytes_per_block, blocks_per_ctx * config.max_running);
+  const int64_t limit = effective_memory_limit(config.admission.memory_limit_bytes);
+  const int64_t blocks_per_ctx = (s.asked_context + config.kv.block_size - 1) / config.kv.block_size;
+  int64_t blocks = config.kv.cache_bytes > 0
+                       ? config.kv.cache_bytes / s.bytes_per_block
+                       : std::min<int64_t>(limit / 10 / s.bytes_per_block,
+                                           blocks_per_ctx * config.batching.max_running);
   blocks = std::min<int64_t>(blocks, 1 << 24);
   if (blocks < 1) {
-    return invalid_argument(fmt::format("kv_cache_memory of {} bytes holds no block of {} bytes", config.kv_cache_bytes,
+    return invalid_argument(fmt::format("kv_cache_memory of {} bytes holds no block of {} bytes", config.kv.cache_bytes,
                                         s.bytes_per_block));
   }
   s.num_blocks = static_cast<int32_t>(blocks);
-  s.context_length = static_cast<int>(std::min<int64_t>(s.asked_context, blocks * config.block_size));
+  s.context_length = static_cast<int>(std::min<int64_t>(s.asked_context, blocks * config.kv.block_size));
   if (s.context_length < s.asked_context) {
     log_warn("KV cache of {} blocks holds {} tokens: context limited to that (asked {})", blocks, s.context_length,
              s.asked_context);

@@ -37,14 +37,14 @@ TEST(MemoryWatermarkTest, ModelLargerThanHalfTheLimitIsServed) {
   const int64_t model_bytes = static_cast<int64_t>(model->file().file_size());
 
   EngineConfig c;
-  c.memory_limit_bytes = model_bytes * 19 / 10;  // the model is more than half of it
+  c.admission.memory_limit_bytes = model_bytes * 19 / 10;  // the model is more than half of it
   c.threads = 1;
   auto engine = Engine::create(*model, *tokenizer, c).value();
   const AdmissionState before = engine->snapshot().admission;
   // The repacked weights are counted (so the mark means something) ...
-  EXPECT_GT(before.rss_usage, 0.5) << "owned " << process_rss_bytes() << " of " << c.memory_limit_bytes;
+  EXPECT_GT(before.rss_usage, 0.5) << "owned " << process_rss_bytes() << " of " << c.admission.memory_limit_bytes;
   // ... and the file pages they came from are not.
-  EXPECT_LT(before.rss_usage, c.rss_low_watermark);
+  EXPECT_LT(before.rss_usage, c.admission.rss_low);
   EXPECT_FALSE(before.overloaded) << before.reason;
 
   RequestParams request = greedy_request({1, 300, 301, 302, 303}, 4);

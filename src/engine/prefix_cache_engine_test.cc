@@ -33,9 +33,9 @@ void check_shared_prefix(const SyntheticSpec& spec) {
   };
   auto run = [&](bool prefix_cache, const std::vector<std::vector<int32_t>>& prompts) {
     EngineConfig c;
-    c.prefix_cache = prefix_cache;
-    c.block_size = 16;
-    c.kv_cache_bytes = 64LL << 20;
+    c.kv.prefix_cache = prefix_cache;
+    c.kv.block_size = 16;
+    c.kv.cache_bytes = 64LL << 20;
     c.threads = 1;
     auto engine = Engine::create(*model, *tokenizer, c).value();
     std::vector<testing::Collected> out;
@@ -104,10 +104,10 @@ TEST(PrefixCacheEngineTest, RequestsSharingAPrefixArrivingTogetherComputeItOnce)
   };
   auto run = [&](bool clustering) {
     EngineConfig c;
-    c.prefix_clustering = clustering;
-    c.block_size = 16;
-    c.kv_cache_bytes = 64LL << 20;
-    c.max_batch_tokens = 2048;  // room for all four prompts in one step
+    c.kv.prefix_clustering = clustering;
+    c.kv.block_size = 16;
+    c.kv.cache_bytes = 64LL << 20;
+    c.batching.max_batch_tokens = 2048;  // room for all four prompts in one step
     c.threads = 1;
     auto engine = Engine::create(*model, *tokenizer, c).value();
     std::vector<std::shared_ptr<RequestHandle>> hs;
@@ -139,11 +139,11 @@ TEST(PrefixCacheEngineTest, RequestsSharingAPrefixArrivingTogetherComputeItOnce)
 // random workload of realistic lengths (the allocator's property, so a fake model).
 TEST(PrefixCacheEngineTest, KvWasteUnderFourPercentAtBlockSize16) {
   EngineConfig c;
-  c.block_size = 16;
-  c.max_running = 16;
-  c.max_batch_tokens = 2048;
-  c.prefix_cache = false;
-  c.kv_high_watermark = c.kv_low_watermark = 1.0;
+  c.kv.block_size = 16;
+  c.batching.max_running = 16;
+  c.batching.max_batch_tokens = 2048;
+  c.kv.prefix_cache = false;
+  c.admission.kv_high = c.admission.kv_low = 1.0;
   auto runner = std::make_unique<testing::FakeRunner>();
   Engine engine(std::move(runner), testing::synthetic_tokenizer(), c, Hash128{9, 9}, 2048, 4096);
   Rng rng(77);

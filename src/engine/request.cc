@@ -1,10 +1,40 @@
 #include "engine/request.h"
 
+#include <fmt/format.h>
+
 #include <chrono>
 
 #include "base/check.h"
 
 namespace llms {
+
+std::optional<ParamError> check_prompt(std::span<const int32_t> prompt, int vocab_size, int context_length) {
+  if (prompt.empty()) return ParamError{"prompt", "the prompt is empty"};
+  for (int32_t t : prompt) {
+    if (t < 0 || t >= vocab_size) {
+      return ParamError{"prompt", fmt::format("token id {} is outside the vocabulary (0..{})", t, vocab_size - 1)};
+    }
+  }
+  if (static_cast<int64_t>(prompt.size()) >= context_length) {
+    return ParamError{"prompt",
+                      fmt::format("This model's maximum context length is {} tokens; the prompt has {} tokens and at "
+                                  "least one must remain for the completion",
+                                  context_length, prompt.size()),
+                      true};
+  }
+  return std::nullopt;
+}
+
+std::optional<ParamError> check_request(const RequestParams& p, int vocab_size, int context_length) {
+  if (auto e = p.sampling.check(vocab_size)) return e;
+  if (auto e = check_prompt(p.prompt, vocab_size, context_length)) return e;
+  if (p.max_tokens < 1) return ParamError{"max_tokens", fmt::format("max_tokens must be >= 1, got {}", p.max_tokens)};
+  if (p.top_logprobs > kMaxTopLogprobs) {
+    return ParamError{"top_logprobs", fmt::format("top_logprobs must be at most {}", kMaxTopLogprobs)};
+  }
+  if (p.timeout_s < 0) return ParamError{"timeout", "timeout must be >= 0"};
+  return std::nullopt;
+}
 
 bool RequestHandle::next(RequestEvent* out, int64_t timeout_ms) {
   std::unique_lock<std::mutex> lock(mu_);

@@ -13,6 +13,8 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <span>
 #include <string>
 #include <variant>
 #include <vector>
@@ -45,7 +47,7 @@ struct RequestParams {
   // engine/early_exit_policy.h).
   bool early_exit = true;
   // true: each token event carries the entropy of the distribution it was drawn from
-  // (the precision router watches it: engine/precision_router.h).
+  // (the precision router watches it: serving/precision_router.h).
   bool report_entropy = false;
   // Constrains the output (Engine::compile_grammar() makes it for this engine's
   // vocabulary); null: unconstrained. Shared and immutable.
@@ -84,6 +86,18 @@ struct FinishEvent {
 };
 
 using RequestEvent = std::variant<TokenEvent, FinishEvent>;
+
+inline constexpr int kMaxTopLogprobs = 20;
+
+// The engine's rule for a request: one function, which Engine::submit applies and the
+// server calls before any compute (a 400 naming ParamError::param).
+//
+// The prompt's part: not empty, every id within the vocabulary, and shorter than the
+// context by at least the first generated token.
+std::optional<ParamError> check_prompt(std::span<const int32_t> prompt, int vocab_size, int context_length);
+// The whole rule: the sampling values (SamplingParams::check, with the vocabulary), the
+// prompt (check_prompt), max_tokens >= 1, top_logprobs <= kMaxTopLogprobs, timeout >= 0.
+std::optional<ParamError> check_request(const RequestParams& p, int vocab_size, int context_length);
 
 class RequestHandle {
  public:

@@ -34,29 +34,42 @@ int32_t first_max_index(const float* x, int n) {
   return 0;
 }
 
-Status SamplingParams::validate() const {
-  if (!(temperature >= 0.0f && temperature <= 100.0f)) {
-    return invalid_argument(fmt::format("temperature must be between 0 and 100, got {}", temperature));
-  }
-  if (top_k < 0) return invalid_argument(fmt::format("top_k must be >= 0 (0 disables it), got {}", top_k));
-  if (!(top_p > 0.0f && top_p <= 1.0f)) return invalid_argument(fmt::format("top_p must be in (0, 1], got {}", top_p));
-  if (!(min_p >= 0.0f && min_p <= 1.0f)) return invalid_argument(fmt::format("min_p must be in [0, 1], got {}", min_p));
-  if (!(repetition_penalty > 0.0f && repetition_penalty <= 10.0f)) {
-    return invalid_argument(fmt::format("repetition_penalty must be in (0, 10], got {}", repetition_penalty));
+std::optional<ParamError> SamplingParams::check(int vocab_size) const {
+  // Messages as the API states its ranges (the server passes them on in its 400s).
+  static_assert(kMaxTopK == 1048576, "the top_k message states the bound");
+  auto out_of = [](const char* param, const char* range, double got) {
+    return ParamError{param, fmt::format("'{}' must be in {}, got {}", param, range, got)};
+  };
+  if (!(temperature >= 0.0f && temperature <= 2.0f)) return out_of("temperature", "[0, 2]", temperature);
+  if (top_k < 0 || top_k > kMaxTopK) return out_of("top_k", "[0, 1048576] (0: off)", top_k);
+  if (!(top_p > 0.0f && top_p <= 1.0f)) return out_of("top_p", "(0, 1]", top_p);
+  if (!(min_p >= 0.0f && min_p <= 1.0f)) return out_of("min_p", "[0, 1]", min_p);
+  if (!(repetition_penalty >= 0.01f && repetition_penalty <= 10.0f)) {
+    return out_of("repetition_penalty", "[0.01, 10]", repetition_penalty);
   }
   if (!(presence_penalty >= -2.0f && presence_penalty <= 2.0f)) {
-    return invalid_argument(fmt::format("presence_penalty must be between -2 and 2, got {}", presence_penalty));
+    return out_of("presence_penalty", "[-2, 2]", presence_penalty);
   }
   if (!(frequency_penalty >= -2.0f && frequency_penalty <= 2.0f)) {
-    return invalid_argument(fmt::format("frequency_penalty must be between -2 and 2, got {}", frequency_penalty));
+    return out_of("frequency_penalty", "[-2, 2]", frequency_penalty);
   }
   for (const auto& [id, bias] : logit_bias) {
-    if (id < 0) return invalid_argument(fmt::format("logit_bias names the token id {}", id));
+    if (id < 0) return ParamError{"logit_bias", fmt::format("logit_bias names the token id {}", id)};
+    if (vocab_size > 0 && id >= vocab_size) {
+      return ParamError{"logit_bias", fmt::format("logit_bias names token id {}, outside the vocabulary (0..{})", id,
+                                                  vocab_size - 1)};
+    }
     if (!(bias >= -100.0f && bias <= 100.0f)) {
-      return invalid_argument(fmt::format("logit_bias values must be between -100 and 100, got {}", bias));
+      return ParamError{"logit_bias",
+                        fmt::format("'logit_bias' values must be numbers in [-100, 100] (token {})", id)};
     }
   }
-  return ok_status();
+  return std::nullopt;
+}
+
+Status SamplingParams::validate() const {
+  const std::optional<ParamError> e = check();
+  return e ? invalid_argument(e->message) : ok_status();
 }
 
 Sampler::Sampler(const SamplingParams& params, uint64_t seed, std::span<const int32_t> prompt)

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -20,6 +21,16 @@ namespace llms {
 // The index std::max_element(x, x + n) gives (the first maximum; a NaN only when x[0]
 // is one), computed without a chain of dependent compares: greedy decoding's argmax.
 int32_t first_max_index(const float* x, int n);
+
+// A request value the engine refuses: the parameter at fault, by its API name
+// ("temperature", "logit_bias", "prompt", ...), and why.
+struct ParamError {
+  std::string param;
+  std::string message;
+  bool context_exceeded = false;  // the prompt leaves no room in the context (OpenAI's context_length_exceeded)
+};
+
+inline constexpr int kMaxTopK = 1 << 20;
 
 struct SamplingParams {
   float temperature = 1.0f;         // 0 = greedy
@@ -36,7 +47,14 @@ struct SamplingParams {
   bool greedy() const { return temperature == 0.0f; }
   // Deterministic output: greedy, or sampled with a fixed seed.
   bool deterministic() const { return greedy() || seed.has_value(); }
-  // INVALID_ARGUMENT naming the parameter and its allowed range.
+  // The rule for sampling values, OpenAI's ranges where OpenAI has one: temperature
+  // 0..2, top_p (0, 1], top_k 0..kMaxTopK, min_p 0..1, presence and frequency
+  // penalties -2..2, repetition_penalty 0.01..10, logit_bias ids >= 0 (and below
+  // `vocab_size` when it is known: > 0) with biases -100..100. The first value out of
+  // range, or none. The server applies it when it parses a request (and with the
+  // vocabulary once the model is known), the engine at submit.
+  std::optional<ParamError> check(int vocab_size = 0) const;
+  // check() as INVALID_ARGUMENT (the message names the parameter and its range).
   Status validate() const;
 };
 

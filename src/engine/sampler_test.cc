@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "base/random.h"
+#include "engine/request.h"
 
 namespace llms {
 namespace {
@@ -205,6 +206,55 @@ TEST(SamplerTest, ValidateNamesTheParameter) {
   p.presence_penalty = 3;
   EXPECT_FALSE(p.validate().ok());
   EXPECT_TRUE(SamplingParams{}.validate().ok());
+}
+
+// The engine's rule holds OpenAI's ranges (what the server answers 400 for), names the
+// parameter, and checks logit_bias ids against the vocabulary once it is known.
+TEST(SamplerTest, CheckHoldsTheApiRangesAndNamesTheParameter) {
+  auto param_of = [](const SamplingParams& p, int vocab = 0) {
+    const auto e = p.check(vocab);
+    return e ? e->param : std::string("ok");
+  };
+  SamplingParams p;
+  p.temperature = 2.0f;
+  EXPECT_EQ(param_of(p), "ok");
+  p.temperature = 2.5f;
+  EXPECT_EQ(param_of(p), "temperature");
+  p = {};
+  p.repetition_penalty = 0.005f;
+  EXPECT_EQ(param_of(p), "repetition_penalty");
+  p.repetition_penalty = 0.01f;
+  EXPECT_EQ(param_of(p), "ok");
+  p.top_k = kMaxTopK + 1;
+  EXPECT_EQ(param_of(p), "top_k");
+  p = {};
+  p.logit_bias = {{299, 5.0f}};
+  EXPECT_EQ(param_of(p, 300), "ok");
+  p.logit_bias = {{300, 5.0f}};
+  EXPECT_EQ(param_of(p), "ok");  // the vocabulary is not known yet
+  EXPECT_EQ(param_of(p, 300), "logit_bias");
+  p.logit_bias = {{1, 101.0f}};
+  EXPECT_EQ(param_of(p, 300), "logit_bias");
+}
+
+TEST(SamplerTest, RequestCheckNamesThePromptAndTheContext) {
+  RequestParams r;
+  r.prompt = {1, 2, 3};
+  EXPECT_FALSE(check_request(r, 10, 8).has_value());
+  r.prompt = {};
+  EXPECT_EQ(check_request(r, 10, 8)->param, "prompt");
+  r.prompt = {1, 10};
+  EXPECT_EQ(check_request(r, 10, 8)->param, "prompt");
+  r.prompt = std::vector<int32_t>(8, 1);  // no room for the first generated token
+  const auto full = check_request(r, 10, 8);
+  ASSERT_TRUE(full.has_value());
+  EXPECT_TRUE(full->context_exceeded);
+  r.prompt = {1};
+  r.max_tokens = 0;
+  EXPECT_EQ(check_request(r, 10, 8)->param, "max_tokens");
+  r.max_tokens = 1;
+  r.sampling.temperature = 3;
+  EXPECT_EQ(check_request(r, 10, 8)->param, "temperature");
 }
 
 }  // namespace

@@ -8,13 +8,13 @@
 
 namespace llms {
 
-double effective_priority(const Sequence& s, const EngineConfig& config, int64_t now_ns) {
+double effective_priority(const Sequence& s, const BatchingConfig& config, int64_t now_ns) {
   const double waited_s = static_cast<double>(std::max<int64_t>(0, now_ns - s.arrival_ns)) * 1e-9;
   const double lane = s.params.lane == Lane::kInteractive ? config.interactive_boost : 0;
   return s.params.priority + lane + std::floor(waited_s / config.aging_s) + slo_urgency(s, now_ns);
 }
 
-void order_waiting(std::vector<Sequence*>& waiting, const EngineConfig& config, int64_t now_ns,
+void order_waiting(std::vector<Sequence*>& waiting, const BatchingConfig& config, int64_t now_ns,
                    const KvBlockManager* kv) {
   for (Sequence* s : waiting) {
     s->cached_hint = kv != nullptr && waiting.size() > 1 && s->blocks.table.blocks.empty()

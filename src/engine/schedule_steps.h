@@ -11,7 +11,7 @@ namespace llms {
 // Priority used to order waiting sequences: the request's priority, plus the
 // interactive lane's boost, plus one for every aging_s seconds waited, plus one once
 // half of its TTFT target has passed (slo.h).
-double effective_priority(const Sequence& s, const EngineConfig& config, int64_t now_ns);
+double effective_priority(const Sequence& s, const BatchingConfig& config, int64_t now_ns);
 
 // Sorts `waiting` best first: effective priority, then the earliest TTFT deadline
 // (none last), then (given the KV manager) the longest prefix in the prefix cache,
@@ -19,7 +19,7 @@ double effective_priority(const Sequence& s, const EngineConfig& config, int64_t
 // of equal effective priority, and waiting raises it by one every aging_s: a request
 // passed over for ones with longer cached prefixes is first among them within
 // aging_s of their arrival.
-void order_waiting(std::vector<Sequence*>& waiting, const EngineConfig& config, int64_t now_ns,
+void order_waiting(std::vector<Sequence*>& waiting, const BatchingConfig& config, int64_t now_ns,
                    const KvBlockManager* kv = nullptr);
 
 // The running sequence to preempt for `needy`: lowest priority, then most recently

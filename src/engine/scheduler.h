@@ -50,8 +50,9 @@ struct SchedulerContext {
   std::vector<Sequence*>& waiting;
   std::vector<Sequence*>& running;
   KvBlockManager& kv;
-  const EngineConfig& config;
+  const BatchingConfig& config;  // this step's (the auto-tuners move its limits)
   int64_t now_ns = 0;
+  bool cluster_prefixes = false;  // prefix caching and clustering (KvConfig::clusters())
 };
 
 class Scheduler {
@@ -63,6 +64,6 @@ class Scheduler {
   virtual int64_t next_wake_ns(const SchedulerContext& ctx) const { return 0; }
 };
 
-std::unique_ptr<Scheduler> make_scheduler(const EngineConfig& config);
+std::unique_ptr<Scheduler> make_scheduler(BatchingPolicy policy);
 
 }  // namespace llms

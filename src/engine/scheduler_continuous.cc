@@ -14,7 +14,7 @@ class ContinuousScheduler : public Scheduler {
     schedule_running(ctx, plan, budget, long_budget);
     // Longest cached prefix first among equals: part of prefix clustering (without it,
     // first come first served).
-    const bool clustering = ctx.config.prefix_cache && ctx.config.prefix_clustering;
+    const bool clustering = ctx.cluster_prefixes;
     order_waiting(ctx.waiting, ctx.config, ctx.now_ns, clustering ? &ctx.kv : nullptr);
     // Sequences preempted this step wait for the next one: they just lost their room.
     const std::vector<Sequence*> candidates = ctx.waiting;

@@ -58,8 +58,8 @@ class DynamicScheduler : public Scheduler {
 
 std::unique_ptr<Scheduler> make_continuous_scheduler();
 
-std::unique_ptr<Scheduler> make_scheduler(const EngineConfig& config) {
-  switch (config.batching) {
+std::unique_ptr<Scheduler> make_scheduler(BatchingPolicy policy) {
+  switch (policy) {
     case BatchingPolicy::kContinuous: return make_continuous_scheduler();
     case BatchingPolicy::kDynamic:
       return std::make_unique<DynamicScheduler>(false);

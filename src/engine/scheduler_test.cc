@@ -50,7 +50,7 @@ std::vector<int32_t> expected_tokens(const std::vector<int32_t>& prompt, int n) 
 
 TEST(SchedulerTest, BudgetRespectedAndPrefillChunked) {
   EngineConfig c;
-  c.max_batch_tokens = 64;
+  c.batching.max_batch_tokens = 64;
   Harness h(c);
   auto r = h.submit(greedy_request(prompt_of(200), 3));
   h.engine->run_until_idle();
@@ -69,7 +69,7 @@ TEST(SchedulerTest, BudgetRespectedAndPrefillChunked) {
 
 TEST(SchedulerTest, DecodesGoFirstThenPrefillTakesTheRest) {
   EngineConfig c;
-  c.max_batch_tokens = 16;
+  c.batching.max_batch_tokens = 16;
   Harness h(c);
   auto a = h.submit(greedy_request(prompt_of(4), 10));
   auto b = h.submit(greedy_request(prompt_of(4, 50), 10));
@@ -93,7 +93,7 @@ TEST(SchedulerTest, DecodesGoFirstThenPrefillTakesTheRest) {
 
 TEST(SchedulerTest, RunningCapLimitsTheBatch) {
   EngineConfig c;
-  c.max_running = 2;
+  c.batching.max_running = 2;
   Harness h(c);
   std::vector<std::shared_ptr<RequestHandle>> hs;
   for (int i = 0; i < 5; ++i) hs.push_back(h.submit(greedy_request(prompt_of(3, 10 + i), 4)));
@@ -104,9 +104,9 @@ TEST(SchedulerTest, RunningCapLimitsTheBatch) {
 
 TEST(SchedulerTest, InteractiveLaneFirstAndAgingPreventsStarvation) {
   EngineConfig c;
-  c.max_running = 1;
-  c.aging_s = 1.0;
-  c.interactive_boost = 10;
+  c.batching.max_running = 1;
+  c.batching.aging_s = 1.0;
+  c.batching.interactive_boost = 10;
   // Ordering alone: a batch request that waited 11 s passes a fresh interactive one.
   Sequence batch, inter;
   batch.id = 1, inter.id = 2;
@@ -115,10 +115,10 @@ TEST(SchedulerTest, InteractiveLaneFirstAndAgingPreventsStarvation) {
   batch.arrival_ns = 0;
   inter.arrival_ns = 0;
   std::vector<Sequence*> w = {&batch, &inter};
-  order_waiting(w, c, 1'000'000'000);
+  order_waiting(w, c.batching, 1'000'000'000);
   EXPECT_EQ(w[0], &inter);
   inter.arrival_ns = 11'000'000'000;
-  order_waiting(w, c, 11'000'000'000);
+  order_waiting(w, c.batching, 11'000'000'000);
   EXPECT_EQ(w[0], &batch);
 
   // Through the engine: the interactive request queued after a batch one runs first.
@@ -142,7 +142,7 @@ TEST(SchedulerTest, InteractiveLaneFirstAndAgingPreventsStarvation) {
 // a request without one is passed over.
 TEST(SchedulerTest, LongestCachedPrefixFirstWithinAnAgingStep) {
   EngineConfig c;
-  c.aging_s = 1.0;
+  c.batching.aging_s = 1.0;
   KvBlockManager kv(64, 16, Hash128{1, 2}, true);
   std::vector<int32_t> shared;
   for (int i = 0; i < 40; ++i) shared.push_back(3 + i);
@@ -162,13 +162,13 @@ TEST(SchedulerTest, LongestCachedPrefixFirstWithinAnAgingStep) {
   plain.arrival_ns = 0;                 // first to arrive
   sharing.arrival_ns = 500'000'000;     // half a second later
   std::vector<Sequence*> w = {&plain, &sharing};
-  order_waiting(w, c, 900'000'000, &kv);
+  order_waiting(w, c.batching, 900'000'000, &kv);
   EXPECT_EQ(w[0], &sharing);  // same effective priority: its 32 cached tokens go first
   EXPECT_EQ(sharing.cached_hint, 32);
-  order_waiting(w, c, 900'000'000);  // without the cache: arrival order
+  order_waiting(w, c.batching, 900'000'000);  // without the cache: arrival order
   EXPECT_EQ(w[0], &plain);
   // One aging step after its arrival the first request outranks the later one.
-  order_waiting(w, c, 1'200'000'000, &kv);
+  order_waiting(w, c.batching, 1'200'000'000, &kv);
   EXPECT_EQ(w[0], &plain);
   // Looking is not a query: the hit-rate counters count admissions only.
   EXPECT_EQ(kv.stats().queries, 1);  // the donor's begin_sequence
@@ -180,8 +180,8 @@ TEST(SchedulerTest, LongestCachedPrefixFirstWithinAnAgingStep) {
 TEST(SchedulerTest, CachedPrefixOrderOnlyWithPrefixClustering) {
   for (const bool clustering : {true, false}) {
     EngineConfig c;
-    c.max_running = 1;
-    c.prefix_clustering = clustering;
+    c.batching.max_running = 1;
+    c.kv.prefix_clustering = clustering;
     Harness h(c);
     const std::vector<int32_t> shared = prompt_of(40, 100);  // 100..139
     h.submit(greedy_request(shared, 1));
@@ -206,7 +206,7 @@ TEST(SchedulerTest, CachedPrefixOrderOnlyWithPrefixClustering) {
 
 TEST(SchedulerTest, HigherPriorityRunsFirst) {
   EngineConfig c;
-  c.max_running = 1;
+  c.batching.max_running = 1;
   Harness h(c);
   auto blocker = h.submit(greedy_request(prompt_of(2), 2));
   h.engine->step();
@@ -224,8 +224,8 @@ TEST(SchedulerTest, HigherPriorityRunsFirst) {
 
 TEST(SchedulerTest, PreemptsLowestPriorityMostRecentAndRecomputes) {
   EngineConfig c;
-  c.block_size = 8;
-  c.prefix_cache = false;
+  c.kv.block_size = 8;
+  c.kv.prefix_cache = false;
   Harness h(c, /*blocks=*/4, /*ctx=*/32);
   RequestParams a = greedy_request(prompt_of(7), 20);
   a.priority = 1;
@@ -269,8 +269,8 @@ TEST(SchedulerTest, DeadlineEndsRequestWithTokensSoFar) {
 
 TEST(SchedulerTest, CancellationInEveryStateFreesBlocksWithinOneStep) {
   EngineConfig c;
-  c.max_batch_tokens = 16;
-  c.max_running = 1;
+  c.batching.max_batch_tokens = 16;
+  c.batching.max_running = 1;
   Harness h(c);
   auto running = h.submit(greedy_request(prompt_of(40), 50));
   auto queued = h.submit(greedy_request(prompt_of(4, 70), 5));
@@ -296,8 +296,8 @@ TEST(SchedulerTest, CancellationInEveryStateFreesBlocksWithinOneStep) {
 
 TEST(SchedulerTest, AdmissionBoundsRejectWithRetryHint) {
   EngineConfig c;
-  c.max_waiting_requests = 2;
-  c.max_waiting_tokens = 100;
+  c.admission.max_waiting_requests = 2;
+  c.admission.max_waiting_tokens = 100;
   Harness h(c);
   h.submit(greedy_request(prompt_of(10), 1));
   h.submit(greedy_request(prompt_of(10), 1));
@@ -342,9 +342,9 @@ TEST(SchedulerTest, WatermarkHysteresis) {
 
 TEST(SchedulerTest, DynamicWaitsForBatchOrDelayThenRunsToCompletion) {
   EngineConfig c;
-  c.batching = BatchingPolicy::kDynamic;
-  c.max_batch_size = 3;
-  c.max_delay_ms = 50;
+  c.batching.policy = BatchingPolicy::kDynamic;
+  c.batching.max_batch_size = 3;
+  c.batching.max_delay_ms = 50;
   Harness h(c);
   auto a = h.submit(greedy_request(prompt_of(3), 4));
   EXPECT_FALSE(h.engine->step());  // 1 of 3, no delay yet: nothing runs
@@ -368,7 +368,7 @@ TEST(SchedulerTest, DynamicWaitsForBatchOrDelayThenRunsToCompletion) {
 
 TEST(SchedulerTest, NoneRunsOneAtATime) {
   EngineConfig c;
-  c.batching = BatchingPolicy::kNone;
+  c.batching.policy = BatchingPolicy::kNone;
   Harness h(c);
   for (int i = 0; i < 3; ++i) h.submit(greedy_request(prompt_of(3, 10 * i + 10), 3));
   h.engine->run_until_idle();
@@ -378,8 +378,8 @@ TEST(SchedulerTest, NoneRunsOneAtATime) {
 
 TEST(SchedulerTest, LongJobLaneTakesABoundedShare) {
   EngineConfig c;
-  c.max_batch_tokens = 100;
-  c.long_job_share = 0.25;
+  c.batching.max_batch_tokens = 100;
+  c.batching.long_job_share = 0.25;
   Harness h(c);
   for (int i = 0; i < 8; ++i) h.submit(greedy_request(prompt_of(4, 10 + i), 2));  // establish the median
   h.engine->run_until_idle();

@@ -4,8 +4,8 @@
 
 namespace llms {
 
-SloTarget resolve_slo(const RequestParams& p, const EngineConfig& config) {
-  const SloTarget& lane = p.lane == Lane::kBatch ? config.slo_batch : config.slo_interactive;
+SloTarget resolve_slo(const RequestParams& p, const SloConfig& config) {
+  const SloTarget& lane = p.lane == Lane::kBatch ? config.batch : config.interactive;
   return SloTarget{p.slo.ttft_ms > 0 ? p.slo.ttft_ms : lane.ttft_ms, p.slo.itl_ms > 0 ? p.slo.itl_ms : lane.itl_ms};
 }
 

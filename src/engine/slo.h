@@ -25,7 +25,7 @@
 namespace llms {
 
 // The targets `p` is held to under `config`.
-SloTarget resolve_slo(const RequestParams& p, const EngineConfig& config);
+SloTarget resolve_slo(const RequestParams& p, const SloConfig& config);
 
 // The TTFT deadline of a sequence (0: none): arrival + its ttft_ms.
 int64_t ttft_deadline_ns(const Sequence& s);

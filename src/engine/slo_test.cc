@@ -34,27 +34,27 @@ Sequence waiting_seq(uint64_t id, int64_t arrival_ns, double ttft_ms, int priori
 
 TEST(SloTest, ARequestsOwnTargetsWinOverItsLanes) {
   EngineConfig c;
-  c.slo_interactive = {200, 50};
-  c.slo_batch = {5000, 0};
+  c.slo.interactive = {200, 50};
+  c.slo.batch = {5000, 0};
   RequestParams p;
-  EXPECT_EQ(resolve_slo(p, c).ttft_ms, 200);
-  EXPECT_EQ(resolve_slo(p, c).itl_ms, 50);
+  EXPECT_EQ(resolve_slo(p, c.slo).ttft_ms, 200);
+  EXPECT_EQ(resolve_slo(p, c.slo).itl_ms, 50);
   p.lane = Lane::kBatch;
-  EXPECT_EQ(resolve_slo(p, c).ttft_ms, 5000);
-  EXPECT_EQ(resolve_slo(p, c).itl_ms, 0);
+  EXPECT_EQ(resolve_slo(p, c.slo).ttft_ms, 5000);
+  EXPECT_EQ(resolve_slo(p, c.slo).itl_ms, 0);
   p.slo = {100, 20};
-  EXPECT_EQ(resolve_slo(p, c).ttft_ms, 100);
-  EXPECT_EQ(resolve_slo(p, c).itl_ms, 20);
+  EXPECT_EQ(resolve_slo(p, c.slo).ttft_ms, 100);
+  EXPECT_EQ(resolve_slo(p, c.slo).itl_ms, 20);
 }
 
 TEST(SloTest, EqualPrioritiesGoEarliestDeadlineFirstAndNoneLast) {
   EngineConfig c;
-  c.aging_s = 10;
+  c.batching.aging_s = 10;
   Sequence none = waiting_seq(1, 0, 0);          // first to arrive, no target
   Sequence late = waiting_seq(2, 1 * kMs, 900);  // deadline at 901 ms
   Sequence soon = waiting_seq(3, 2 * kMs, 300);  // deadline at 302 ms
   std::vector<Sequence*> w = {&none, &late, &soon};
-  order_waiting(w, c, 10 * kMs);
+  order_waiting(w, c.batching, 10 * kMs);
   EXPECT_EQ(w[0], &soon);
   EXPECT_EQ(w[1], &late);
   EXPECT_EQ(w[2], &none);
@@ -62,25 +62,25 @@ TEST(SloTest, EqualPrioritiesGoEarliestDeadlineFirstAndNoneLast) {
   // of requests that arrived an aging step after it.
   Sequence fresh = waiting_seq(4, 10'500 * kMs, 300'000);
   std::vector<Sequence*> w2 = {&fresh, &none};
-  order_waiting(w2, c, 10'600 * kMs);
+  order_waiting(w2, c.batching, 10'600 * kMs);
   EXPECT_EQ(w2[0], &none);
 }
 
 TEST(SloTest, UrgencyRisesByOneOnceHalfTheBudgetHasPassed) {
   EngineConfig c;
-  c.aging_s = 100;
+  c.batching.aging_s = 100;
   Sequence other = waiting_seq(1, 0, 0, /*priority=*/1);
   Sequence slo = waiting_seq(2, 0, 1000, /*priority=*/0);
   EXPECT_EQ(slo_urgency(slo, 499 * kMs), 0);
   EXPECT_EQ(slo_urgency(slo, 500 * kMs), 1);
   std::vector<Sequence*> w = {&other, &slo};
-  order_waiting(w, c, 400 * kMs);
+  order_waiting(w, c.batching, 400 * kMs);
   EXPECT_EQ(w[0], &other);  // priority 1 against 0
-  order_waiting(w, c, 600 * kMs);
+  order_waiting(w, c.batching, 600 * kMs);
   EXPECT_EQ(w[0], &slo);  // 0 + 1 ties, and its deadline comes first
   Sequence higher = waiting_seq(3, 0, 0, /*priority=*/2);
   std::vector<Sequence*> w2 = {&higher, &slo};
-  order_waiting(w2, c, 2000 * kMs);  // past its deadline: still one level only
+  order_waiting(w2, c.batching, 2000 * kMs);  // past its deadline: still one level only
   EXPECT_EQ(w2[0], &higher);
   slo.first_token_ns = 700 * kMs;  // answered: no more urgency
   EXPECT_EQ(slo_urgency(slo, 800 * kMs), 0);
@@ -118,7 +118,7 @@ double series(const std::string& text, const std::string& name, const std::vecto
 
 TEST(SloTest, TheEngineCountsMetAndMissedTargetsAndGoodput) {
   EngineConfig c;
-  c.max_running = 1;  // one at a time: the second waits for the first
+  c.batching.max_running = 1;  // one at a time: the second waits for the first
   auto r = std::make_unique<FakeRunner>();
   Engine engine(std::move(r), testing::synthetic_tokenizer(), c, Hash128{1, 1}, 64, 512);
   ManualClock clock;
@@ -153,8 +153,8 @@ TEST(SloTest, TheEngineCountsMetAndMissedTargetsAndGoodput) {
 
 TEST(SloTest, PastCapacityTheEngineShedsWhatItForecastsToMissAndKeepsWhatItCanServe) {
   EngineConfig c;
-  c.max_running = 1;  // one at a time: a request takes 4 steps, the queue drains one per 4 steps
-  c.slo_shed = true;
+  c.batching.max_running = 1;  // one at a time: a request takes 4 steps, the queue drains one per 4 steps
+  c.slo.shed = true;
   auto r = std::make_unique<FakeRunner>();
   Engine engine(std::move(r), testing::synthetic_tokenizer(), c, Hash128{1, 1}, 64, 512);
   ManualClock clock;
@@ -212,7 +212,7 @@ TEST(SloTest, PastCapacityTheEngineShedsWhatItForecastsToMissAndKeepsWhatItCanSe
 
 TEST(SloTest, WithoutSheddingTheSameQueueIsServedLate) {
   EngineConfig c;
-  c.max_running = 1;
+  c.batching.max_running = 1;
   auto r = std::make_unique<FakeRunner>();
   Engine engine(std::move(r), testing::synthetic_tokenizer(), c, Hash128{1, 1}, 64, 512);
   ManualClock clock;

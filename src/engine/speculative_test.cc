@@ -80,10 +80,10 @@ int64_t series_value(const std::string& text, const std::string& name, int j) {
 TEST(SpeculativeTest, GreedyOutputIsThePlainOutputAloneInABatchAndUnderPreemption) {
   for (int32_t blocks : {256, 10}) {  // roomy, then small enough to preempt
     EngineConfig c;
-    c.block_size = 8;
-    c.max_batch_tokens = 64;
-    c.spec_tokens = 4;
-    c.kv_high_watermark = c.kv_low_watermark = 1.0;
+    c.kv.block_size = 8;
+    c.batching.max_batch_tokens = 64;
+    c.speculative.tokens = 4;
+    c.admission.kv_high = c.admission.kv_low = 1.0;
     SpecRun r = make(c, blocks);
     std::vector<std::shared_ptr<RequestHandle>> handles;
     std::vector<std::vector<int32_t>> want;
@@ -129,7 +129,7 @@ TEST(SpeculativeTest, GreedyOutputIsThePlainOutputAloneInABatchAndUnderPreemptio
 
 TEST(SpeculativeTest, ProposalsNeverReachPastMaxTokens) {
   EngineConfig c;
-  c.spec_tokens = 8;
+  c.speculative.tokens = 8;
   SpecRun r = make(c, 64);
   RequestParams p = greedy_request(prompt_of(4, 40), 3);
   auto h = *r.engine->submit(p);
@@ -153,7 +153,7 @@ TEST(SpeculativeTest, StopStringsAndLogprobsMatchThePlainRun) {
   };
   auto run = [](RequestParams p, bool speculative) {
     EngineConfig c;
-    c.spec_tokens = 6;
+    c.speculative.tokens = 6;
     SpecRun r = make(c, 64, /*soft=*/true);
     p.speculative = speculative;
     auto h = *r.engine->submit(p);
@@ -206,7 +206,7 @@ TEST(SpeculativeTest, StopStringsAndLogprobsMatchThePlainRun) {
 // false alarm with probability 0.001).
 TEST(SpeculativeTest, SampledOutputKeepsTheSeedAndTheTargetDistribution) {
   EngineConfig c;
-  c.spec_tokens = 3;
+  c.speculative.tokens = 3;
   SpecRun spec = make(c, 1024, /*soft=*/true);
   SpecRun plain = make(c, 1024, /*soft=*/true);
   plain.engine->set_proposer(nullptr);

@@ -36,9 +36,9 @@ std::vector<int32_t> prompt_of(int n, int salt) {
 Run run_engine(const Model& model, const Tokenizer& tokenizer, bool warmup) {
   EngineConfig c;
   c.warmup_pass = warmup;
-  c.block_size = 16;
-  c.kv_cache_bytes = 16LL << 20;
-  c.max_batch_tokens = 256;
+  c.kv.block_size = 16;
+  c.kv.cache_bytes = 16LL << 20;
+  c.batching.max_batch_tokens = 256;
   c.threads = 2;
   auto engine = Engine::create(model, tokenizer, c).value();
   Run r;
@@ -119,10 +119,10 @@ TEST(WarmupEngineTest, FirstFullStepFindsItsBuffersCommitted) {
   auto faults_of_first_request = [&](bool warmup) {
     EngineConfig c;
     c.warmup_pass = warmup;
-    c.max_batch_tokens = 512;
-    c.max_running = 8;
-    c.kv_cache_bytes = 32LL << 20;
-    c.kv_commit_at_start = true;
+    c.batching.max_batch_tokens = 512;
+    c.batching.max_running = 8;
+    c.kv.cache_bytes = 32LL << 20;
+    c.kv.commit_at_start = true;
     c.threads = 2;
     auto engine = Engine::create(*model, *tokenizer, c).value();
     auto h = engine->submit(greedy_request(prompt_of(512, 5), 2)).value();

@@ -119,8 +119,8 @@ Result<GrammarBenchResult> run_grammar_benchmark(const Model& model, const Token
 
   EngineConfig c = config;
   c.result_cache_bytes = 0;
-  c.max_running = std::max(c.max_running, spec.concurrency);
-  c.max_waiting_requests = std::max(c.max_waiting_requests, spec.concurrency);
+  c.batching.max_running = std::max(c.batching.max_running, spec.concurrency);
+  c.admission.max_waiting_requests = std::max(c.admission.max_waiting_requests, spec.concurrency);
   LLMS_ASSIGN_OR_RETURN(auto engine, Engine::create(model, tokenizer, c));
   LLMS_ASSIGN_OR_RETURN(Grammar g, json_schema_grammar(schema));
   LLMS_ASSIGN_OR_RETURN(auto compiled, engine->compile_grammar(std::make_shared<const Grammar>(std::move(g))));

@@ -224,7 +224,8 @@ Result<LoadResult> run_load(const Model& model, const Tokenizer& tokenizer, cons
   }
   EngineConfig c = config;
   // Open loop, every request may be waiting at once.
-  c.max_waiting_requests = std::max(c.max_waiting_requests, spec.request_rate > 0 ? spec.requests : spec.concurrency);
+  c.admission.max_waiting_requests =
+      std::max(c.admission.max_waiting_requests, spec.request_rate > 0 ? spec.requests : spec.concurrency);
   c.result_cache_bytes = 0;  // every request must reach the model
   LLMS_ASSIGN_OR_RETURN(auto engine, Engine::create(model, tokenizer, c));
   const auto requests = make_load_requests(spec, model.config().n_vocab);
@@ -257,7 +258,7 @@ Result<LoadResult> run_load(const Model& model, const Tokenizer& tokenizer, cons
   LLMS_RETURN_IF_ERROR(run);
 
   LoadResult r;
-  r.policy = batching_policy_name(config.batching);
+  r.policy = batching_policy_name(config.batching.policy);
   r.completed = timed.completed;
   r.profile = profile;
   for (const StepBucketProfile& b : engine->step_profile().buckets()) r.profiled_tokens += b.tokens;

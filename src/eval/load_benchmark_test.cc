@@ -160,12 +160,12 @@ TEST(LoadBenchmarkTest, SloGoodputIsTheEnginesJudgementOfItsTargets) {
   auto none = run_load(*model, *tokenizer, config, spec);
   ASSERT_TRUE(none.ok()) << none.status().to_string();
   EXPECT_EQ(none->slo_requests, 0);
-  config.slo_interactive.ttft_ms = 3.6e6, config.slo_interactive.itl_ms = 3.6e6;
+  config.slo.interactive.ttft_ms = 3.6e6, config.slo.interactive.itl_ms = 3.6e6;
   auto loose = run_load(*model, *tokenizer, config, spec);
   ASSERT_TRUE(loose.ok()) << loose.status().to_string();
   EXPECT_EQ(loose->slo_requests, 6);
   EXPECT_DOUBLE_EQ(loose->slo_goodput_tok_s, loose->tokens_per_s);
-  config.slo_interactive.ttft_ms = 1e-6;
+  config.slo.interactive.ttft_ms = 1e-6;
   auto tight = run_load(*model, *tokenizer, config, spec);
   ASSERT_TRUE(tight.ok()) << tight.status().to_string();
   EXPECT_EQ(tight->completed, 6);

@@ -9,7 +9,7 @@
 #include "base/clock.h"
 #include "base/thread_pool.h"
 #include "engine/engine.h"
-#include "engine/precision_router.h"
+#include "serving/precision_router.h"
 #include "eval/perplexity.h"
 
 namespace llms {
@@ -108,7 +108,7 @@ Result<double> serve_once(PrecisionRouter& router, const std::string& precision,
     p.max_tokens = gen;
     p.ignore_eos = true;
     p.sampling.temperature = 0;
-    LLMS_ASSIGN_OR_RETURN(auto h, router.submit(std::move(p), precision));
+    LLMS_ASSIGN_OR_RETURN(auto h, router.submit(std::move(p), {precision}));
     handles.push_back(std::move(h));
   }
   int64_t tokens = 0;
@@ -259,7 +259,7 @@ Result<PrecisionEvalResult> evaluate_precision(std::span<const PrecisionEvalVari
     EngineConfig ec;
     ec.threads = o.threads;
     ec.result_cache_bytes = 0;
-    ec.prefix_cache = false;  // every round recomputes its prompts, as the first did
+    ec.kv.prefix_cache = false;  // every round recomputes its prompts, as the first did
     std::vector<std::unique_ptr<Engine>> engines;
     std::vector<PrecisionVariant> routed;
     for (const auto& v : variants) {

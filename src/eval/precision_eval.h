@@ -1,5 +1,5 @@
-// `llmserve eval-precision`: what automatic precision (engine/precision_policy.h,
-// engine/precision_router.h) buys and costs, against always serving the cheapest
+// `llmserve eval-precision`: what automatic precision (serving/precision_policy.h,
+// serving/precision_router.h) buys and costs, against always serving the cheapest
 // variant and always serving the most precise one.
 //
 // The workload is cut from a text: requests alternate between short prompts and long
@@ -30,7 +30,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "engine/precision_policy.h"
+#include "serving/precision_policy.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 

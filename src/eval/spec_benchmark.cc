@@ -47,14 +47,14 @@ Result<SpecBenchResult> run_spec_benchmark(const Model& model, const Tokenizer& 
   if (!(o.corrupt >= 0 && o.corrupt <= 1)) return invalid_argument("--corrupt must be in [0, 1]");
   EngineConfig c;
   c.threads = o.threads;
-  c.spec_tokens = o.spec_tokens;
+  c.speculative.tokens = o.spec_tokens;
   c.context_length = o.prompt_tokens + o.output_tokens + 1;
-  c.max_running = 1;
+  c.batching.max_running = 1;
   if (o.proposer == "ngram") {
-    c.speculative = SpeculativeMode::kNgram;
+    c.speculative.mode = SpeculativeMode::kNgram;
   } else if (o.proposer == "draft") {
-    c.speculative = SpeculativeMode::kDraft;
-    c.draft_model = o.draft_model;
+    c.speculative.mode = SpeculativeMode::kDraft;
+    c.speculative.draft_model = o.draft_model;
   } else if (o.proposer != "replay") {
     return invalid_argument("--proposer must be replay, ngram or draft");
   }
@@ -63,8 +63,8 @@ Result<SpecBenchResult> run_spec_benchmark(const Model& model, const Tokenizer& 
   Rng rng(7);
   while (static_cast<int>(prompt.size()) < o.prompt_tokens) prompt.push_back(3 + static_cast<int32_t>(rng.below(model.config().n_vocab - 3)));
   EngineConfig plain_config = c;
-  plain_config.speculative = SpeculativeMode::kOff;
-  plain_config.draft_model.clear();
+  plain_config.speculative.mode = SpeculativeMode::kOff;
+  plain_config.speculative.draft_model.clear();
   SpecBenchResult r;
   double best_plain = 1e30, best_spec = 1e30;
   for (int round = 0; round < o.rounds; ++round) {

@@ -52,18 +52,9 @@ HttpResponse json_response(int status, const Json& body) { return HttpResponse{s
 
 namespace {
 
-// A request's "precision" names a variant the version holds (or is auto).
-std::optional<ApiError> check_precision(const std::string& precision, const ServingVersion& v) {
-  if (precision.empty() || precision == "auto") return std::nullopt;
-  const PrecisionRouter* router = v.precision_router();
-  if (!router) {
-    return bad_request(fmt::format("'precision' {}: this server holds one precision of the model (start it with "
-                                   "--precision-variants)", precision), "precision");
-  }
-  if (router->find(precision) < 0) {
-    return bad_request(fmt::format("'precision' {} is not served here (auto, {})", precision, router->names()),
-                       "precision");
-  }
+// A request's route names what the version serves (its "precision": a variant, or auto).
+std::optional<ApiError> check_route(const CompletionRequest& r, const ServingVersion& v) {
+  if (Status s = v.target().check(Route{r.precision}); !s.ok()) return bad_request(s.message(), "precision");
   return std::nullopt;
 }
 
@@ -92,8 +83,10 @@ void start_on(ServerContext& ctx, const std::shared_ptr<HttpExchange>& ex, Compl
   if (!picked.ok()) return fail(api_error_from_status(picked.status()));
   const VersionPtr v = std::move(picked).value();
   apply_generation_defaults(v->tokenizer().generation_defaults(), given, &r.params.sampling);
-  if (auto e = check_logit_bias(r.params.sampling, v->engine().vocab_size())) return fail(*e);
-  if (auto e = check_precision(r.precision, *v)) return fail(*e);
+  // The engine's rule for sampling values, now with the model's vocabulary (logit_bias ids)
+  // and the model's defaults filled in.
+  if (auto e = r.params.sampling.check(v->engine().vocab_size())) return fail(bad_request(e->message, e->param));
+  if (auto e = check_route(r, *v)) return fail(*e);
   if (auto e = compile_constraint(r.constraint, v->engine(), &r.params.grammar)) return fail(*e);
   std::vector<PromptInput> prompts;
   std::optional<ToolCallFormat> tool_format;

@@ -51,13 +51,12 @@ std::optional<ApiError> CompletionJob::validate_prompts() const {
                                    request_.n, total, kMaxChoices),
                        "n");
   }
-  const int64_t ctx_len = version_->engine().context_length();
+  const Engine& engine = version_->engine();
   for (const auto& p : prompts_) {
-    if (static_cast<int64_t>(p.tokens.size()) >= ctx_len) {
-      return bad_request(fmt::format("This model's maximum context length is {} tokens; the prompt has {} tokens and "
-                                     "at least one must remain for the completion",
-                                     ctx_len, p.tokens.size()),
-                         request_.kind == ApiKind::kChat ? "messages" : "prompt", "context_length_exceeded");
+    // The engine's rule for a prompt; a chat's prompt is its messages.
+    if (auto e = check_prompt(p.tokens, engine.vocab_size(), engine.context_length())) {
+      return bad_request(e->message, request_.kind == ApiKind::kChat ? "messages" : e->param,
+                         e->context_exceeded ? "context_length_exceeded" : "");
     }
   }
   return std::nullopt;
@@ -85,12 +84,10 @@ std::optional<ApiError> CompletionJob::submit_all() {
         c.text = prompts_[static_cast<size_t>(pi)].text;
         c.chars = static_cast<int64_t>(c.text.size());
       }
-      // The result cache is the most precise variant's: a routed request uses it only
-      // when it asks for that variant.
-      const PrecisionRouter* router = version_->precision_router();
-      const bool cache_ok = !router || request_.precision == router->variants().back().name;
-      if (cache_ok && c.params.sampling.deterministic()) {
-        if (auto hit = version_->engine().cached(c.params)) {
+      // The target knows whose result cache may answer this route.
+      const Route route{request_.precision};
+      if (c.params.sampling.deterministic()) {
+        if (auto hit = version_->target().cached(c.params, route)) {
           for (auto& t : hit->tokens) c.events.emplace_back(std::move(t));
           c.events.emplace_back(std::move(hit->finish));
           choices_.push_back(std::move(c));
@@ -98,10 +95,10 @@ std::optional<ApiError> CompletionJob::submit_all() {
         }
       }
       double retry = 0;
-      auto handle = version_->submit(c.params, request_.precision, &retry);
+      auto handle = version_->target().submit(c.params, route, &retry);
       if (!handle.ok()) {
         cancel_all();
-        return api_error_from_status(handle.status(), version_->engine().snapshot().admission.draining, retry);
+        return api_error_from_status(handle.status(), version_->target().snapshot().admission.draining, retry);
       }
       c.handle = std::move(handle).value();
       choices_.push_back(std::move(c));

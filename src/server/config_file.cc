@@ -1,166 +1,17 @@
 #include "server/config_file.h"
 
-#include "base/memory.h"
-#include "kv/kv_layout.h"
-#include "model/early_exit.h"
-
 #include <fmt/format.h>
 #include <toml++/toml.h>
 
-#include <cctype>
-#include <charconv>
-#include <cmath>
-#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
+#include "kv/kv_layout.h"
+#include "model/early_exit.h"
+#include "server/config_keys.h"
+
 namespace llms {
 namespace {
-
-Status bad_value(const std::string& key, const std::string& value, const char* want) {
-  return invalid_argument(fmt::format("{}: '{}' is not {}", key, value, want));
-}
-
-template <typename T>
-using Field = std::function<T&(ServeConfig&)>;
-
-std::string toml_string(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char ch : s) {
-    if (ch == '"' || ch == '\\') {
-      out += '\\';
-      out += static_cast<char>(ch);
-    } else if (ch < 0x20 || ch == 0x7f) {
-      out += fmt::format("\\u{:04X}", ch);
-    } else {
-      out += static_cast<char>(ch);
-    }
-  }
-  return out + "\"";
-}
-
-std::string toml_number(double v) {
-  std::string s = fmt::format("{}", v);
-  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";  // stays a TOML float
-  return s;
-}
-
-bool parse_int(const std::string& s, int64_t* out) {
-  const char* end = s.data() + s.size();
-  auto [p, ec] = std::from_chars(s.data(), end, *out);
-  return ec == std::errc() && p == end && !s.empty();
-}
-
-bool parse_number(const std::string& s, double* out) {
-  if (s.empty()) return false;
-  char* end = nullptr;
-  *out = std::strtod(s.c_str(), &end);
-  return end == s.c_str() + s.size() && std::isfinite(*out);
-}
-
-bool parse_bytes(const std::string& s, int64_t* out) {
-  size_t i = 0;
-  while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) ++i;
-  int64_t n = 0;
-  if (i == 0 || !parse_int(s.substr(0, i), &n)) return false;
-  std::string unit = s.substr(i);
-  for (auto& ch : unit) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  int shift = 0;
-  if (unit.empty() || unit == "b") shift = 0;
-  else if (unit == "k" || unit == "kib" || unit == "kb") shift = 10;
-  else if (unit == "m" || unit == "mib" || unit == "mb") shift = 20;
-  else if (unit == "g" || unit == "gib" || unit == "gb") shift = 30;
-  else return false;
-  if (n > (INT64_MAX >> shift)) return false;
-  *out = n << shift;
-  return true;
-}
-
-ConfigKey int_key(std::string name, std::string help, Field<int> f, int lo, int hi) {
-  auto set = [name, f, lo, hi](ServeConfig& c, const std::string& v) -> Status {
-    int64_t x = 0;
-    if (!parse_int(v, &x)) return bad_value(name, v, "an integer");
-    if (x < lo || x > hi) return invalid_argument(fmt::format("{}: {} is not in {}..{}", name, x, lo, hi));
-    f(c) = static_cast<int>(x);
-    return ok_status();
-  };
-  return {name, ConfigType::kInt, std::move(help), set, [f](const ServeConfig& c) {
-            return std::to_string(f(const_cast<ServeConfig&>(c)));
-          }};
-}
-
-ConfigKey i64_key(std::string name, std::string help, Field<int64_t> f, ConfigType type) {
-  auto set = [name, f, type](ServeConfig& c, const std::string& v) -> Status {
-    int64_t x = 0;
-    const bool ok = type == ConfigType::kBytes ? parse_bytes(v, &x) : parse_int(v, &x);
-    if (!ok) return bad_value(name, v, type == ConfigType::kBytes ? "a byte size (e.g. 1048576 or 64MiB)" : "an integer");
-    if (x < 0) return invalid_argument(fmt::format("{}: must be >= 0", name));
-    f(c) = x;
-    return ok_status();
-  };
-  return {name, type, std::move(help), set, [f](const ServeConfig& c) {
-            return std::to_string(f(const_cast<ServeConfig&>(c)));
-          }};
-}
-
-// A memory size: bytes as for i64_key, or "NN%" of the machine's (or cgroup's) memory.
-ConfigKey memory_key(std::string name, std::string help, Field<int64_t> f) {
-  auto set = [name, f](ServeConfig& c, const std::string& v) -> Status {
-    int64_t x = 0;
-    if (!v.empty() && v.back() == '%') {
-      double pct = 0;
-      if (!parse_number(v.substr(0, v.size() - 1), &pct) || pct <= 0 || pct > 100) {
-        return bad_value(name, v, "a percentage in (0, 100]");
-      }
-      f(c) = static_cast<int64_t>(static_cast<double>(machine_memory_bytes()) * pct / 100.0);
-      return ok_status();
-    }
-    if (!parse_bytes(v, &x)) return bad_value(name, v, "a byte size (e.g. 2GiB) or a percentage of memory (e.g. 25%)");
-    f(c) = x;
-    return ok_status();
-  };
-  return {name, ConfigType::kBytes, std::move(help), set, [f](const ServeConfig& c) {
-            return std::to_string(f(const_cast<ServeConfig&>(c)));
-          }};
-}
-
-ConfigKey num_key(std::string name, std::string help, Field<double> f) {
-  auto set = [name, f](ServeConfig& c, const std::string& v) -> Status {
-    double x = 0;
-    if (!parse_number(v, &x)) return bad_value(name, v, "a number");
-    f(c) = x;
-    return ok_status();
-  };
-  return {name, ConfigType::kNumber, std::move(help), set, [f](const ServeConfig& c) {
-            return toml_number(f(const_cast<ServeConfig&>(c)));
-          }};
-}
-
-ConfigKey bool_key(std::string name, std::string help, Field<bool> f) {
-  auto set = [name, f](ServeConfig& c, const std::string& v) -> Status {
-    if (v == "true" || v == "1" || v == "on" || v == "yes") {
-      f(c) = true;
-    } else if (v == "false" || v == "0" || v == "off" || v == "no") {
-      f(c) = false;
-    } else {
-      return bad_value(name, v, "a boolean (true or false)");
-    }
-    return ok_status();
-  };
-  return {name, ConfigType::kBool, std::move(help), set, [f](const ServeConfig& c) {
-            return std::string(f(const_cast<ServeConfig&>(c)) ? "true" : "false");
-          }};
-}
-
-ConfigKey str_key(std::string name, std::string help, Field<std::string> f) {
-  auto set = [f](ServeConfig& c, const std::string& v) -> Status {
-    f(c) = v;
-    return ok_status();
-  };
-  return {name, ConfigType::kString, std::move(help), set, [f](const ServeConfig& c) {
-            return toml_string(f(const_cast<ServeConfig&>(c)));
-          }};
-}
 
 // Reads a Jinja chat template from a file into chat_template (llama-server's
 // --chat-template-file); the effective config shows the source under chat_template.
@@ -180,92 +31,68 @@ ConfigKey chat_template_file_key() {
           [](const ServeConfig&) { return std::string("\"\""); }};
 }
 
-constexpr const char* kRedacted = "(redacted)";
-
-// A string that must never be printed: get() says only whether it is set.
-ConfigKey secret_key(std::string name, std::string help, Field<std::string> f) {
-  ConfigKey k = str_key(std::move(name), std::move(help), f);
-  k.get = [f](const ServeConfig& c) {
-    return f(const_cast<ServeConfig&>(c)).empty() ? std::string("\"\"") : std::string(kRedacted);
-  };
-  k.secret = true;
-  return k;
-}
-
-ConfigKey dtype_key(std::string name, std::string help, Field<DType> f) {
-  auto set = [name, f](ServeConfig& c, const std::string& v) -> Status {
-    const auto t = dtype_from_name(v);
-    if (!t || (*t != DType::kF32 && *t != DType::kF16 && *t != DType::kBF16 && *t != DType::kQ8_0 && *t != DType::kQ4_0)) {
-      return bad_value(name, v, "a KV cache type (f32, f16, bf16, q8_0, q4_0)");
-    }
-    f(c) = *t;
-    return ok_status();
-  };
-  return {name, ConfigType::kString, std::move(help), set, [f](const ServeConfig& c) {
-            return toml_string(std::string(dtype_name(f(const_cast<ServeConfig&>(c)))));
-          }};
-}
-
 ConfigKey batching_key() {
   auto set = [](ServeConfig& c, const std::string& v) -> Status {
     auto p = parse_batching_policy(v);
     if (!p.ok()) return invalid_argument("batching: " + p.status().message());
-    c.engine.batching = p.value();
+    c.engine.batching.policy = p.value();
     return ok_status();
   };
   return {"batching", ConfigType::kString, "Scheduling policy: continuous, dynamic or none", set,
-          [](const ServeConfig& c) { return toml_string(batching_policy_name(c.engine.batching)); }};
+          [](const ServeConfig& c) { return toml_string(batching_policy_name(c.engine.batching.policy)); }};
 }
 
 ConfigKey autotune_key() {
   auto set = [](ServeConfig& c, const std::string& v) -> Status {
     auto m = parse_autotune_mode(v);
     if (!m.ok()) return invalid_argument("autotune: " + m.status().message());
-    c.engine.autotune = m.value();
+    c.engine.slo.autotune = m.value();
     return ok_status();
   };
   return {"autotune", ConfigType::kString,
           "Hold max_batch_tokens and max_running where slo_itl_ms is met (dynamic batching: max_batch_size and "
           "max_delay_ms from the arrival rate): off, observe (report only) or on",
           set,
-          [](const ServeConfig& c) { return toml_string(autotune_mode_name(c.engine.autotune)); }};
+          [](const ServeConfig& c) { return toml_string(autotune_mode_name(c.engine.slo.autotune)); }};
 }
 
 ConfigKey speculative_key() {
   auto set = [](ServeConfig& c, const std::string& v) -> Status {
     auto m = parse_speculative_mode(v);
     if (!m.ok()) return invalid_argument("speculative: " + m.status().message());
-    c.engine.speculative = m.value();
+    c.engine.speculative.mode = m.value();
     return ok_status();
   };
   return {"speculative", ConfigType::kString, "Speculative decoding: off, ngram (prompt lookup) or draft (draft_model)", set,
-          [](const ServeConfig& c) { return toml_string(speculative_mode_name(c.engine.speculative)); }};
+          [](const ServeConfig& c) { return toml_string(speculative_mode_name(c.engine.speculative.mode)); }};
 }
 
 ConfigKey exit_layers_key() {
   auto set = [](ServeConfig& c, const std::string& v) -> Status {
     if (v.empty()) {
-      c.engine.exit_layers.clear();
+      c.engine.early_exit.layers.clear();
       return ok_status();
     }
     auto layers = parse_exit_layers(v);
     if (!layers.ok()) return invalid_argument("exit_layers: " + layers.status().message());
-    c.engine.exit_layers = layers.value();
+    c.engine.early_exit.layers = layers.value();
     return ok_status();
   };
   return {"exit_layers", ConfigType::kString,
           "Early exit: the layers after which a greedy request's token may exit, e.g. \"4,8\" (counted from 1; "
           "empty: none)",
-          set, [](const ServeConfig& c) { return toml_string(fmt::format("{}", fmt::join(c.engine.exit_layers, ","))); }};
+          set, [](const ServeConfig& c) {
+            return toml_string(fmt::format("{}", fmt::join(c.engine.early_exit.layers, ",")));
+          }};
 }
 
 ConfigKey precision_variants_key() {
   auto set = [](ServeConfig& c, const std::string& v) -> Status {
-    c.engine.precision_variants.clear();
+    c.precision.variants.clear();
     if (v.empty()) return ok_status();
     auto types = parse_precision_variants(v);
     if (!types.ok()) return invalid_argument("precision_variants: " + types.status().message());
-    c.engine.precision_variants = types.value();
+    c.precision.variants = types.value();
     return ok_status();
   };
   return {"precision_variants", ConfigType::kString,
@@ -273,7 +100,7 @@ ConfigKey precision_variants_key() {
           "e.g. \"q4_k,q8_0,f16\" (empty: off)",
           set, [](const ServeConfig& c) {
             std::string out;
-            for (DType t : c.engine.precision_variants) out += (out.empty() ? "" : ",") + std::string(dtype_name(t));
+            for (DType t : c.precision.variants) out += (out.empty() ? "" : ",") + std::string(dtype_name(t));
             return toml_string(out);
           }};
 }
@@ -282,11 +109,13 @@ ConfigKey precision_limits_key(const char* name, std::string help, std::vector<i
   auto set = [name, field](ServeConfig& c, const std::string& v) -> Status {
     auto limits = parse_precision_limits(v);
     if (!limits.ok()) return invalid_argument(fmt::format("{}: {}", name, limits.status().message()));
-    c.engine.precision.*field = limits.value();
+    c.precision.policy.*field = limits.value();
     return ok_status();
   };
   return {name, ConfigType::kString, std::move(help), set,
-          [field](const ServeConfig& c) { return toml_string(fmt::format("{}", fmt::join(c.engine.precision.*field, ","))); }};
+          [field](const ServeConfig& c) {
+            return toml_string(fmt::format("{}", fmt::join(c.precision.policy.*field, ",")));
+          }};
 }
 
 ConfigKey swap_key() {
@@ -303,7 +132,14 @@ ConfigKey swap_key() {
 
 #define SRV(field) [](ServeConfig& c) -> auto& { return c.server.field; }
 #define ENG(field) [](ServeConfig& c) -> auto& { return c.engine.field; }
+#define BAT(field) [](ServeConfig& c) -> auto& { return c.engine.batching.field; }
+#define KV(field) [](ServeConfig& c) -> auto& { return c.engine.kv.field; }
+#define ADM(field) [](ServeConfig& c) -> auto& { return c.engine.admission.field; }
+#define SLO(field) [](ServeConfig& c) -> auto& { return c.engine.slo.field; }
+#define SPEC(field) [](ServeConfig& c) -> auto& { return c.engine.speculative.field; }
+#define EXIT(field) [](ServeConfig& c) -> auto& { return c.engine.early_exit.field; }
 #define DEP(field) [](ServeConfig& c) -> auto& { return c.deploy.field; }
+#define PREC(field) [](ServeConfig& c) -> auto& { return c.precision.policy.field; }
 
 std::vector<ConfigKey> make_keys() {
   constexpr int kBig = 1 << 30;
@@ -370,76 +206,77 @@ std::vector<ConfigKey> make_keys() {
       str_key("chat_template", "Chat template name, Jinja source or \"plain\" (default: the model's)", SRV(chat_template)),
       chat_template_file_key(),
       batching_key(),
-      int_key("max_batch_tokens", "Tokens per forward pass (decodes + prefill chunks)", ENG(max_batch_tokens), 1, kBig),
-      int_key("max_running", "Sequences in the running set", ENG(max_running), 1, kBig),
-      int_key("max_batch_size", "Dynamic batching: requests per batch", ENG(max_batch_size), 1, kBig),
-      num_key("max_delay_ms", "Dynamic batching: longest wait for a full batch (ms)", ENG(max_delay_ms)),
+      int_key("max_batch_tokens", "Tokens per forward pass (decodes + prefill chunks)", BAT(max_batch_tokens), 1, kBig),
+      int_key("max_running", "Sequences in the running set", BAT(max_running), 1, kBig),
+      int_key("max_batch_size", "Dynamic batching: requests per batch", BAT(max_batch_size), 1, kBig),
+      num_key("max_delay_ms", "Dynamic batching: longest wait for a full batch (ms)", BAT(max_delay_ms)),
       int_key("kv_block_size", fmt::format("KV cache block size in tokens ({}..{})", kMinKvBlockSize, kMaxKvBlockSize),
-              ENG(block_size), kMinKvBlockSize, kMaxKvBlockSize),
+              KV(block_size), kMinKvBlockSize, kMaxKvBlockSize),
       memory_key("kv_cache_memory",
                  "KV cache size, bytes or % of memory (0: 10% of the memory limit, capped by max_running contexts)",
-                 ENG(kv_cache_bytes)),
-      dtype_key("kv_k_type", "KV cache type of keys", ENG(k_type)),
-      dtype_key("kv_v_type", "KV cache type of values", ENG(v_type)),
+                 KV(cache_bytes)),
+      dtype_key("kv_k_type", "KV cache type of keys", KV(k_type)),
+      dtype_key("kv_v_type", "KV cache type of values", KV(v_type)),
       bool_key("kv_commit_at_start",
                "Commit the KV cache's memory at start, as llama.cpp does (false: as blocks are first written)",
-               ENG(kv_commit_at_start)),
+               KV(commit_at_start)),
       bool_key("warmup_pass",
                "Run one pass of max_batch_tokens dummy tokens at start, so that no request pays the buffers' first "
                "touch",
                ENG(warmup_pass)),
-      bool_key("prefix_cache", "Share KV blocks of identical prompt prefixes", ENG(prefix_cache)),
+      bool_key("prefix_cache", "Share KV blocks of identical prompt prefixes", KV(prefix_cache)),
       bool_key("prefix_clustering",
                "Admit a request that shares a prefix with one still computing it after that prefix is cached, and "
                "the longest cached prefix first among equals (false: first come, first served)",
-               ENG(prefix_clustering)),
+               KV(prefix_clustering)),
       i64_key("result_cache_bytes", "Result cache for deterministic requests (0: off)", ENG(result_cache_bytes),
               ConfigType::kBytes),
       int_key("context_length", "Context length (0: the model's)", ENG(context_length), 0, kBig),
-      int_key("max_waiting_requests", "Queue bound in requests (beyond: 429)", ENG(max_waiting_requests), 0, kBig),
-      i64_key("max_waiting_tokens", "Queue bound in prompt tokens (beyond: 429)", ENG(max_waiting_tokens), ConfigType::kInt),
-      num_key("kv_high_watermark", "Refuse new requests (503) above this KV use", ENG(kv_high_watermark)),
-      num_key("kv_low_watermark", "...until KV use falls below this", ENG(kv_low_watermark)),
-      num_key("rss_high_watermark", "Refuse new requests above this share of the memory limit", ENG(rss_high_watermark)),
-      num_key("rss_low_watermark", "...until memory use falls below this", ENG(rss_low_watermark)),
-      i64_key("memory_limit_bytes", "Memory limit (0: the machine's or cgroup's)", ENG(memory_limit_bytes),
+      int_key("max_waiting_requests", "Queue bound in requests (beyond: 429)", ADM(max_waiting_requests), 0, kBig),
+      i64_key("max_waiting_tokens", "Queue bound in prompt tokens (beyond: 429)", ADM(max_waiting_tokens),
+              ConfigType::kInt),
+      num_key("kv_high_watermark", "Refuse new requests (503) above this KV use", ADM(kv_high)),
+      num_key("kv_low_watermark", "...until KV use falls below this", ADM(kv_low)),
+      num_key("rss_high_watermark", "Refuse new requests above this share of the memory limit", ADM(rss_high)),
+      num_key("rss_low_watermark", "...until memory use falls below this", ADM(rss_low)),
+      i64_key("memory_limit_bytes", "Memory limit (0: the machine's or cgroup's)", ADM(memory_limit_bytes),
               ConfigType::kBytes),
       num_key("request_timeout", "Default per-request timeout in seconds (queueing + generation)", ENG(default_timeout_s)),
       num_key("long_job_factor", "Cost above this x the recent median puts a request in the long-job lane",
-              ENG(long_job_factor)),
-      num_key("long_job_share", "Largest share of a step's budget the long-job lane may take", ENG(long_job_share)),
-      num_key("aging", "Seconds of waiting that raise a request's priority by one", ENG(aging_s)),
-      int_key("interactive_boost", "Priority advantage of the interactive lane", ENG(interactive_boost), -kBig, kBig),
+              BAT(long_job_factor)),
+      num_key("long_job_share", "Largest share of a step's budget the long-job lane may take", BAT(long_job_share)),
+      num_key("aging", "Seconds of waiting that raise a request's priority by one", BAT(aging_s)),
+      int_key("interactive_boost", "Priority advantage of the interactive lane", BAT(interactive_boost), -kBig, kBig),
       num_key("slo_ttft_ms", "Time-to-first-token target of interactive requests without their own (ms; 0: none)",
-              ENG(slo_interactive.ttft_ms)),
+              SLO(interactive.ttft_ms)),
       num_key("slo_itl_ms", "Inter-token latency target of interactive requests without their own (ms; 0: none)",
-              ENG(slo_interactive.itl_ms)),
+              SLO(interactive.itl_ms)),
       num_key("slo_batch_ttft_ms", "Time-to-first-token target of batch-lane requests (ms; 0: none)",
-              ENG(slo_batch.ttft_ms)),
+              SLO(batch.ttft_ms)),
       num_key("slo_batch_itl_ms", "Inter-token latency target of batch-lane requests (ms; 0: none)",
-              ENG(slo_batch.itl_ms)),
+              SLO(batch.itl_ms)),
       autotune_key(),
       bool_key("slo_shed",
                "Past capacity, refuse (503, Retry-After) a waiting request as soon as its TTFT target is forecast "
                "to be missed, instead of serving it late",
-               ENG(slo_shed)),
+               SLO(shed)),
       int_key("autotune_min_batch_tokens", "Smallest step token budget the auto-tuner may choose",
-              ENG(autotune_min_batch_tokens), 1, kBig),
+              SLO(autotune_min_batch_tokens), 1, kBig),
       num_key("slo_percentile", "Share of a request's inter-token intervals its ITL target holds for (0.5..1)",
-              ENG(slo_percentile)),
+              SLO(percentile)),
       int_key("threads", "Kernel threads (0: one per core)", ENG(threads), 0, 4096),
       bool_key("profile_steps", "Time each step's parts into llmserve_step_part_seconds_total (debugging)",
                ENG(profile)),
       speculative_key(),
-      int_key("spec_tokens", "Speculative decoding: most tokens proposed per sequence and step", ENG(spec_tokens), 1, 16),
-      str_key("draft_model", "Speculative decoding: the draft model (GGUF, same vocabulary)", ENG(draft_model)),
-      int_key("spec_ngram_max", "Speculative decoding: longest suffix the ngram proposer looks up", ENG(spec_ngram_max),
+      int_key("spec_tokens", "Speculative decoding: most tokens proposed per sequence and step", SPEC(tokens), 1, 16),
+      str_key("draft_model", "Speculative decoding: the draft model (GGUF, same vocabulary)", SPEC(draft_model)),
+      int_key("spec_ngram_max", "Speculative decoding: longest suffix the ngram proposer looks up", SPEC(ngram_max),
               1, 8),
       exit_layers_key(),
       num_key("exit_threshold",
               "Early exit: a greedy request's token exits at an exit layer when its top probability is at least "
               "this (0..1; 1: never)",
-              ENG(exit_threshold)),
+              EXIT(threshold)),
       precision_variants_key(),
       precision_limits_key("precision_prompt_max",
                            "Automatic precision: per variant but the most precise, the longest prompt (tokens) it "
@@ -451,15 +288,22 @@ std::vector<ConfigKey> make_keys() {
       num_key("precision_entropy",
               "Automatic precision: move a request up one variant when its tokens' mean entropy over "
               "precision_window exceeds this (nats; 0: never)",
-              ENG(precision.entropy_bound)),
+              PREC(entropy_bound)),
       int_key("precision_window", "Automatic precision: tokens the fallback's entropy mean is taken over",
-              ENG(precision.window), 1, 4096),
+              PREC(window), 1, 4096),
   };
 }
 
 #undef SRV
 #undef ENG
+#undef BAT
+#undef KV
+#undef ADM
+#undef SLO
+#undef SPEC
+#undef EXIT
 #undef DEP
+#undef PREC
 
 std::string node_text(const toml::node& n, ConfigType type, bool* ok) {
   *ok = true;

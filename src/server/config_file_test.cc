@@ -18,13 +18,13 @@ TEST(ConfigFileTest, FileSetsKeysOfEveryType) {
   ASSERT_TRUE(s.ok()) << s.to_string();
   EXPECT_EQ(c.server.model_path, "m.gguf");
   EXPECT_EQ(c.server.port, 9000);
-  EXPECT_DOUBLE_EQ(c.engine.max_delay_ms, 5.0);
-  EXPECT_DOUBLE_EQ(c.engine.kv_high_watermark, 0.9);
-  EXPECT_FALSE(c.engine.prefix_cache);
+  EXPECT_DOUBLE_EQ(c.engine.batching.max_delay_ms, 5.0);
+  EXPECT_DOUBLE_EQ(c.engine.admission.kv_high, 0.9);
+  EXPECT_FALSE(c.engine.kv.prefix_cache);
   EXPECT_EQ(c.engine.result_cache_bytes, 2 << 20);
-  EXPECT_EQ(c.engine.k_type, DType::kF16);
-  EXPECT_EQ(c.engine.batching, BatchingPolicy::kDynamic);
-  EXPECT_TRUE(c.engine.kv_commit_at_start);
+  EXPECT_EQ(c.engine.kv.k_type, DType::kF16);
+  EXPECT_EQ(c.engine.batching.policy, BatchingPolicy::kDynamic);
+  EXPECT_TRUE(c.engine.kv.commit_at_start);
 }
 
 TEST(ConfigFileTest, ErrorsNameTheKey) {
@@ -53,7 +53,7 @@ TEST(ConfigFileTest, PrintedConfigReadsBackIdentically) {
   ASSERT_TRUE(load_config_text(text, "printed", b).ok()) << text;
   EXPECT_EQ(config_to_toml(b), text);
   EXPECT_EQ(b.server.chat_template, "say \"hi\"\\n");
-  EXPECT_DOUBLE_EQ(b.engine.aging_s, 2.5);
+  EXPECT_DOUBLE_EQ(b.engine.batching.aging_s, 2.5);
 }
 
 // Every setting EngineConfig::validate() refuses is named by a key of the table, so
@@ -71,19 +71,20 @@ TEST(ConfigFileTest, ValidationErrorsNameRealKeys) {
     return found;
   };
   const std::vector<std::function<void(EngineConfig&)>> breakers = {
-      [](EngineConfig& e) { e.max_batch_tokens = 0; },   [](EngineConfig& e) { e.max_running = 0; },
-      [](EngineConfig& e) { e.max_batch_size = 0; },     [](EngineConfig& e) { e.max_delay_ms = -1; },
-      [](EngineConfig& e) { e.block_size = 4; },         [](EngineConfig& e) { e.kv_cache_bytes = -1; },
+      [](EngineConfig& e) { e.batching.max_batch_tokens = 0; },   [](EngineConfig& e) { e.batching.max_running = 0; },
+      [](EngineConfig& e) { e.batching.max_batch_size = 0; },     [](EngineConfig& e) { e.batching.max_delay_ms = -1; },
+      [](EngineConfig& e) { e.kv.block_size = 4; },         [](EngineConfig& e) { e.kv.cache_bytes = -1; },
       [](EngineConfig& e) { e.result_cache_bytes = -1; }, [](EngineConfig& e) { e.context_length = -1; },
-      [](EngineConfig& e) { e.max_waiting_requests = -1; }, [](EngineConfig& e) { e.max_waiting_tokens = -1; },
-      [](EngineConfig& e) { e.kv_low_watermark = 0.9, e.kv_high_watermark = 0.5; },
-      [](EngineConfig& e) { e.rss_low_watermark = 0.9, e.rss_high_watermark = 0.5; },
-      [](EngineConfig& e) { e.memory_limit_bytes = -1; }, [](EngineConfig& e) { e.default_timeout_s = 0; },
-      [](EngineConfig& e) { e.long_job_factor = 0.5; }, [](EngineConfig& e) { e.long_job_share = 0; },
-      [](EngineConfig& e) { e.aging_s = 0; },            [](EngineConfig& e) { e.threads = -1; },
+      [](EngineConfig& e) { e.admission.max_waiting_requests = -1; },
+      [](EngineConfig& e) { e.admission.max_waiting_tokens = -1; },
+      [](EngineConfig& e) { e.admission.kv_low = 0.9, e.admission.kv_high = 0.5; },
+      [](EngineConfig& e) { e.admission.rss_low = 0.9, e.admission.rss_high = 0.5; },
+      [](EngineConfig& e) { e.admission.memory_limit_bytes = -1; }, [](EngineConfig& e) { e.default_timeout_s = 0; },
+      [](EngineConfig& e) { e.batching.long_job_factor = 0.5; }, [](EngineConfig& e) { e.batching.long_job_share = 0; },
+      [](EngineConfig& e) { e.batching.aging_s = 0; },            [](EngineConfig& e) { e.threads = -1; },
       [](EngineConfig& e) { e.stats_window = -1; },
-      [](EngineConfig& e) { e.exit_threshold = 0; },    [](EngineConfig& e) { e.exit_layers = {0}; },
-      [](EngineConfig& e) { e.exit_threshold = 0.9; },  // without exit layers
+      [](EngineConfig& e) { e.early_exit.threshold = 0; },    [](EngineConfig& e) { e.early_exit.layers = {0}; },
+      [](EngineConfig& e) { e.early_exit.threshold = 0.9; },  // without exit layers
   };
   ASSERT_TRUE(EngineConfig{}.validate().ok());
   for (size_t i = 0; i < breakers.size(); ++i) {

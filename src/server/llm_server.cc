@@ -91,14 +91,12 @@ Status LlmServer::init() {
     ko.sha256_cbor = config_.server.prefix_hash == "sha256-cbor";
     ko.hash_seed = config_.server.prefix_hash_seed;
     LLMS_ASSIGN_OR_RETURN(kv_events_, KvEventPublisher::create(ko, *registry_));
-    config_.engine.kv_events = kv_events_;  // every version's engine publishes its blocks
   }
-  config_.deploy.engine = config_.engine;
-  config_.deploy.chat_template = config_.server.chat_template;
   config_.deploy.threads = config_.engine.threads;
+  // Every version's engines publish their blocks to kv_events_.
+  const VersionSettings settings{&config_.engine, &config_.precision, config_.server.chat_template, kv_events_};
   VersionLoadOptions first;
-  first.engine = config_.engine;
-  first.chat_template = config_.server.chat_template;
+  first.settings = settings;
   std::unique_ptr<ModelRoot> root;
   if (!config_.server.model_root.empty()) {
     LLMS_ASSIGN_OR_RETURN(ModelRoot r, ModelRoot::open(config_.server.model_root, false));
@@ -119,7 +117,7 @@ Status LlmServer::init() {
   LLMS_ASSIGN_OR_RETURN(VersionPtr version, ServingVersion::load(first));
   metrics_ = std::make_unique<HttpMetrics>(*registry_);
   versions_ = std::make_unique<VersionSet>(std::move(version));
-  deployer_ = std::make_unique<Deployer>(std::move(root), *versions_, config_.deploy, *registry_);
+  deployer_ = std::make_unique<Deployer>(std::move(root), *versions_, config_.deploy, settings, *registry_);
   ctx_ = std::make_unique<ServerContext>(*versions_, *deployer_, config_, *registry_, *metrics_, admin_token);
   router_ = std::make_unique<Router>(*ctx_, std::move(keys));
   deployer_->start();
@@ -174,10 +172,6 @@ LlmServer::~LlmServer() {
   shutdown();       // every request in flight completes or is cancelled and answered
   http_.reset();    // before the context and the versions its handlers refer to
   deployer_.reset();  // its jobs refer to the context
-  // The publisher counts into registry_: its last owners must be the engines, which go
-  // before the registry, not the copies of the configuration, which go after it.
-  config_.engine.kv_events.reset();
-  config_.deploy.engine.kv_events.reset();
 }
 
 }  // namespace llms

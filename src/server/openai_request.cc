@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <limits>
 
 namespace llms {
 namespace {
@@ -106,8 +108,14 @@ std::optional<ApiError> read_constraint(const Json& b, OutputConstraint* out) {
   return std::nullopt;
 }
 
-// {"token id": bias, ...} with biases in [-100, 100]; ids are checked against the
-// vocabulary when the prompt is built.
+// The engine's rule for sampling values (SamplingParams::check) as a 400 naming the
+// parameter: this parser checks types, the engine's rule the ranges.
+std::optional<ApiError> check_sampling(const SamplingParams& sp) {
+  if (auto e = sp.check()) return bad_request(e->message, e->param);
+  return std::nullopt;
+}
+
+// {"token id": bias, ...}; ids are checked against the vocabulary once the model is known.
 std::optional<ApiError> read_logit_bias(const Json& b, SamplingParams* sp) {
   if (!has_field(b, "logit_bias")) return std::nullopt;
   const Json& lb = b.at("logit_bias");
@@ -121,12 +129,12 @@ std::optional<ApiError> read_logit_bias(const Json& b, SamplingParams* sp) {
     const bool digits = !key.empty() && key.size() <= 9 && key.find_first_not_of("0123456789") == std::string::npos;
     if (digits) id = std::stoll(key);
     if (id < 0) return bad_request(fmt::format("'logit_bias' keys must be token ids, got '{}'", key), "logit_bias");
-    if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < -100 || v.get<double>() > 100) {
-      return bad_request(fmt::format("'logit_bias' values must be numbers in [-100, 100] (token {})", key), "logit_bias");
+    if (!v.is_number() || !std::isfinite(v.get<double>())) {
+      return bad_request(fmt::format("'logit_bias' values must be numbers (token {})", key), "logit_bias");
     }
     sp->logit_bias.emplace_back(static_cast<int32_t>(id), static_cast<float>(v.get<double>()));
   }
-  return std::nullopt;
+  return check_sampling(*sp);
 }
 
 std::optional<ApiError> read_stop(const Json& b, std::vector<std::string>* out) {
@@ -154,34 +162,28 @@ std::optional<ApiError> read_stop(const Json& b, std::vector<std::string>* out) 
 }
 
 std::optional<ApiError> read_sampling(const Json& b, SamplingParams* sp) {
-  double x = sp->temperature;
-  LLMS_API_TRY(read_number(b, "temperature", 0.0, 2.0, &x));
-  sp->temperature = static_cast<float>(x);
-  x = sp->top_p;
-  LLMS_API_TRY(read_number(b, "top_p", 0.0, 1.0, &x));
-  if (has_field(b, "top_p") && x <= 0.0) return bad_request("'top_p' must be in (0, 1]", "top_p");
-  sp->top_p = static_cast<float>(x);
+  // Any finite number here (a float holds it, or the rule refuses its infinity).
+  auto read_float = [&](const char* key, float* out) -> std::optional<ApiError> {
+    double x = *out;
+    LLMS_API_TRY(read_number(b, key, -std::numeric_limits<double>::max(), std::numeric_limits<double>::max(), &x));
+    *out = static_cast<float>(x);
+    return std::nullopt;
+  };
+  LLMS_API_TRY(read_float("temperature", &sp->temperature));
+  LLMS_API_TRY(read_float("top_p", &sp->top_p));
   int64_t k = 0;
-  LLMS_API_TRY(read_int(b, "top_k", -1, 1 << 20, &k));
-  sp->top_k = static_cast<int>(std::max<int64_t>(k, 0));  // -1 and 0 both mean off (vLLM, llama.cpp)
-  x = sp->min_p;
-  LLMS_API_TRY(read_number(b, "min_p", 0.0, 1.0, &x));
-  sp->min_p = static_cast<float>(x);
-  x = sp->presence_penalty;
-  LLMS_API_TRY(read_number(b, "presence_penalty", -2.0, 2.0, &x));
-  sp->presence_penalty = static_cast<float>(x);
-  x = sp->frequency_penalty;
-  LLMS_API_TRY(read_number(b, "frequency_penalty", -2.0, 2.0, &x));
-  sp->frequency_penalty = static_cast<float>(x);
-  x = sp->repetition_penalty;
-  LLMS_API_TRY(read_number(b, "repetition_penalty", 0.01, 10.0, &x));
-  sp->repetition_penalty = static_cast<float>(x);
+  LLMS_API_TRY(read_int(b, "top_k", INT32_MIN, INT32_MAX, &k));
+  sp->top_k = k == -1 ? 0 : static_cast<int>(k);  // -1 and 0 both mean off (vLLM, llama.cpp)
+  LLMS_API_TRY(read_float("min_p", &sp->min_p));
+  LLMS_API_TRY(read_float("presence_penalty", &sp->presence_penalty));
+  LLMS_API_TRY(read_float("frequency_penalty", &sp->frequency_penalty));
+  LLMS_API_TRY(read_float("repetition_penalty", &sp->repetition_penalty));
   if (has_field(b, "seed")) {
     int64_t seed = 0;
     LLMS_API_TRY(read_int(b, "seed", INT64_MIN, INT64_MAX, &seed));
     sp->seed = static_cast<uint64_t>(seed);
   }
-  return std::nullopt;
+  return check_sampling(*sp);
 }
 
 std::optional<ApiError> read_logprobs(const Json& b, ApiKind kind, CompletionRequest* r) {

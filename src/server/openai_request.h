@@ -1,8 +1,9 @@
 // OpenAI request bodies → one typed, validated request. parse_completion_request()
 // reads every field of POST /v1/completions and /v1/chat/completions, the prompts or
 // messages included, checking types and ranges and naming the parameter in the 400 it
-// returns; nothing reads the JSON body after it. prompt_builder.h turns the typed
-// prompts or messages into tokens.
+// returns; nothing reads the JSON body after it. The ranges of the sampling values are
+// the engine's rule (SamplingParams::check, engine/request.h), applied here. prompt_builder.h
+// turns the typed prompts or messages into tokens.
 //
 // Thread-safety: pure functions.
 #pragma once
@@ -62,7 +63,7 @@ struct CompletionRequest {
 // Limits on what one HTTP request may ask for.
 inline constexpr int kMaxChoices = 128;       // n, and prompts x n
 inline constexpr int kMaxStopStrings = 16;
-inline constexpr int kMaxLogprobs = 20;
+inline constexpr int kMaxLogprobs = kMaxTopLogprobs;  // the engine's bound
 inline constexpr int kMaxLogitBias = 1024;  // entries of logit_bias
 
 std::optional<ApiError> parse_completion_request(const Json& body, ApiKind kind, CompletionRequest* out);

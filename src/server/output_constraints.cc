@@ -34,14 +34,4 @@ std::optional<ApiError> compile_constraint(const OutputConstraint& c, Engine& en
   return std::nullopt;
 }
 
-std::optional<ApiError> check_logit_bias(const SamplingParams& sp, int32_t vocab_size) {
-  for (const auto& [id, bias] : sp.logit_bias) {
-    if (id >= vocab_size) {
-      return bad_request(fmt::format("'logit_bias' names token id {}, outside the vocabulary (0..{})", id, vocab_size - 1),
-                         "logit_bias");
-    }
-  }
-  return std::nullopt;
-}
-
 }  // namespace llms

@@ -1,6 +1,5 @@
 // A request's output constraint (response_format, grammar, regex) → a grammar
-// compiled for the engine that will run it, and the checks of logit_bias against
-// the vocabulary. Front-end errors (an unsupported JSON Schema keyword, a GBNF syntax
+// compiled for the engine that will run it. Front-end errors (an unsupported JSON Schema keyword, a GBNF syntax
 // error, an unsupported regex construct) are 400s naming the parameter.
 //
 // Thread-safety: pure functions; Engine::compile_grammar() is thread-safe.
@@ -21,8 +20,5 @@ std::optional<ApiError> constraint_grammar(const OutputConstraint& c, std::share
 // Compiles the constraint for `engine`; leaves *out null when there is none.
 std::optional<ApiError> compile_constraint(const OutputConstraint& c, Engine& engine,
                                            std::shared_ptr<const CompiledGrammar>* out);
-
-// 400 (param "logit_bias") for an id outside the vocabulary.
-std::optional<ApiError> check_logit_bias(const SamplingParams& sp, int32_t vocab_size);
 
 }  // namespace llms

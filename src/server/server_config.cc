@@ -41,6 +41,7 @@ Status ServerConfig::validate() const {
 Status ServeConfig::validate() const {
   LLMS_RETURN_IF_ERROR(server.validate());
   LLMS_RETURN_IF_ERROR(engine.validate());
+  LLMS_RETURN_IF_ERROR(precision.validate());
   auto bad = [](const char* key, const std::string& why) { return invalid_argument(fmt::format("{}: {}", key, why)); };
   const GateConfig& g = deploy.gate;
   if (!(g.max_kl >= 0)) return bad("gate_max_kl", "must be >= 0");

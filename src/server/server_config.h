@@ -1,5 +1,6 @@
 // ServeConfig: everything `llmserve serve` can be told — the server's own settings
-// (ServerConfig) and the engine's (EngineConfig). Plain values with defaults; every
+// (ServerConfig), the engine's (EngineConfig), the serving layer's (PrecisionConfig)
+// and the deployer's (DeployConfig). Plain values with defaults; every
 // field is a key of the TOML config file and a command-line flag (config_file.h).
 //
 // Thread-safety: plain values.
@@ -11,6 +12,7 @@
 #include "base/status.h"
 #include "deploy/deployer.h"
 #include "engine/engine_config.h"
+#include "serving/precision_policy.h"
 
 namespace llms {
 
@@ -48,8 +50,9 @@ struct ServerConfig {
 
 struct ServeConfig {
   ServerConfig server;
-  EngineConfig engine;
-  DeployConfig deploy;  // its engine, chat_template and threads are filled from the above at start
+  EngineConfig engine;        // every engine's (the variants' too)
+  PrecisionConfig precision;  // automatic precision: the served model's variants
+  DeployConfig deploy;        // its threads are filled from the engine's at start
   Status validate() const;
 };
 

@@ -52,7 +52,7 @@ std::string render_vllm_metrics(std::span<const VersionPtr> loaded, const std::s
     info.back()
         ->gauge_family("vllm:cache_config_info", "KV cache: block size (tokens) and number of blocks.",
                        {"block_size", "num_gpu_blocks"})
-        .with({std::to_string(e.config().block_size), std::to_string(e.num_kv_blocks())})
+        .with({std::to_string(e.config().kv.block_size), std::to_string(e.num_kv_blocks())})
         .set(1);
     parts[i].registry = info.back().get();
   }

@@ -16,19 +16,21 @@ Result<std::vector<GenerationOutput>> BatchGenerator::run(std::span<const Reques
   EngineConfig config = config_;
   // Every prompt is submitted at once: the queue must hold them all, and memory
   // watermarks only make sense for a server.
-  config.max_waiting_requests = std::max<int>(config.max_waiting_requests, static_cast<int>(requests.size()));
-  config.max_waiting_tokens = std::numeric_limits<int64_t>::max() / 2;
-  config.kv_high_watermark = config.kv_low_watermark = 1.0;
-  config.rss_high_watermark = config.rss_low_watermark = 1.0;
+  config.admission.max_waiting_requests =
+      std::max<int>(config.admission.max_waiting_requests, static_cast<int>(requests.size()));
+  config.admission.max_waiting_tokens = std::numeric_limits<int64_t>::max() / 2;
+  config.admission.kv_high = config.admission.kv_low = 1.0;
+  config.admission.rss_high = config.admission.rss_low = 1.0;
   config.result_cache_bytes = 0;
-  if (config.kv_cache_bytes == 0) {
+  if (config.kv.cache_bytes == 0) {
     // The engine sizes the cache for max_running sequences of the context: make that
     // the longest request, and no more sequences than there are requests.
     int64_t longest = 1;
     for (const auto& r : requests) longest = std::max<int64_t>(longest, static_cast<int64_t>(r.prompt.size()) + r.max_tokens);
     const int ctx = config.context_length > 0 ? config.context_length : model_.config().n_ctx_train;
     config.context_length = static_cast<int>(std::min<int64_t>(ctx, longest));
-    config.max_running = static_cast<int>(std::min<int64_t>(config.max_running, static_cast<int64_t>(requests.size())));
+    config.batching.max_running =
+        static_cast<int>(std::min<int64_t>(config.batching.max_running, static_cast<int64_t>(requests.size())));
   }
   LLMS_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Engine::create(model_, tokenizer_, config));
 

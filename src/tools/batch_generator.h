@@ -55,7 +55,7 @@ class BatchGenerator {
  public:
   using TextCallback = std::function<void(size_t index, std::string_view text)>;
 
-  // `config.max_running` is the parallelism; a zero kv_cache_bytes sizes the cache for
+  // `config.batching.max_running` is the parallelism; a zero kv_cache_bytes sizes the cache for
   // `max_running` sequences of the longest prompt plus its max_tokens.
   BatchGenerator(const Model& model, const Tokenizer& tokenizer, EngineConfig config);
 

@@ -1,4 +1,4 @@
-#include "engine/precision_policy.h"
+#include "serving/precision_policy.h"
 
 #include <algorithm>
 #include <charconv>
@@ -7,6 +7,10 @@
 #include <fmt/format.h>
 
 namespace llms {
+
+Status PrecisionConfig::validate() const {
+  return variants.empty() ? ok_status() : policy.validate(static_cast<int>(variants.size()));
+}
 
 Status PrecisionPolicy::validate(int n_variants) const {
   if (n_variants < 1) return invalid_argument("precision_variants: no variant");

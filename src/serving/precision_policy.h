@@ -37,6 +37,18 @@ struct PrecisionPolicy {
   Status validate(int n_variants) const;
 };
 
+// Automatic precision for a served model: the model held at each of `variants`' types,
+// cheapest first, made at load by quantizing its file, each request routed by `policy`
+// (precision_router.h). No variants: one engine on the file as it is. A setting of
+// the serving layer, not of any one engine.
+struct PrecisionConfig {
+  std::vector<DType> variants;
+  PrecisionPolicy policy;
+
+  // The policy against the variants' count (nothing to check without variants).
+  Status validate() const;
+};
+
 // The variant (0 = cheapest) the estimator picks for a request.
 int choose_precision_variant(const PrecisionPolicy& policy, int64_t prompt_tokens, int64_t max_tokens, int n_variants);
 

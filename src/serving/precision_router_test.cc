@@ -1,4 +1,4 @@
-#include "engine/precision_router.h"
+#include "serving/precision_router.h"
 
 #include <gtest/gtest.h>
 
@@ -90,7 +90,7 @@ TEST(PrecisionRouterTest, FallbackMovesUpAndTheStreamContinuesUnbroken) {
   // Rows at positions 3, 4, 5 are certain on the cheap variant; from 6 on uncertain
   // (entropy of softmax(2, 1, 0, -1) = 1.01 nats > 0.5): the fourth token falls back.
   Variants v(6, two_tiers(16, 16, 0.5, 1));
-  auto h = v.router->submit(testing::greedy_request(prompt, 10), "auto");
+  auto h = v.router->submit(testing::greedy_request(prompt, 10), {"auto"});
   ASSERT_TRUE(h.ok()) << h.status().to_string();
   v.run(**h);
   const auto c = testing::collect(**h);
@@ -121,10 +121,10 @@ TEST(PrecisionRouterTest, FallbackMovesUpAndTheStreamContinuesUnbroken) {
 TEST(PrecisionRouterTest, EntropyIsPassedOnOnlyWhenAsked) {
   const std::vector<int32_t> prompt = {1, 10, 20, 30};
   Variants v(2, two_tiers(16, 16, 0.0, 1));  // uncertain throughout; no fallback
-  auto plain = v.router->submit(testing::greedy_request(prompt, 3), "auto");
+  auto plain = v.router->submit(testing::greedy_request(prompt, 3), {"auto"});
   auto asked_params = testing::greedy_request(prompt, 3);
   asked_params.report_entropy = true;
-  auto asked = v.router->submit(asked_params, "auto");
+  auto asked = v.router->submit(asked_params, {"auto"});
   ASSERT_TRUE(plain.ok() && asked.ok());
   v.run(**plain);
   v.run(**asked);
@@ -152,9 +152,9 @@ TEST(PrecisionRouterTest, EstimatorRoutesByPromptLengthAndMaxTokens) {
   Variants v(1000, two_tiers(4, 8, 0.5, 2));
   const std::vector<int32_t> short_prompt = {1, 5, 6, 7};
   const std::vector<int32_t> long_prompt = {1, 5, 6, 7, 8, 9};
-  auto a = v.router->submit(testing::greedy_request(short_prompt, 8), "");
-  auto b = v.router->submit(testing::greedy_request(long_prompt, 8), "auto");
-  auto c = v.router->submit(testing::greedy_request(short_prompt, 9), "auto");
+  auto a = v.router->submit(testing::greedy_request(short_prompt, 8), {""});
+  auto b = v.router->submit(testing::greedy_request(long_prompt, 8), {"auto"});
+  auto c = v.router->submit(testing::greedy_request(short_prompt, 9), {"auto"});
   ASSERT_TRUE(a.ok() && b.ok() && c.ok());
   for (auto* h : {&a, &b, &c}) v.run(***h);
   EXPECT_EQ(v.router->counts().requests, (std::vector<int64_t>{1, 2}));
@@ -164,13 +164,13 @@ TEST(PrecisionRouterTest, EstimatorRoutesByPromptLengthAndMaxTokens) {
 TEST(PrecisionRouterTest, APinnedVariantStaysPutAndAnUnknownOneIsRefused) {
   const std::vector<int32_t> prompt = {1, 10, 20, 30};
   Variants v(0, two_tiers(16, 16, 0.5, 1));  // uncertain everywhere
-  auto h = v.router->submit(testing::greedy_request(prompt, 5), "q4_k");
+  auto h = v.router->submit(testing::greedy_request(prompt, 5), {"q4_k"});
   ASSERT_TRUE(h.ok());
   v.run(**h);
   EXPECT_EQ(testing::collect(**h).tokens, chain(prompt, 5));
   EXPECT_EQ(v.router->counts().fallbacks, 0);
   EXPECT_EQ(v.router->counts().tokens, (std::vector<int64_t>{5, 0}));
-  auto bad = v.router->submit(testing::greedy_request(prompt, 5), "q2_k");
+  auto bad = v.router->submit(testing::greedy_request(prompt, 5), {"q2_k"});
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(bad.status().message().find("auto, q4_k, f16"), std::string::npos) << bad.status().message();
@@ -178,7 +178,7 @@ TEST(PrecisionRouterTest, APinnedVariantStaysPutAndAnUnknownOneIsRefused) {
 
 TEST(PrecisionRouterTest, CancellingTheClientsHandleEndsTheInnerRequest) {
   Variants v(1000, two_tiers(16, 16, 0.5, 1));
-  auto h = v.router->submit(testing::greedy_request({1, 10, 20}, 50), "auto");
+  auto h = v.router->submit(testing::greedy_request({1, 10, 20}, 50), {"auto"});
   ASSERT_TRUE(h.ok());
   v.cheap->step();  // prefill and the first token
   (*h)->cancel();

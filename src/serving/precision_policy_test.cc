@@ -1,4 +1,4 @@
-#include "engine/precision_policy.h"
+#include "serving/precision_policy.h"
 
 #include <gtest/gtest.h>
 

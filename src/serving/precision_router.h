@@ -1,6 +1,6 @@
 // PrecisionRouter: serves requests on one of several precision variants of a model
 // (each its own Engine, cheapest first), chosen per request by the estimator of
-// engine/precision_policy.h, and moves a request up one variant mid-generation when
+// serving/precision_policy.h, and moves a request up one variant mid-generation when
 // the serving variant's token entropy stays high (tiered fallback).
 //
 // A routed request has one outer RequestHandle, the client's. Its events are those of
@@ -24,7 +24,12 @@
 // bytes: a token's share of reading the weights) and llmserve_precision_compute_share
 // {variant} (that counter's share of the sum).
 //
-// Thread-safety: submit() from any thread; the engines must be running (start()).
+// A ServingTarget: the server submits to it as to one engine. Its result cache is the
+// most precise variant's, consulted only for requests pinned to that variant (an
+// automatic request's variant is not known before it runs). The engines are not owned;
+// begin_drain() and stop() reach every one of them.
+//
+// Thread-safety: every member from any thread; the engines must be running (start()).
 #pragma once
 
 #include <cstdint>
@@ -35,8 +40,9 @@
 
 #include "base/status.h"
 #include "engine/engine.h"
-#include "engine/precision_policy.h"
 #include "metrics/metrics.h"
+#include "serving/precision_policy.h"
+#include "serving/serving_target.h"
 
 namespace llms {
 
@@ -46,16 +52,23 @@ struct PrecisionVariant {
   uint64_t weight_bytes = 0;  // of the variant's weights (what one token's pass reads)
 };
 
-class PrecisionRouter {
+class PrecisionRouter : public ServingTarget {
  public:
   // `variants` cheapest first; the policy must validate for their count.
   PrecisionRouter(std::vector<PrecisionVariant> variants, PrecisionPolicy policy, Registry& registry);
 
-  // `precision`: "" or "auto" for the estimator, else a variant's name (pinned).
-  // INVALID_ARGUMENT for an unknown name; otherwise what the chosen engine's submit()
-  // answers.
-  Result<std::shared_ptr<RequestHandle>> submit(RequestParams params, const std::string& precision,
-                                                double* retry_after_s = nullptr);
+  // `route.precision`: "" or "auto" for the estimator, else a variant's name (pinned).
+  // INVALID_ARGUMENT for an unknown name.
+  Status check(const Route& route) const override;
+  // check()'s error, or what the chosen engine's submit() answers.
+  Result<std::shared_ptr<RequestHandle>> submit(RequestParams params, const Route& route,
+                                                double* retry_after_s = nullptr) override;
+  // The most precise variant's cache, for requests pinned to it.
+  std::optional<CachedCompletion> cached(const RequestParams& params, const Route& route) override;
+  // The most precise variant's.
+  EngineSnapshot snapshot() const override { return variants_.back().engine->snapshot(); }
+  void begin_drain() override;
+  void stop() override;
 
   // -1 when no variant has that name.
   int find(const std::string& name) const;

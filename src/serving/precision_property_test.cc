@@ -17,7 +17,7 @@
 #include "base/random.h"
 #include "engine/engine.h"
 #include "engine/testing/engine_test_util.h"
-#include "engine/precision_router.h"
+#include "serving/precision_router.h"
 #include "model/model.h"
 #include "tools/quantizer.h"
 #include "tools/synthetic.h"
@@ -50,12 +50,13 @@ constexpr double kExitThreshold = 0.0033;  // as the engine property test: a sha
 
 std::unique_ptr<Engine> make_engine(const Model& model, int32_t blocks, EngineConfig c) {
   c.threads = 1;
-  c.block_size = 8;
-  c.exit_layers = {1};
-  c.exit_threshold = kExitThreshold;
+  c.kv.block_size = 8;
+  c.early_exit.layers = {1};
+  c.early_exit.threshold = kExitThreshold;
   c.result_cache_bytes = 0;
   auto runner =
-      std::make_unique<LocalModelRunner>(model, model.kv_config(blocks, c.block_size, c.k_type, c.v_type), c.threads);
+      std::make_unique<LocalModelRunner>(model, model.kv_config(blocks, c.kv.block_size, c.kv.k_type, c.kv.v_type),
+                                         c.threads);
   return std::make_unique<Engine>(std::move(runner), *models().tokenizer, c, model.identity(), blocks, 64);
 }
 
@@ -84,7 +85,7 @@ struct Solo {
 };
 Solo solo_run(const Model& model, RequestParams p) {
   EngineConfig c;
-  c.batching = BatchingPolicy::kNone;
+  c.batching.policy = BatchingPolicy::kNone;
   static std::map<const Model*, std::unique_ptr<Engine>> engines;
   auto& e = engines[&model];
   if (!e) e = make_engine(model, 64, c);
@@ -120,9 +121,9 @@ TEST(PrecisionPropertyTest, RandomRoutedWorkloadEndsOnceFreesEverythingAndMatche
   policy.window = 2;
 
   EngineConfig c;
-  c.max_batch_tokens = 48;
-  c.max_running = 6;
-  c.kv_high_watermark = c.kv_low_watermark = 1.0;
+  c.batching.max_batch_tokens = 48;
+  c.batching.max_running = 6;
+  c.admission.kv_high = c.admission.kv_low = 1.0;
   auto cheap = make_engine(*m.cheap, 12, c);
   auto best = make_engine(*m.best, 12, c);
   testing::ManualClock clock;
@@ -146,7 +147,7 @@ TEST(PrecisionPropertyTest, RandomRoutedWorkloadEndsOnceFreesEverythingAndMatche
       // Two in three on auto; the rest pinned to one variant or the other.
       const uint64_t pick = rng.below(6);
       const std::string precision = pick < 4 ? "auto" : pick == 4 ? "q8_0" : "f32";
-      auto h = router.submit(p, precision);
+      auto h = router.submit(p, {precision});
       if (h.ok()) {
         params.push_back(p);
         precisions.push_back(precision);

@@ -1,4 +1,4 @@
-#include "engine/precision_router.h"
+#include "serving/precision_router.h"
 
 #include <algorithm>
 #include <deque>
@@ -92,15 +92,32 @@ void PrecisionRouter::add_work(int v, int64_t tokens) {
   for (size_t i = 0; i < work_.size(); ++i) share_[i]->set(total > 0 ? work_[i] / total : 0);
 }
 
-Result<std::shared_ptr<RequestHandle>> PrecisionRouter::submit(RequestParams params, const std::string& precision,
+Status PrecisionRouter::check(const Route& route) const {
+  if (route.precision.empty() || route.precision == "auto" || find(route.precision) >= 0) return ok_status();
+  return invalid_argument(fmt::format("precision '{}' is not served here (auto, {})", route.precision, names()));
+}
+
+std::optional<CachedCompletion> PrecisionRouter::cached(const RequestParams& params, const Route& route) {
+  if (route.precision != variants_.back().name) return std::nullopt;
+  return variants_.back().engine->cached(params);
+}
+
+void PrecisionRouter::begin_drain() {
+  for (const auto& v : variants_) v.engine->begin_drain();
+}
+
+void PrecisionRouter::stop() {
+  for (const auto& v : variants_) v.engine->stop();
+}
+
+Result<std::shared_ptr<RequestHandle>> PrecisionRouter::submit(RequestParams params, const Route& route,
                                                                double* retry_after_s) {
+  LLMS_RETURN_IF_ERROR(check(route));
   const int n = static_cast<int>(variants_.size());
-  const bool automatic = precision.empty() || precision == "auto";
-  int v = automatic ? choose_precision_variant(policy_, static_cast<int64_t>(params.prompt.size()), params.max_tokens, n)
-                    : find(precision);
-  if (v < 0) {
-    return invalid_argument(fmt::format("precision '{}' is not served here (auto, {})", precision, names()));
-  }
+  const bool automatic = route.precision.empty() || route.precision == "auto";
+  const int v = automatic
+                    ? choose_precision_variant(policy_, static_cast<int64_t>(params.prompt.size()), params.max_tokens, n)
+                    : find(route.precision);
   auto r = std::make_shared<Routed>(policy_.entropy_bound, policy_.window);
   r->client_entropy = params.report_entropy;
   r->may_move = automatic && !params.grammar && policy_.entropy_bound > 0;

@@ -1,0 +1,69 @@
+#include "serving/served_model.h"
+
+#include "base/log.h"
+#include "serving/engine_target.h"
+#include "serving/precision_router.h"
+#include "tokenizer/load_tokenizer.h"
+#include "tools/quantizer.h"
+
+namespace llms {
+
+ServedModel::~ServedModel() {
+  if (target_) target_->stop();
+}
+
+Result<std::unique_ptr<ServedModel>> ServedModel::load(const std::string& path, const EngineConfig& engine,
+                                                       const PrecisionConfig& precision,
+                                                       std::shared_ptr<KvEventListener> kv_events, Registry& registry) {
+  std::unique_ptr<ServedModel> m(new ServedModel());
+  const std::vector<DType>& types = precision.variants;
+  if (types.empty()) {
+    LLMS_ASSIGN_OR_RETURN(m->model_, Model::load(path));
+  } else {
+    LLMS_ASSIGN_OR_RETURN(m->model_, quantized_model(path, types.back(), engine.threads));
+  }
+  if (m->model_->config().synthetic) log_warn("{}: synthetic model with RANDOM weights; its text is noise", path);
+  // The path's tokenizer, not the GGUF metadata alone: a Hugging Face directory's
+  // tokenizer.json (and generation_config.json's sampling defaults) once models load from one.
+  LLMS_ASSIGN_OR_RETURN(m->tokenizer_, load_tokenizer(path));
+  LLMS_ASSIGN_OR_RETURN(m->engine_, Engine::create(*m->model_, *m->tokenizer_, engine, &registry));
+  m->engine_->set_kv_events(kv_events);
+  m->engine_->start();
+  if (types.empty()) {
+    m->target_ = std::make_unique<EngineTarget>(*m->engine_);
+  } else {
+    LLMS_RETURN_IF_ERROR(m->load_variants(path, engine, precision, kv_events, registry));
+  }
+  return m;
+}
+
+Status ServedModel::load_variants(const std::string& path, const EngineConfig& engine, const PrecisionConfig& precision,
+                                  const std::shared_ptr<KvEventListener>& kv_events, Registry& registry) {
+  const std::vector<DType>& types = precision.variants;
+  std::vector<PrecisionVariant> routed;
+  for (size_t i = 0; i + 1 < types.size(); ++i) {
+    Variant var;
+    var.name = std::string(dtype_name(types[i]));
+    LLMS_ASSIGN_OR_RETURN(var.model, quantized_model(path, types[i], engine.threads));
+    var.registry = std::make_unique<Registry>();
+    LLMS_ASSIGN_OR_RETURN(var.engine, Engine::create(*var.model, *tokenizer_, engine, var.registry.get()));
+    var.engine->set_kv_events(kv_events);
+    var.engine->start();
+    routed.push_back({var.name, var.engine.get(), static_cast<uint64_t>(var.model->weights().bytes_per_token())});
+    variants_.push_back(std::move(var));
+  }
+  routed.push_back({std::string(dtype_name(types.back())), engine_.get(),
+                    static_cast<uint64_t>(model_->weights().bytes_per_token())});
+  auto router = std::make_unique<PrecisionRouter>(std::move(routed), precision.policy, registry);
+  log_info("{}: precision variants {} (auto routing)", path, router->names());
+  target_ = std::move(router);
+  return ok_status();
+}
+
+std::vector<std::pair<std::string, Registry*>> ServedModel::variant_registries() const {
+  std::vector<std::pair<std::string, Registry*>> out;
+  for (const auto& v : variants_) out.emplace_back(v.name, v.registry.get());
+  return out;
+}
+
+}  // namespace llms
