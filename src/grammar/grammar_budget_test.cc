@@ -237,5 +237,23 @@ TEST(GrammarBudget, MaskPastItsBudgetFails) {
   EXPECT_TRUE(m.accept_token(4));  // the matcher itself still works
 }
 
+// x^k in (x{1,128}){1,128} splits into groups in more ways as k grows; past
+// kMaxStacks the matcher cannot follow. The mask (built from the points' classes)
+// still allows "x", so the refusal says why.
+TEST(GrammarBudget, TextTooAmbiguousToFollowIsReported) {
+  auto cg = CompiledGrammar::compile(regex(nested(128)), byte_vocab());
+  ASSERT_TRUE(cg.ok()) << cg.status().to_string();
+  GrammarMatcher m(cg.value());
+  int k = 0;
+  for (; k < 400; ++k) {
+    ASSERT_FALSE(m.failed());
+    if (!m.accept_bytes("x")) break;
+  }
+  ASSERT_LT(k, 400);
+  EXPECT_TRUE(m.failed());
+  EXPECT_NE(m.failure().find("too ambiguous"), std::string::npos) << m.failure();
+  EXPECT_TRUE(m.accept_bytes("y") == false && !m.failed());  // a plain refusal is not a failure
+}
+
 }  // namespace
 }  // namespace llms

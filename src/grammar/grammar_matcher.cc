@@ -1,5 +1,7 @@
 #include "grammar/grammar_matcher.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <limits>
 
@@ -30,6 +32,10 @@ bool GrammarMatcher::run(const MatchState& from, std::string_view bytes, MatchSt
   for (size_t i = 0; i < bytes.size(); ++i) {
     MatchState& next = buf[i & 1];
     stepper_.advance(*cur, static_cast<uint8_t>(bytes[i]), &next);
+    if (next.overflow) {
+      failure_ = fmt::format("the text so far can be read in more than {} ways: the grammar is too ambiguous to follow",
+                             GrammarStepper::kMaxStacks);
+    }
     if (next.dead() || next.overflow) return false;
     cur = &next;
   }
@@ -38,6 +44,7 @@ bool GrammarMatcher::run(const MatchState& from, std::string_view bytes, MatchSt
 }
 
 bool GrammarMatcher::accept_token(int32_t id) {
+  failure_.clear();
   const TokenVocabulary& v = grammar_->vocab();
   if (terminated() || id < 0 || id >= v.size()) return false;
   if (v.is_eog(id)) {
@@ -49,6 +56,7 @@ bool GrammarMatcher::accept_token(int32_t id) {
 }
 
 bool GrammarMatcher::accept_bytes(std::string_view bytes) {
+  failure_.clear();
   if (terminated()) return false;
   const size_t mark = pool_.size();
   Entry next;

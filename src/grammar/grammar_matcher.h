@@ -41,7 +41,11 @@ class GrammarMatcher {
   // vocabulary (or it has terminated), or that the mask ran past its budget
   // (failed()).
   void fill_next_token_mask(std::span<uint32_t> mask);
-  // The last fill_next_token_mask() ran past the mask budget; failure() says so.
+  // The last fill_next_token_mask() ran past the mask budget, or the last
+  // accept_token() / accept_bytes() was refused because the text would be readable in
+  // more than GrammarStepper::kMaxStacks ways (the mask cannot see that: it allowed
+  // the token); failure() says which. The engine ends such a generation with finish
+  // reason "error".
   bool failed() const { return !failure_.empty(); }
   const std::string& failure() const { return failure_; }
   size_t mask_words() const { return grammar_->mask_words(); }
