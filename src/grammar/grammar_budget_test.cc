@@ -9,7 +9,7 @@
 #include <set>
 #include <string>
 
-#include "grammar/grammar_test_util.h"
+#include "grammar/testing/grammar_test_util.h"
 #include "grammar/json_schema.h"
 #include "grammar/regex_parser.h"
 #include "grammar/rule_returns.h"
