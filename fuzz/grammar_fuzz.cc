@@ -1,6 +1,7 @@
 // libFuzzer target for the grammar front ends (GBNF, JSON Schema, regex) and the
-// matcher behind them. Input: one byte choosing the front end, the grammar text (up
-// to a NUL byte), then bytes that drive a matcher over a small vocabulary.
+// matcher behind them. Input (grammar_inputs.h): one byte choosing the front end,
+// the grammar text (up to a NUL byte), then bytes that drive a matcher over a small
+// vocabulary. (grammar_time_fuzz.cc checks the same inputs against the budget.)
 //
 // Any text must parse or fail with a Status. A grammar that compiles is then walked:
 // at each step the mask must agree with accept_token() — a token is in the mask
@@ -14,10 +15,8 @@
 #include <vector>
 
 #include "grammar/compiled_grammar.h"
-#include "grammar/gbnf_parser.h"
 #include "grammar/grammar_matcher.h"
-#include "grammar/json_schema.h"
-#include "grammar/regex_parser.h"
+#include "grammar_inputs.h"
 
 namespace {
 
@@ -36,18 +35,6 @@ std::shared_ptr<const llms::TokenVocabulary> vocab() {
   return v;
 }
 
-llms::Result<llms::Grammar> front_end(uint8_t mode, std::string_view text) {
-  switch (mode % 3) {
-    case 0: return llms::parse_gbnf(text, kLimits);
-    case 1: {
-      const auto schema = llms::SchemaJson::parse(text, nullptr, false);
-      if (schema.is_discarded()) return llms::invalid_argument("not JSON");
-      return llms::json_schema_grammar(schema, kLimits);
-    }
-    default: return llms::parse_regex(text, kLimits);
-  }
-}
-
 std::vector<uint32_t> mask_of(llms::GrammarMatcher& m) {
   std::vector<uint32_t> mask(m.mask_words());
   m.fill_next_token_mask(mask);
@@ -57,12 +44,10 @@ std::vector<uint32_t> mask_of(llms::GrammarMatcher& m) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  if (size == 0) return 0;
-  const std::string_view rest(reinterpret_cast<const char*>(data + 1), size - 1);
-  const size_t nul = rest.find('\0');
-  const std::string_view text = rest.substr(0, nul);
-  const std::string_view drive = nul == std::string_view::npos ? std::string_view() : rest.substr(nul + 1);
-  auto g = front_end(data[0], text);
+  llms::fuzz::GrammarInput in;
+  if (!llms::fuzz::split_grammar_input(data, size, &in)) return 0;
+  const std::string_view drive = in.drive;
+  auto g = llms::fuzz::parse_grammar_input(in, kLimits);
   if (!g.ok()) return 0;
   auto cg = llms::CompiledGrammar::compile(std::make_shared<const llms::Grammar>(std::move(g).value()), vocab());
   if (!cg.ok()) return 0;
@@ -71,6 +56,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (size_t i = 0; i < drive.size() && i < 64 && !m.terminated(); ++i) {
     const uint8_t b = static_cast<uint8_t>(drive[i]);
     const std::vector<uint32_t> before = mask_of(m);
+    if (m.failed()) break;  // past the mask budget: the mask is empty by design
     if (b >= 0xF0 && m.num_accepted() > 0) {  // roll back one and come back: the same mask
       const int32_t steps = m.num_accepted();
       m.rollback(1);

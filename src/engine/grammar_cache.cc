@@ -11,7 +11,8 @@ std::shared_ptr<const TokenVocabulary> GrammarCache::vocabulary() const {
   return vocab_;
 }
 
-Result<std::shared_ptr<const CompiledGrammar>> GrammarCache::compile(std::shared_ptr<const Grammar> g) {
+Result<std::shared_ptr<const CompiledGrammar>> GrammarCache::compile(std::shared_ptr<const Grammar> g,
+                                                                     const GrammarBudget& budget) {
   if (!g) return invalid_argument("no grammar");
   const Hash128 key = g->hash();
   {
@@ -24,7 +25,7 @@ Result<std::shared_ptr<const CompiledGrammar>> GrammarCache::compile(std::shared
     ++stats_.misses;
   }
   // Two threads may compile the same grammar at once; both results are valid.
-  LLMS_ASSIGN_OR_RETURN(auto compiled, CompiledGrammar::compile(std::move(g), vocabulary()));
+  LLMS_ASSIGN_OR_RETURN(auto compiled, CompiledGrammar::compile(std::move(g), vocabulary(), budget));
   std::lock_guard<std::mutex> lock(mu_);
   if (index_.count(key) == 0 && max_entries_ > 0) {
     lru_.push_front(Entry{key, compiled});

@@ -37,8 +37,11 @@ class GrammarCache {
   GrammarCache(const Tokenizer& tok, size_t max_entries) : tok_(tok), max_entries_(max_entries) {}
 
   std::shared_ptr<const TokenVocabulary> vocabulary() const;
-  // The compiled form of `g` for this vocabulary, from the cache or made now.
-  Result<std::shared_ptr<const CompiledGrammar>> compile(std::shared_ptr<const Grammar> g);
+  // The compiled form of `g` for this vocabulary, from the cache or made now under
+  // `budget` (CompiledGrammar::compile's errors; a cached grammar keeps the budget it
+  // was compiled with).
+  Result<std::shared_ptr<const CompiledGrammar>> compile(std::shared_ptr<const Grammar> g,
+                                                         const GrammarBudget& budget = {});
   GrammarCacheStats stats() const;
 
  private:

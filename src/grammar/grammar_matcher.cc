@@ -1,5 +1,7 @@
 #include "grammar/grammar_matcher.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <limits>
 
@@ -30,6 +32,10 @@ bool GrammarMatcher::run(const MatchState& from, std::string_view bytes, MatchSt
   for (size_t i = 0; i < bytes.size(); ++i) {
     MatchState& next = buf[i & 1];
     stepper_.advance(*cur, static_cast<uint8_t>(bytes[i]), &next);
+    if (next.overflow) {
+      failure_ = fmt::format("the text so far can be read in more than {} ways: the grammar is too ambiguous to follow",
+                             GrammarStepper::kMaxStacks);
+    }
     if (next.dead() || next.overflow) return false;
     cur = &next;
   }
@@ -38,6 +44,7 @@ bool GrammarMatcher::run(const MatchState& from, std::string_view bytes, MatchSt
 }
 
 bool GrammarMatcher::accept_token(int32_t id) {
+  failure_.clear();
   const TokenVocabulary& v = grammar_->vocab();
   if (terminated() || id < 0 || id >= v.size()) return false;
   if (v.is_eog(id)) {
@@ -49,6 +56,7 @@ bool GrammarMatcher::accept_token(int32_t id) {
 }
 
 bool GrammarMatcher::accept_bytes(std::string_view bytes) {
+  failure_.clear();
   if (terminated()) return false;
   const size_t mark = pool_.size();
   Entry next;
@@ -67,44 +75,68 @@ void GrammarMatcher::rollback(int n) {
 
 void GrammarMatcher::fill_next_token_mask(std::span<uint32_t> mask) {
   std::fill(mask.begin(), mask.end(), 0u);
+  failure_.clear();
   const Entry& e = current();
   if (e.terminated) return;
   if (const CachedMask* hit = cached(e.state)) {
     std::copy(hit->mask.begin(), hit->mask.end(), mask.begin());
     return;
   }
+  const GrammarBudget& budget = grammar_->budget();
+  WorkMeter meter(budget.mask_work, budget.mask_seconds);
   const size_t mark = pool_.size();
+  gather(e.state, mask, meter);
+  stepper_.set_meter(&meter);
+  check_uncertain(e.state, candidates_, mask, meter);
+  stepper_.set_meter(nullptr);
+  pool_.truncate(mark);
+  if (meter.stopped()) {
+    std::fill(mask.begin(), mask.end(), 0u);
+    failure_ = meter.status("finding the next tokens", "mask_work", "mask_seconds").message();
+    return;
+  }
+  if (e.state.can_end) {
+    for (const int32_t id : grammar_->vocab().eog_ids()) set_bit(mask, id);
+  }
+  remember(e.state, mask);
+}
+
+void GrammarMatcher::gather(const MatchState& s, std::span<uint32_t> mask, WorkMeter& meter) {
   candidates_.clear();
-  for (const int32_t top : e.state.tops) {
-    const PointTokens& t = grammar_->tokens_at(pool_.node(top).point);
+  bool check_all = false;
+  for (const int32_t top : s.tops) {
+    const PointTokens& t = grammar_->tokens_at(pool_.node(top).point, &meter);
+    check_all = check_all || t.check_all;
     if (!t.accepted_bits.empty()) {
       for (size_t w = 0; w < mask.size(); ++w) mask[w] |= t.accepted_bits[w];
     }
     for (const int32_t id : t.accepted) set_bit(mask, id);
+    if (!meter.charge()) return;
   }
   const TokenVocabulary& v = grammar_->vocab();
-  for (const int32_t top : e.state.tops) {
+  if (check_all) {  // a point past its budget: every token not yet allowed is checked
+    for (int32_t r = 0; r < v.num_ranked(); ++r) {
+      if (!mask_has(mask, v.id_at(r))) candidates_.push_back(r);
+    }
+    return;
+  }
+  for (const int32_t top : s.tops) {
     for (const int32_t r : grammar_->tokens_at(pool_.node(top).point).uncertain_ranks) {
       if (!mask_has(mask, v.id_at(r))) candidates_.push_back(r);
     }
   }
-  if (e.state.tops.size() > 1) {
+  if (s.tops.size() > 1) {
     std::sort(candidates_.begin(), candidates_.end());
     candidates_.erase(std::unique(candidates_.begin(), candidates_.end()), candidates_.end());
   }
-  check_uncertain(e.state, candidates_, mask);
-  if (e.state.can_end) {
-    for (const int32_t id : v.eog_ids()) set_bit(mask, id);
-  }
-  pool_.truncate(mark);
-  remember(e.state, mask);
 }
 
 // Walks the candidates in trie order: a token reuses the states of the prefix it
 // shares with the previous one, and once a prefix dies every later token that starts
 // with it is refused without a step.
-void GrammarMatcher::check_uncertain(const MatchState& from, std::span<const int32_t> ranks, std::span<uint32_t> mask) {
-  if (ranks.empty()) return;
+void GrammarMatcher::check_uncertain(const MatchState& from, std::span<const int32_t> ranks, std::span<uint32_t> mask,
+                                     WorkMeter& meter) {
+  if (ranks.empty() || meter.stopped()) return;
   const TokenVocabulary& v = grammar_->vocab();
   if (depth_states_.empty()) depth_states_.resize(1);
   depth_states_[0] = from;
@@ -113,6 +145,7 @@ void GrammarMatcher::check_uncertain(const MatchState& from, std::span<const int
   std::string_view dead;
   bool have_dead = false;
   for (const int32_t r : ranks) {
+    if (!meter.charge()) return;
     const int32_t id = v.id_at(r);
     const std::string_view b = v.bytes(id);
     if (have_dead && b.size() >= dead.size() && b.compare(0, dead.size(), dead) == 0) continue;

@@ -7,6 +7,14 @@
 // mask is a copy. End-of-generation tokens are allowed exactly when the grammar can
 // end here; accepting one terminates the matcher.
 //
+// Each mask runs under the grammar's mask budget (grammar_budget.h): the points it
+// classifies on first use and its run-time checks of uncertain tokens. Past it the
+// mask comes back empty and failed() is true, with failure() saying which budget;
+// the engine ends such a generation with finish reason "error" (as it does whenever
+// no token is allowed). The same happens at a point whose classification ran past the
+// point budget only if checking all its tokens at run time also runs past the mask
+// budget.
+//
 // Thread-safety: one matcher per sequence, used by one thread at a time (the engine
 // thread). The CompiledGrammar it reads is shared and immutable.
 #pragma once
@@ -14,6 +22,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
@@ -29,8 +38,16 @@ class GrammarMatcher {
 
   // Writes the allowed next tokens into `mask` (mask_words() words, bit i of word
   // i / 32 for token i). An all-zero mask means the grammar cannot go on with this
-  // vocabulary (or it has terminated).
+  // vocabulary (or it has terminated), or that the mask ran past its budget
+  // (failed()).
   void fill_next_token_mask(std::span<uint32_t> mask);
+  // The last fill_next_token_mask() ran past the mask budget, or the last
+  // accept_token() / accept_bytes() was refused because the text would be readable in
+  // more than GrammarStepper::kMaxStacks ways (the mask cannot see that: it allowed
+  // the token); failure() says which. The engine ends such a generation with finish
+  // reason "error".
+  bool failed() const { return !failure_.empty(); }
+  const std::string& failure() const { return failure_; }
   size_t mask_words() const { return grammar_->mask_words(); }
 
   // Takes token `id`; false (and no change) when the grammar does not allow it.
@@ -64,7 +81,12 @@ class GrammarMatcher {
   // Consumes `bytes` from `from`; false when every path dies.
   bool run(const MatchState& from, std::string_view bytes, MatchState* out);
   // Sets the bits of the uncertain tokens (ascending ranks) the real stacks accept.
-  void check_uncertain(const MatchState& from, std::span<const int32_t> ranks, std::span<uint32_t> mask);
+  // Stops early when `meter` stops.
+  void check_uncertain(const MatchState& from, std::span<const int32_t> ranks, std::span<uint32_t> mask,
+                       WorkMeter& meter);
+  // The precomputed classes of the current tops into `mask`, the tokens left to check
+  // into candidates_.
+  void gather(const MatchState& s, std::span<uint32_t> mask, WorkMeter& meter);
   const CachedMask* cached(const MatchState& s) const;
   void remember(const MatchState& s, std::span<const uint32_t> mask);
 
@@ -75,6 +97,7 @@ class GrammarMatcher {
   GrammarStepper stepper_;
   std::vector<Entry> history_;
   std::unordered_map<uint64_t, CachedMask> cache_;
+  std::string failure_;
   // Scratch.
   std::vector<MatchState> depth_states_;
   std::vector<int32_t> candidates_;

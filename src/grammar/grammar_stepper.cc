@@ -3,24 +3,8 @@
 #include <algorithm>
 
 namespace llms {
-namespace {
 
-uint64_t mix(uint64_t x) {
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdULL;
-  x ^= x >> 33;
-  x *= 0xc4ceb9fe1a85ec53ULL;
-  x ^= x >> 33;
-  return x;
-}
-
-uint64_t item_key(int32_t point, int32_t parent) {
-  return (static_cast<uint64_t>(static_cast<uint32_t>(point)) << 32) | static_cast<uint32_t>(parent);
-}
-
-}  // namespace
-
-uint64_t StackPool::key_hash(int32_t point, int32_t parent) { return mix(item_key(point, parent)); }
+uint64_t StackPool::key_hash(int32_t point, int32_t parent) { return mix64(pair_key(point, parent)); }
 
 int32_t StackPool::intern(int32_t point, int32_t parent) {
   if (nodes_.size() >= buckets_.size() / 2) rehash(std::max<size_t>(64, buckets_.size() * 2));
@@ -91,102 +75,24 @@ void GrammarStepper::advance(const MatchState& in, uint8_t byte, MatchState* out
 
 void GrammarStepper::push(int32_t point, int32_t parent) { work_.emplace_back(point, parent); }
 
-// Keeps the open-addressing table at most half full; the items of the current
-// close() move to the larger table.
-void GrammarStepper::grow_seen() {
-  const size_t n = std::max<size_t>(256, seen_keys_.size() * 2);
-  std::vector<uint64_t> keys(n, 0);
-  std::vector<uint32_t> stamps(n, 0);
-  for (size_t i = 0; i < seen_keys_.size(); ++i) {
-    if (seen_stamp_[i] != stamp_) continue;
-    size_t j = mix(seen_keys_[i]) & (n - 1);
-    while (stamps[j] == stamp_) j = (j + 1) & (n - 1);
-    keys[j] = seen_keys_[i];
-    stamps[j] = stamp_;
-  }
-  seen_keys_.swap(keys);
-  seen_stamp_.swap(stamps);
-}
-
-bool GrammarStepper::visit(int32_t point, int32_t parent) {
-  if ((seen_count_ + 1) * 2 > seen_keys_.size()) grow_seen();
-  const uint64_t key = item_key(point, parent);
-  const size_t mask = seen_keys_.size() - 1;
-  for (size_t j = mix(key) & mask;; j = (j + 1) & mask) {
-    if (seen_stamp_[j] != stamp_) {
-      seen_stamp_[j] = stamp_;
-      seen_keys_[j] = key;
-      ++seen_count_;
-      return true;
-    }
-    if (seen_keys_[j] == key) return false;
-  }
-}
-
 void GrammarStepper::pop_below_frame(int32_t element, int32_t bottom, MatchState* out) {
   if (bottom == StackPool::kUnknown) out->reached_unknown = true;
   if (returns_ == nullptr) return;
-  const int32_t rule = returns_->rule_of_element[static_cast<size_t>(element)];
-  for (const int32_t p : returns_->points[static_cast<size_t>(rule)]) push(p, StackPool::kAssumed);
-  if (returns_->ends_root[static_cast<size_t>(rule)]) out->assumed_end = true;
-}
-
-RuleReturns RuleReturns::of(const Grammar& g) {
-  RuleReturns r;
-  const size_t num_rules = g.rules().size();
-  r.rule_of_element.assign(static_cast<size_t>(g.num_elements()), 0);
-  r.points.assign(num_rules, {});
-  r.ends_root.assign(num_rules, false);
-  std::vector<std::vector<int32_t>> tail_callers(num_rules);  // rule -> rules that tail-call it
-  for (size_t rule = 0; rule < num_rules; ++rule) {
-    for (const int32_t start : g.rules()[rule].alternatives) {
-      for (int32_t i = start;; ++i) {
-        r.rule_of_element[static_cast<size_t>(i)] = static_cast<int32_t>(rule);
-        const Element& e = g.element(i);
-        if (e.kind == ElementKind::kEnd) break;
-        if (e.kind != ElementKind::kRule) continue;
-        if (g.element(i + 1).kind == ElementKind::kEnd) {
-          tail_callers[static_cast<size_t>(e.value)].push_back(static_cast<int32_t>(rule));
-        } else {
-          r.points[static_cast<size_t>(e.value)].push_back(make_point(i + 1, 0));
-        }
-      }
-    }
-  }
-  r.ends_root[static_cast<size_t>(g.root())] = true;
-  // A tail call returns wherever its caller returns: propagate to a fixpoint.
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (size_t callee = 0; callee < num_rules; ++callee) {
-      for (const int32_t caller : tail_callers[callee]) {
-        auto& mine = r.points[callee];
-        for (const int32_t p : r.points[static_cast<size_t>(caller)]) {
-          if (std::find(mine.begin(), mine.end(), p) == mine.end()) {
-            mine.push_back(p);
-            changed = true;
-          }
-        }
-        if (r.ends_root[static_cast<size_t>(caller)] && !r.ends_root[callee]) {
-          r.ends_root[callee] = true;
-          changed = true;
-        }
-      }
-    }
-  }
-  return r;
+  const int32_t rule = returns_->rule_of_element(element);
+  // Rules that share a set push the same items: once per close() is enough.
+  if (!sets_pushed_.insert(static_cast<uint64_t>(returns_->set_of(rule)))) return;
+  for (const int32_t p : returns_->points(rule)) push(p, StackPool::kAssumed);
+  if (returns_->ends_root(rule)) out->assumed_end = true;
 }
 
 void GrammarStepper::close(MatchState* out) {
-  ++stamp_;
-  if (stamp_ == 0) {  // wrapped: old stamps could collide
-    std::fill(seen_stamp_.begin(), seen_stamp_.end(), 0);
-    stamp_ = 1;
-  }
-  seen_count_ = 0;
+  seen_.clear();
+  sets_pushed_.clear();
   while (!work_.empty()) {
     const auto [point, parent] = work_.back();
     work_.pop_back();
-    if (!visit(point, parent)) continue;
+    if (meter_ != nullptr && !meter_->charge()) return abandon(out);
+    if (!seen_.insert(pair_key(point, parent))) continue;
     const int32_t index = point_element(point);
     const Element& e = g_.element(index);
     switch (e.kind) {
@@ -195,6 +101,7 @@ void GrammarStepper::close(MatchState* out) {
         const int32_t id = pool_.intern(point, parent);
         out->tops.push_back(id);
         if (pool_.node(id).bottom != StackPool::kAssumed) ++out->num_exact;
+        if (out->tops.size() > kMaxStacks) return abandon(out);  // the rest of the closure would be wasted
         break;
       }
       case ElementKind::kRule: {
@@ -216,10 +123,12 @@ void GrammarStepper::close(MatchState* out) {
     }
   }
   std::sort(out->tops.begin(), out->tops.end());
-  if (out->tops.size() > kMaxStacks) {
-    out->overflow = true;
-    out->tops.clear();
-  }
+}
+
+void GrammarStepper::abandon(MatchState* out) {
+  work_.clear();
+  out->tops.clear();
+  out->overflow = true;
 }
 
 }  // namespace llms

@@ -15,6 +15,8 @@
 // beneath those marked kAssumed: such paths say "some context might take this
 // token", which lets the precomputation refuse the tokens no context can take.
 //
+// Work can be metered (grammar_budget.h): a closure past the budget stops early.
+//
 // Thread-safety: a StackPool and a GrammarStepper belong to one thread.
 #pragma once
 
@@ -22,6 +24,9 @@
 #include <vector>
 
 #include "grammar/grammar.h"
+#include "grammar/grammar_budget.h"
+#include "grammar/key_set.h"
+#include "grammar/rule_returns.h"
 
 namespace llms {
 
@@ -60,7 +65,8 @@ struct MatchState {
   bool can_end = false;          // some path has finished the root rule
   bool reached_unknown = false;  // some path popped into the unknown caller
   bool assumed_end = false;      // an assumed continuation finished the root rule
-  bool overflow = false;         // more stacks than kMaxStacks: ambiguity too high to follow
+  bool overflow = false;         // more stacks than kMaxStacks (ambiguity too high to follow), or a
+                                 // metered closure stopped: unusable, the fields above are partial
 
   bool dead() const { return tops.empty() && !can_end && !reached_unknown && !assumed_end; }
   void clear() {
@@ -68,16 +74,6 @@ struct MatchState {
     num_exact = 0;
     can_end = reached_unknown = assumed_end = overflow = false;
   }
-};
-
-// Where each rule may return to: the points after every reference to it (through
-// tail calls, the callers' own return points), and whether it may end the root.
-struct RuleReturns {
-  std::vector<int32_t> rule_of_element;
-  std::vector<std::vector<int32_t>> points;  // per rule
-  std::vector<bool> ends_root;               // per rule
-
-  static RuleReturns of(const Grammar& g);
 };
 
 class GrammarStepper {
@@ -88,6 +84,10 @@ class GrammarStepper {
   // continuations; without, it only sets reached_unknown.
   GrammarStepper(const Grammar& g, StackPool& pool, const RuleReturns* returns = nullptr)
       : g_(g), pool_(pool), returns_(returns) {}
+
+  // Work counted from now on: one unit per closure item (met, duplicates too). When the meter stops, the
+  // closure under way is abandoned and its state marked overflow (unusable).
+  void set_meter(WorkMeter* meter) { meter_ = meter; }
 
   // The stacks at the start of the root rule, above `bottom`.
   void start(int32_t bottom, MatchState* out);
@@ -100,20 +100,18 @@ class GrammarStepper {
   void push(int32_t point, int32_t parent);
   // Expands the pending items until every stack top stands at a terminal.
   void close(MatchState* out);
-  bool visit(int32_t point, int32_t parent);
-  void grow_seen();
+  // Gives up the closure under way: more than kMaxStacks stacks, or the meter stopped.
+  void abandon(MatchState* out);
 
   void pop_below_frame(int32_t element, int32_t bottom, MatchState* out);
 
   const Grammar& g_;
   StackPool& pool_;
   const RuleReturns* returns_;
+  WorkMeter* meter_ = nullptr;
   std::vector<std::pair<int32_t, int32_t>> work_;
-  // Items seen by the current close(): open addressing, cleared by bumping the stamp.
-  std::vector<uint64_t> seen_keys_;
-  std::vector<uint32_t> seen_stamp_;
-  uint32_t stamp_ = 0;
-  size_t seen_count_ = 0;
+  KeySet seen_;         // items seen by the current close()
+  KeySet sets_pushed_;  // RuleReturns sets pushed by the current close()
 };
 
 }  // namespace llms

@@ -29,6 +29,12 @@ inline std::shared_ptr<const CompiledGrammar> compile_gbnf(const std::string& te
   return cg.ok() ? std::move(cg).value() : nullptr;
 }
 
+// A front end's grammar, shared; null (and a failed expectation) when it refused.
+inline std::shared_ptr<const Grammar> grammar_of(Result<Grammar> g) {
+  EXPECT_TRUE(g.ok()) << g.status().to_string();
+  return g.ok() ? std::make_shared<const Grammar>(std::move(g).value()) : nullptr;
+}
+
 // The allowed ids, ascending.
 inline std::vector<int32_t> allowed(GrammarMatcher& m) {
   std::vector<uint32_t> mask(m.mask_words());
