@@ -68,7 +68,7 @@ GenerationOutput generate(const Model& model, const Tokenizer& tokenizer, const 
   p.ignore_eos = true;
   p.top_logprobs = 10;
   EngineConfig ec;
-  ec.k_type = ec.v_type = DType::kF32;
+  ec.kv.k_type = ec.kv.v_type = DType::kF32;
   ec.threads = 2;
   BatchGenerator gen(model, tokenizer, ec);
   auto out = gen.run(std::span<const RequestParams>(&p, 1), nullptr, nullptr);
