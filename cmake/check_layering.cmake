@@ -1,6 +1,6 @@
 cmake_minimum_required(VERSION 3.25)
 # Fails when a source includes "<module>/..." for a module it may not use: a module's
-# own sources only what it depends on (transitively), its tests that plus their
+# own sources only the modules its DEPS name (no skip-level reach), its tests that plus their
 # TEST_DEPS, and a consumer folder (cli, tests, bench, fuzz) what llmserve_uses()
 # gave it. Test code is a *_test.cc file, a file under a module's testing/ folder (its
 # test helpers, built into its tests only) or a file of tests/; nothing else may

@@ -1,6 +1,9 @@
 # One static library per module. llmserve_module() records each module's declared
 # dependencies so that a test can check that no source includes a header of a module
-# it may not depend on (the arrows of docs/architecture.md).
+# it may not depend on (the arrows of docs/architecture.md). A module's sources may
+# include only the modules in its own DEPS: reaching through a dependency to a module
+# below it (a skip-level reach) needs its own arrow. Tests and consumer folders may
+# include anything their modules depend on, transitively.
 #
 #   llmserve_module(NAME
 #     SOURCES a.cc b.cc
@@ -88,7 +91,9 @@ function(llmserve_write_layering_check)
   foreach(m IN LISTS modules)
     get_property(deps GLOBAL PROPERTY LLMSERVE_DEPS_${m})
     get_property(test_deps GLOBAL PROPERTY LLMSERVE_TEST_DEPS_${m})
-    llmserve_closure(lib "${deps}")
+    # A module's own sources reach only the modules it names (no skip-level reach
+    # the map does not draw); its tests and the consumer folders anything below.
+    string(REPLACE ";" "," lib "${deps}")
     llmserve_closure(tests "${m};${test_deps}")
     string(APPEND content "module ${m} ${lib}\n" "tests ${m} ${tests}\n")
   endforeach()
