@@ -90,6 +90,28 @@ ServeChild spawn_serve(const std::string& args) {
   return child;
 }
 
+// One flag table: the earlier spellings are aliases of the table's keys, `--no-X` sets a
+// boolean key false, a bare boolean flag sets it true, and `--kv-type` sets both types.
+TEST(ServeProcess, SharedFlagsAndTheirAliases) {
+  const std::string model = synthetic_path();
+  CmdResult r = run("serve -m " + model + " --ctx 96 --parallel 3 --no-prefix-cache --kv-type q8_0 --slo-shed -t 1 --print-config");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  for (const char* line : {"context_length = 96", "max_running = 3", "prefix_cache = false", "kv_k_type = \"q8_0\"",
+                           "kv_v_type = \"q8_0\"", "slo_shed = true", "threads = 1"}) {
+    EXPECT_NE(r.out.find(std::string("\n") + line), std::string::npos) << line << "\n" << r.out;
+  }
+  // A later, more specific flag wins over the shorthand; a bad value names the flag used.
+  r = run("serve -m " + model + " --kv-type q8_0 --kv-v-type f32 --print-config");
+  EXPECT_NE(r.out.find("kv_v_type = \"f32\""), std::string::npos) << r.out;
+  r = run("serve -m " + model + " --parallel lots --print-config");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.out.find("--max-running"), std::string::npos) << r.out;
+  // generate takes the same keys, checked by the same rule.
+  r = run("generate -m " + model + " -p hello -n 2 --context-length 0 --max-running 0");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.out.find("--max-running"), std::string::npos) << r.out;
+}
+
 TEST(ServeProcess, SigtermDuringLoadFinishesOrCancelsEveryRequestAndExitsZero) {
   const ServeChild child = spawn_serve("-m " + slow_synthetic_path() +
                                        " --max-running 2 --shutdown-timeout 1 --kv-cache-memory 64MiB --threads 1");

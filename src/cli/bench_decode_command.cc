@@ -5,6 +5,7 @@
 
 #include "base/log.h"
 #include "cli/commands.h"
+#include "cli/config_flags.h"
 #include "kernels/simd_target.h"
 #include "eval/decode_benchmark.h"
 
@@ -24,7 +25,7 @@ void add_bench_decode_command(CLI::App& app) {
                   "Prefill passes timed after the first (the median counts; the first is reported apart)")
       ->capture_default_str();
   cmd->add_option("--decode", o->bench.decode_tokens, "Tokens decoded one at a time")->capture_default_str();
-  cmd->add_option("-t,--threads", o->bench.threads, "Threads (0 = one per core)");
+  add_threads_flag(cmd, &o->bench.threads);
   cmd->add_option("--verify", o->bench.verify_tokens,
                   "Also time a pass verifying K proposed tokens (K + 1 positions) against a decode step");
   cmd->add_flag("--json", o->json, "Print one JSON object");

@@ -8,6 +8,7 @@
 #include "base/log.h"
 #include "benchserve/bench_options.h"
 #include "cli/commands.h"
+#include "cli/config_flags.h"
 #include "eval/load_benchmark.h"
 #include "benchprobes/machine_limits.h"
 #include "tokenizer/tokenizer.h"
@@ -20,23 +21,11 @@ struct Options {
   std::string model;
   std::vector<std::string> policies = {"continuous", "dynamic", "none"};
   LoadSpec load;
-  int max_batch_tokens = 512;
-  int max_running = 64;
-  int max_batch_size = 8;
-  double max_delay_ms = 20;
-  int threads = 0;
-  std::string kv_type = "f16";  // as serve (EngineConfig)
-  int kv_block_size = 16;       // as serve
-  bool kv_commit_at_start = false;
-  bool no_warmup_pass = false;
+  std::unique_ptr<ConfigFlags> engine;  // the engine's settings, as serve spells them
   std::string output_dist = "uniform";
   bool json = false;
   bool profile = false;
   std::vector<std::string> goodput;  // as bench serve: ttft:MS tpot:MS
-  std::string autotune = "off";
-  double slo_ttft_ms = 0, slo_itl_ms = 0, slo_percentile = 0.99;
-  int autotune_min_batch_tokens = 32;
-  bool slo_shed = false;
 };
 
 // The step's compute limit: the matrix products' multiply-adds per token against the
@@ -77,7 +66,8 @@ void run(const Options& o) {
   auto model = value_or_fail(Model::load(o.model));
   if (model->config().synthetic) log_info("{}: synthetic model (random weights): speed only", o.model);
   auto tokenizer = value_or_fail(load_tokenizer(model->file()));
-  const DType kv = dtype_or_fail(o.kv_type, "--kv-type");
+  ServeConfig flags;
+  o.engine->apply(flags);
   LoadSpec load = o.load;
   load.output_log_uniform = o.output_dist == "log-uniform";
   const benchserve::GoodputSlo slo =
@@ -85,39 +75,23 @@ void run(const Options& o) {
   if (slo.e2el_ms) fail(invalid_argument("--goodput: bench-engine judges ttft and tpot only"));
   load.goodput_ttft_s = slo.ttft_ms.value_or(0) / 1000.0;
   load.goodput_tpot_s = slo.tpot_ms.value_or(0) / 1000.0;
-  const AutotuneMode autotune = value_or_fail(parse_autotune_mode(o.autotune));
   nlohmann::json all = nlohmann::json::array();
   if (!o.json) {
     std::printf("%-11s %9s %10s %10s %10s %10s %10s %8s\n", "policy", "requests", "tok/s", "ttft_p50", "ttft_p99",
                 "e2e_p99", "itl_mean", "preempt");
   }
   for (const auto& name : o.policies) {
-    EngineConfig c;
+    EngineConfig c = flags.engine;
     c.batching.policy = value_or_fail(parse_batching_policy(name));
-    c.batching.max_batch_tokens = o.max_batch_tokens;
-    c.batching.max_running = o.max_running;
-    c.batching.max_batch_size = o.max_batch_size;
-    c.batching.max_delay_ms = o.max_delay_ms;
-    c.threads = o.threads;
-    c.kv.k_type = c.kv.v_type = kv;
-    c.kv.block_size = o.kv_block_size;
-    c.kv.commit_at_start = o.kv_commit_at_start;
-    c.warmup_pass = !o.no_warmup_pass;
     c.profile = o.profile;
-    c.slo.autotune = autotune;
-    c.slo.autotune_min_batch_tokens = o.autotune_min_batch_tokens;
-    c.slo.interactive.ttft_ms = o.slo_ttft_ms;
-    c.slo.interactive.itl_ms = o.slo_itl_ms;
-    c.slo.percentile = o.slo_percentile;
-    c.slo.shed = o.slo_shed;
     ok_or_fail(c.validate());
     // With --profile, the compute limit is measured right before and after the run
     // (the larger counts: the machine is shared).
     ComputeLimit limit;
-    if (o.profile) limit = measure_compute_limit(*model, o.threads);
+    if (o.profile) limit = measure_compute_limit(*model, c.threads);
     const LoadResult r = value_or_fail(run_load(*model, *tokenizer, c, load));
     if (o.profile) {
-      const ComputeLimit after = measure_compute_limit(*model, o.threads);
+      const ComputeLimit after = measure_compute_limit(*model, c.threads);
       limit.peak_macs_per_s = std::max(limit.peak_macs_per_s, after.peak_macs_per_s);
       limit.q8_0_tile_macs_per_s = std::max(limit.q8_0_tile_macs_per_s, after.q8_0_tile_macs_per_s);
     }
@@ -218,29 +192,11 @@ void add_bench_engine_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--goodput", o->goodput, "Count requests within these bounds, as bench serve: ttft:MS tpot:MS")
       ->expected(1, 2);
-  cmd->add_option("--autotune", o->autotune, "Auto-tuner: off, observe or on (as serve)")->capture_default_str();
-  cmd->add_option("--slo-ttft-ms", o->slo_ttft_ms, "Interactive lane's TTFT target (as serve)")->capture_default_str();
-  cmd->add_option("--slo-itl-ms", o->slo_itl_ms, "Interactive lane's ITL target (as serve)")->capture_default_str();
-  cmd->add_option("--slo-percentile", o->slo_percentile,
-                  "Share of a request's inter-token intervals the ITL target holds for, 0.5-1 (as serve)")
-      ->capture_default_str();
-  cmd->add_option("--autotune-min-batch-tokens", o->autotune_min_batch_tokens,
-                  "Smallest step token budget the auto-tuner may choose (as serve)")
-      ->capture_default_str();
-  cmd->add_flag("--slo-shed", o->slo_shed, "Refuse queued requests forecast to miss the TTFT target (as serve)");
-  cmd->add_option("--max-batch-tokens", o->max_batch_tokens, "Token budget per step")->capture_default_str();
-  cmd->add_option("--max-running", o->max_running, "Running sequences at most")->capture_default_str();
-  cmd->add_option("--max-batch-size", o->max_batch_size, "dynamic: requests per batch")->capture_default_str();
-  cmd->add_option("--max-delay-ms", o->max_delay_ms, "dynamic: wait for a full batch at most")->capture_default_str();
-  cmd->add_option("--kv-type", o->kv_type, "KV cache type")->capture_default_str();
-  cmd->add_option("--kv-block-size", o->kv_block_size, "KV cache block size in tokens (as serve)")
-      ->capture_default_str();
-  cmd->add_flag("--no-warmup-pass", o->no_warmup_pass,
-                "No pass over a dummy batch at the engine's start (serve's warmup_pass = false): the first steps "
-                "pay the buffers' first touch");
-  cmd->add_flag("--kv-commit-at-start", o->kv_commit_at_start,
-                "Commit the KV cache's memory at start (as serve's kv_commit_at_start): no step pays a first touch");
-  cmd->add_option("-t,--threads", o->threads, "Kernel threads (0 = one per core)");
+  o->engine = std::make_unique<ConfigFlags>(
+      cmd, std::vector<std::string>{"max_batch_tokens", "max_running", "max_batch_size", "max_delay_ms", "threads",
+                                    "kv_k_type", "kv_v_type", "kv_block_size", "kv_commit_at_start", "warmup_pass",
+                                    "autotune", "autotune_min_batch_tokens", "slo_ttft_ms", "slo_itl_ms",
+                                    "slo_percentile", "slo_shed"});
   cmd->add_flag("--json", o->json, "Print a JSON array");
   cmd->add_flag("--profile", o->profile,
                 "Break each step's time into parts (products, attention, element-wise ops, logits, sampling, "

@@ -8,6 +8,7 @@
 
 #include "base/log.h"
 #include "cli/commands.h"
+#include "cli/config_flags.h"
 #include "eval/grammar_benchmark.h"
 #include "io/gguf_file.h"
 #include "tokenizer/tokenizer.h"
@@ -92,7 +93,7 @@ void add_bench_grammar_command(CLI::App& app) {
   cmd->add_option("--temperature", o->spec.temperature, "Sampling temperature of both kinds (0: greedy)")
       ->capture_default_str();
   cmd->add_option("--seed", o->spec.seed, "Seed of prompts and sampling")->capture_default_str();
-  cmd->add_option("-t,--threads", o->threads, "Kernel threads (0 = one per core)");
+  add_threads_flag(cmd, &o->threads);
   cmd->add_flag("--json", o->json, "Print one JSON object");
   cmd->callback([o] { run(*o); });
 }

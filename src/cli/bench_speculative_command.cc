@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/config_flags.h"
 #include "eval/spec_benchmark.h"
 #include "tokenizer/load_tokenizer.h"
 
@@ -26,7 +27,7 @@ void add_bench_speculative_command(CLI::App& app) {
   cmd->add_option("-n,--tokens", o->bench.output_tokens, "Tokens generated per run")->capture_default_str();
   cmd->add_option("--prompt-tokens", o->bench.prompt_tokens, "Prompt tokens")->capture_default_str();
   cmd->add_option("--rounds", o->bench.rounds, "Plain and speculative runs, alternated (best of each)")->capture_default_str();
-  cmd->add_option("-t,--threads", o->bench.threads, "Threads (0 = one per core)");
+  add_threads_flag(cmd, &o->bench.threads);
   cmd->add_flag("--json", o->json, "Print one JSON object");
   cmd->callback([o] {
     auto model = value_or_fail(Model::load(o->model));

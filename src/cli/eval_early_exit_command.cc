@@ -6,6 +6,7 @@
 
 #include "base/mapped_file.h"
 #include "cli/commands.h"
+#include "cli/config_flags.h"
 #include "eval/early_exit_eval.h"
 #include "model/early_exit.h"
 #include "model/model.h"
@@ -96,7 +97,7 @@ void add_eval_early_exit_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--prompt-tokens", o->eval.prompt_tokens, "Tokens of each decode prompt")->capture_default_str();
   cmd->add_option("--decode-tokens", o->eval.decode_tokens, "Tokens decoded per prompt")->capture_default_str();
-  cmd->add_option("-t,--threads", o->eval.threads, "Kernel threads (0 = one per core)")->capture_default_str();
+  add_threads_flag(cmd, &o->eval.threads);
   cmd->add_flag("--json", o->json, "Print one JSON object");
   cmd->callback([o] {
     if (o->thresholds.empty()) fail(invalid_argument("--thresholds is required (e.g. 1.0,0.99,0.95,0.9,0.8)"));

@@ -7,6 +7,7 @@
 
 #include "base/mapped_file.h"
 #include "cli/commands.h"
+#include "cli/config_flags.h"
 #include "eval/precision_eval.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
@@ -135,7 +136,7 @@ void add_eval_precision_command(CLI::App& app) {
   cmd->add_option("--gen", o->eval.gen, "Continuation tokens per request")->capture_default_str();
   cmd->add_option("--rounds", o->eval.rounds, "Speed: rounds of every mode, interleaved (0: no speed runs)")
       ->capture_default_str();
-  cmd->add_option("-t,--threads", o->eval.threads, "Kernel threads (0 = one per core)")->capture_default_str();
+  add_threads_flag(cmd, &o->eval.threads);
   cmd->add_flag("--per-request", o->per_request, "Also print every request of every mode");
   cmd->add_flag("--json", o->json, "Print one JSON object");
   cmd->callback([o] { run(*o); });

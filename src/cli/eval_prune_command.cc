@@ -5,6 +5,7 @@
 
 #include "base/mapped_file.h"
 #include "cli/commands.h"
+#include "cli/config_flags.h"
 #include "eval/prune_eval.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
@@ -75,7 +76,7 @@ void add_eval_prune_command(CLI::App& app) {
   cmd->add_option("--pattern", o->pattern, "unstructured, 2:4 or block:N")->capture_default_str();
   cmd->add_option("--schedule", o->schedule, "uniform or depth")->capture_default_str();
   cmd->add_option("--ctx", o->ctx, "Window length in tokens")->capture_default_str();
-  cmd->add_option("-t,--threads", o->threads, "Kernel threads (0 = one per core)");
+  add_threads_flag(cmd, &o->threads);
   cmd->add_flag("--json", o->json, "Print one JSON object");
   cmd->callback([o] { run(*o); });
 }

@@ -7,6 +7,7 @@
 #include "base/log.h"
 #include "base/mapped_file.h"
 #include "cli/commands.h"
+#include "cli/config_flags.h"
 #include "tools/batch_generator.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
@@ -30,21 +31,18 @@ struct Options {
   int64_t seed = -1;
   std::vector<std::string> stop;
   bool ignore_eos = false;
-  std::string speculative = "off";
-  std::string draft_model;
-  int spec_tokens = 4;
-  int spec_ngram_max = 4;
   bool no_bos = false;
-  int threads = 0;
-  int parallel = 1;
-  int ctx = 0;
-  int max_batch_tokens = 512;
-  int kv_block_size = 16;
-  std::string kv_type = "f16";  // as serve (EngineConfig)
-  std::string kv_k_type, kv_v_type;
-  bool no_prefix_cache = false;
   bool json = false;
+  std::unique_ptr<ConfigFlags> engine;  // the engine's settings, as serve spells them
 };
+
+// The engine's settings: serve's defaults but one prompt running at a time, then the flags.
+EngineConfig engine_config(const Options& o) {
+  ServeConfig c;
+  c.engine.batching.max_running = 1;
+  o.engine->apply(c);
+  return c.engine;
+}
 
 std::vector<std::string> read_prompts(const std::string& path) {
   std::ifstream in(path);
@@ -59,9 +57,7 @@ std::vector<std::string> read_prompts(const std::string& path) {
 
 void run(const Options& o) {
   if (o.prompt.empty() == o.prompts_file.empty()) fail(invalid_argument("give exactly one of --prompt and --prompts-file"));
-  const DType kv_type = dtype_or_fail(o.kv_type, "--kv-type");
-  const DType k_type = o.kv_k_type.empty() ? kv_type : dtype_or_fail(o.kv_k_type, "--kv-k-type");
-  const DType v_type = o.kv_v_type.empty() ? kv_type : dtype_or_fail(o.kv_v_type, "--kv-v-type");
+  const EngineConfig ec = engine_config(o);
   auto model = value_or_fail(Model::load(o.model));
   if (model->config().synthetic) log_warn("{}: synthetic model with RANDOM weights; its text is noise", o.model);
   auto tokenizer = value_or_fail(load_tokenizer(model->file()));
@@ -85,19 +81,6 @@ void run(const Options& o) {
     sp.frequency_penalty = o.frequency_penalty;
     if (o.seed >= 0) sp.seed = static_cast<uint64_t>(o.seed) + i;
   }
-  EngineConfig ec;
-  ec.batching.max_running = o.parallel;
-  ec.batching.max_batch_tokens = o.max_batch_tokens;
-  ec.kv.block_size = o.kv_block_size;
-  ec.kv.k_type = k_type;
-  ec.kv.v_type = v_type;
-  ec.context_length = o.ctx;
-  ec.threads = o.threads;
-  ec.kv.prefix_cache = !o.no_prefix_cache;
-  ec.speculative.mode = value_or_fail(parse_speculative_mode(o.speculative));
-  ec.speculative.tokens = o.spec_tokens;
-  ec.speculative.ngram_max = o.spec_ngram_max;
-  ec.speculative.draft_model = o.draft_model;
   BatchGenerator gen(*model, *tokenizer, ec);
 
   const bool stream = specs.size() == 1 && !o.json;
@@ -181,21 +164,11 @@ void add_generate_command(CLI::App& app) {
   cmd->add_option("--seed", o->seed, "Random seed (-1 = random)")->capture_default_str();
   cmd->add_option("--stop", o->stop, "Stop string (repeatable)");
   cmd->add_flag("--ignore-eos", o->ignore_eos, "Keep generating past end-of-generation tokens");
-  cmd->add_option("--speculative", o->speculative, "Speculative decoding: off, ngram or draft")->capture_default_str();
-  cmd->add_option("--draft-model", o->draft_model, "Draft model for --speculative draft (same vocabulary)");
-  cmd->add_option("--spec-tokens", o->spec_tokens, "Most tokens proposed per step")->capture_default_str();
-  cmd->add_option("--spec-ngram-max", o->spec_ngram_max, "Longest suffix the ngram proposer looks up")->capture_default_str();
   cmd->add_flag("--no-bos", o->no_bos, "Do not add the BOS token");
-  cmd->add_option("-t,--threads", o->threads, "Kernel threads (0 = one per core)")->capture_default_str();
-  cmd->add_option("--parallel", o->parallel, "Prompts running at once")->capture_default_str();
-  cmd->add_option("-c,--ctx", o->ctx, "Context length (0 = the model's)")->capture_default_str();
-  cmd->add_option("--max-batch-tokens", o->max_batch_tokens, "Tokens per forward pass")->capture_default_str();
-  cmd->add_option("--kv-block-size", o->kv_block_size, "KV cache block size in tokens")->capture_default_str();
-  cmd->add_option("--kv-type", o->kv_type, "KV cache type for K and V (f32, f16, bf16, q8_0, q4_0)")
-      ->capture_default_str();
-  cmd->add_option("--kv-k-type", o->kv_k_type, "KV cache type for K (overrides --kv-type)");
-  cmd->add_option("--kv-v-type", o->kv_v_type, "KV cache type for V (overrides --kv-type)");
-  cmd->add_flag("--no-prefix-cache", o->no_prefix_cache, "Do not share KV blocks between prompts");
+  o->engine = std::make_unique<ConfigFlags>(
+      cmd, std::vector<std::string>{"threads", "max_running", "context_length", "max_batch_tokens", "kv_block_size",
+                                    "kv_k_type", "kv_v_type", "prefix_cache", "speculative", "draft_model",
+                                    "spec_tokens", "spec_ngram_max"});
   cmd->add_flag("--json", o->json, "One JSON object per prompt, then a summary");
   cmd->callback([o] { run(*o); });
 }

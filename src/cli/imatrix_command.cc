@@ -4,6 +4,7 @@
 
 #include "base/mapped_file.h"
 #include "cli/commands.h"
+#include "cli/config_flags.h"
 #include "eval/imatrix.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/load_tokenizer.h"
@@ -40,7 +41,7 @@ void add_imatrix_command(CLI::App& app) {
   cmd->add_option("-o,--output", o->out, "Importance file to write (GGUF)")->required();
   cmd->add_option("--ctx", o->ctx, "Window length in tokens")->capture_default_str();
   cmd->add_option("--chunks", o->chunks, "At most this many windows (0 = the whole text)")->capture_default_str();
-  cmd->add_option("-t,--threads", o->threads, "Threads (0 = one per core)");
+  add_threads_flag(cmd, &o->threads);
   cmd->callback([o] { run(*o); });
 }
 

@@ -5,6 +5,7 @@
 
 #include "base/mapped_file.h"
 #include "cli/commands.h"
+#include "cli/config_flags.h"
 #include "model/model.h"
 #include "eval/perplexity.h"
 #include "tokenizer/tokenizer.h"
@@ -69,7 +70,7 @@ void add_perplexity_command(CLI::App& app) {
   cmd->add_option("--base", o->base, "Base model to compare with (KL divergence, top-1 agreement)");
   cmd->add_option("--kv-type", o->kv_type, "KV cache type of the model")->capture_default_str();
   cmd->add_option("--base-kv-type", o->base_kv_type, "KV cache type of the base")->capture_default_str();
-  cmd->add_option("-t,--threads", o->threads, "Kernel threads (0 = one per core)");
+  add_threads_flag(cmd, &o->threads);
   cmd->add_flag("--json", o->json, "Print one JSON object");
   cmd->callback([o] { run(*o); });
 }

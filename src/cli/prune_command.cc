@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/config_flags.h"
 #include "tools/pruner.h"
 
 namespace llms::cli {
@@ -63,7 +64,7 @@ void add_prune_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--schedule", o->schedule, "uniform, or depth (sparsity rising with depth, averaging S)")
       ->capture_default_str();
-  cmd->add_option("-t,--threads", o->threads, "Threads (0 = one per core)");
+  add_threads_flag(cmd, &o->threads);
   cmd->add_flag("--json", o->json, "Print the report as JSON");
   cmd->callback([o, sparsity] {
     o->sparsity_given = sparsity->count() > 0;

@@ -7,6 +7,7 @@
 
 #include "base/mapped_file.h"
 #include "cli/commands.h"
+#include "cli/config_flags.h"
 #include "io/gguf_file.h"
 #include "eval/quant_report.h"
 #include "tokenizer/tokenizer.h"
@@ -72,7 +73,7 @@ void add_quant_report_command(CLI::App& app) {
   cmd->add_option("--text", o->text_file, "Text file: also measure each layer's output error on it");
   cmd->add_option("--max-tokens", o->max_tokens, "Tokens of the text to use")->capture_default_str();
   cmd->add_option("--tolerance", o->tolerance, "Relative RMS error above which a tensor is flagged")->capture_default_str();
-  cmd->add_option("-t,--threads", o->threads, "Threads (0 = one per core)");
+  add_threads_flag(cmd, &o->threads);
   cmd->add_flag("--json", o->json, "Print one JSON object");
   cmd->callback([o] { run(*o); });
 }

@@ -10,6 +10,7 @@
 #include "base/mapped_file.h"
 #include "base/thread_pool.h"
 #include "cli/commands.h"
+#include "cli/config_flags.h"
 #include "eval/perplexity.h"
 #include "eval/quant_planner.h"
 #include "io/gguf_file.h"
@@ -218,7 +219,7 @@ void add_quantize_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--tolerance", o->tolerance, "Base relative RMS error for --policy depth")->capture_default_str();
   cmd->add_flag("--no-protect", o->no_protect, "Quantize the output head and token embedding like the rest");
-  cmd->add_option("-t,--threads", o->threads, "Threads (0 = one per core)");
+  add_threads_flag(cmd, &o->threads);
   cmd->add_flag("--json", o->json, "Print every decision as JSON");
   cmd->add_option("--vocab-from", o->vocab_from,
                   "A directory input: the vocabulary of this GGUF file instead of the directory's tokenizer files");

@@ -5,10 +5,10 @@
 
 #include <csignal>
 #include <cstdio>
-#include <map>
 
 #include "base/log.h"
 #include "cli/commands.h"
+#include "cli/config_flags.h"
 #include "server/config_file.h"
 #include "server/llm_server.h"
 
@@ -18,30 +18,17 @@ namespace {
 struct Options {
   std::string config_file;
   bool print_config = false;
-  std::map<std::string, std::string> values;  // key → text, for the flags given
-  std::map<std::string, CLI::Option*> flags;
-  std::string kv_type;  // shorthand for kv_k_type and kv_v_type
-  std::string type;     // shorthand for precision_variants = TYPE: the weights quantized at load
-  bool no_ui = false;   // shorthand for ui = false
+  std::unique_ptr<ConfigFlags> flags;  // every key of the table
+  std::string type;  // shorthand for precision_variants = TYPE: the weights quantized at load
 };
 
 ServeConfig effective_config(const Options& o) {
   ServeConfig c;
   if (!o.config_file.empty()) ok_or_fail(load_config_file(o.config_file, c));
-  if (!o.kv_type.empty()) {
-    for (const char* key : {"kv_k_type", "kv_v_type"}) {
-      if (Status s = set_config_value(c, key, o.kv_type); !s.ok()) fail(s.with_context("--kv-type"));
-    }
-  }
   if (!o.type.empty()) {
     if (Status s = set_config_value(c, "precision_variants", o.type); !s.ok()) fail(s.with_context("--type"));
   }
-  if (o.no_ui) c.server.ui = false;
-  for (const auto& k : config_keys()) {
-    const CLI::Option* opt = o.flags.at(k.name);
-    if (opt->count() == 0) continue;
-    if (Status s = set_config_value(c, k.name, o.values.at(k.name)); !s.ok()) fail(s.with_context("--" + config_flag_name(k.name)));
-  }
+  o.flags->apply(c);
   return c;
 }
 
@@ -86,18 +73,10 @@ void add_serve_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("serve", "Serve a model over an OpenAI-compatible HTTP API");
   cmd->add_option("--config", o->config_file, "TOML file of configuration keys (flags win over it)");
   cmd->add_flag("--print-config", o->print_config, "Print the effective configuration (TOML) and exit");
-  for (const auto& k : config_keys()) {
-    const std::string flag = "--" + config_flag_name(k.name);
-    const std::string names = k.name == "model" ? "-m," + flag : flag;
-    CLI::Option* opt = cmd->add_option(names, o->values[k.name], k.help);
-    opt->option_text(k.type == ConfigType::kBool ? "true|false" : "VALUE");
-    o->flags[k.name] = opt;
-  }
-  cmd->add_option("--kv-type", o->kv_type, "KV cache type of keys and values (f32, f16, bf16, q8_0, q4_0)");
+  o->flags = std::make_unique<ConfigFlags>(cmd);
   cmd->add_option("--type", o->type,
                   "Quantize the weights to this type at load (q8_0, q4_k, ...; same as --precision-variants TYPE), "
                   "as `llmserve quantize` would");
-  cmd->add_flag("--no-ui", o->no_ui, "Do not serve the dashboard and playground at / (same as --ui false)");
   cmd->callback([o] { run(*o); });
 }
 
