@@ -363,4 +363,40 @@ TEST(CliTest, PruneWritesAPrunedModelAndRefusesBadInput) {
   std::filesystem::remove_all(dir);
 }
 
+
+// eval-task scores given answers as the reference script does, and a model's greedy
+// answers the same way whether scored at once or saved and scored again.
+TEST(CliTest, EvalTaskScoresAnswersAndModels) {
+  const std::string data = std::string(LLMSERVE_SOURCE_DIR) + "/tests/data/task_score/";
+  CmdResult r = run("eval-task --hypotheses " + data + "pairs.jsonl --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const auto expected = nlohmann::json::parse(slurp(data + "expected.json"))["all"];
+  const auto got = nlohmann::json::parse(r.out);
+  EXPECT_NEAR(got["bleu"].get<double>(), expected["bleu"].get<double>(), 1e-9);
+  EXPECT_NEAR(got["chrf"].get<double>(), expected["chrf"].get<double>(), 1e-9);
+  EXPECT_NEAR(got["exact_match"].get<double>(), expected["exact_match"].get<double>(), 1e-12);
+  EXPECT_NE(run("eval-task --json", true).exit_code, 0);
+
+  if (!have_stories()) GTEST_SKIP() << "needs " << kStories;
+  const std::string dir = testing::TempDir() + "/eval_task_" + std::to_string(getpid());
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream refs(dir + "/refs.jsonl");
+    refs << R"({"prompt": "Once upon a time", "reference": ", there was a little girl named Lily."})" << "\n"
+         << R"({"messages": [{"role": "user", "content": "Tell a story"}], "reference": "Once upon a time"})" << "\n";
+  }
+  r = run("eval-task -m " + kStories + " --base " + kStories + " --reference " + dir + "/refs.jsonl --max-tokens 12 " +
+          "--save-answers " + dir + "/answers.jsonl --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const auto model = nlohmann::json::parse(r.out);
+  EXPECT_GT(model["bleu"].get<double>(), 0) << r.out;
+  EXPECT_EQ(model["references"], 2);
+  EXPECT_EQ(model["delta"]["bleu"].get<double>(), 0);
+  r = run("eval-task --hypotheses " + dir + "/answers.jsonl --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["bleu"], model["bleu"]);
+  EXPECT_EQ(nlohmann::json::parse(r.out)["chrf"], model["chrf"]);
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace

@@ -381,5 +381,48 @@ TEST(DeployTest, DrainAndSwapHoldsRequestsInsteadOfRefusingThem) {
   EXPECT_EQ(r.root.current(), "v2");
 }
 
+
+// Task scores in the gate: references the serving version's own greedy answers let
+// a Q8_0 copy pass with its figures in the answer; unrelated references make the same
+// weights fall below --gate-min-chrf and the answer says which score and by how much.
+TEST(DeployTest, TaskGateScoresTheCandidateOnReferences) {
+  if (!have_stories()) GTEST_SKIP() << "needs ../shared/models/stories260K.gguf";
+  const Candidates& c = candidates();
+  Root r = make_root("task_gate");
+  const std::string refs = temp_path("task_refs.jsonl");
+  auto server = start_on_root(r.dir, [&](ServeConfig& cfg) {
+    cfg.deploy.gate.task.reference_path = refs;
+    cfg.deploy.gate.task.min_chrf = 30;
+    cfg.deploy.gate.task.max_tokens = 24;
+  });
+  const int port = server->port();
+  std::string lines;
+  for (const char* prompt : {"Once upon a time", "The little dog"}) {
+    const HttpResult a = http_post(port, "/v1/completions",
+                                   Json{{"prompt", prompt}, {"max_tokens", 24}, {"temperature", 0}});
+    ASSERT_EQ(a.status, 200) << a.body;
+    lines += Json{{"prompt", prompt}, {"reference", a.json()["choices"][0]["text"]}}.dump() + "\n";
+  }
+  write_text(refs, lines);
+  ASSERT_TRUE(r.root.install("v2", c.q8, false).ok());
+  HttpResult d = admin(port, "deploy", {{"version", "v2"}});
+  ASSERT_EQ(d.status, 200) << d.body;
+  EXPECT_GE(d.json()["gate"]["task"]["chrf"].get<double>(), 30) << d.body;
+  EXPECT_EQ(d.json()["gate"]["task"]["references"], 2);
+  EXPECT_NE(d.json()["message"].get<std::string>().find("task scores BLEU"), std::string::npos) << d.body;
+
+  write_text(refs, Json{{"messages", Json::array({Json{{"role", "user"}, {"content", "Say hi"}}})},
+                        {"reference", "Quarterly revenue rose 4% on strong cloud demand."}}.dump() + "\n");
+  ASSERT_TRUE(r.root.install("v3", c.q8, false).ok());
+  d = admin(port, "deploy", {{"version", "v3"}});
+  EXPECT_EQ(d.status, 409) << d.body;
+  EXPECT_EQ(d.json()["result"], "refused_gate");
+  const std::string message = d.json()["message"].get<std::string>();
+  EXPECT_NE(message.find("chrF"), std::string::npos) << message;
+  EXPECT_NE(message.find("below its minimum"), std::string::npos) << message;
+  EXPECT_LT(d.json()["gate"]["task"]["chrf"].get<double>(), 30) << d.body;
+  EXPECT_EQ(d.json()["state"]["current"], "v2");
+}
+
 }  // namespace
 }  // namespace llms::test

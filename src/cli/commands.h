@@ -28,6 +28,8 @@ void add_prune_command(CLI::App& app);
 void add_eval_prune_command(CLI::App& app);
 void add_eval_early_exit_command(CLI::App& app);
 void add_eval_precision_command(CLI::App& app);
+void add_eval_task_command(CLI::App& app);
+void add_review_command(CLI::App& app);
 void add_quant_report_command(CLI::App& app);
 void add_imatrix_command(CLI::App& app);
 void add_bench_decode_command(CLI::App& app);

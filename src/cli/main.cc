@@ -38,6 +38,8 @@ int main(int argc, char** argv) {
   llms::cli::add_eval_prune_command(app);
   llms::cli::add_eval_early_exit_command(app);
   llms::cli::add_eval_precision_command(app);
+  llms::cli::add_eval_task_command(app);
+  llms::cli::add_review_command(app);
   llms::cli::add_imatrix_command(app);
   llms::cli::add_quant_report_command(app);
   llms::cli::add_bench_decode_command(app);

@@ -208,6 +208,9 @@ DeployOutcome Deployer::deploy(const std::string& name, double canary_share) {
   }
   auto g = run_gate(*serving, *v, gate_tokens_, config_.gate, pool_);
   if (!g.ok()) return refuse(name, "refused_gate", g.status().message());
+  if (Status s = apply_task_gate(*v, config_.gate.task, &*g); !s.ok()) {
+    return refuse(name, "refused_gate", "task scores: " + s.message());
+  }
   v->set_gate(*g);
   if (!g->passed) {
     DeployOutcome o = refuse(name, "refused_gate", g->reason);
@@ -301,6 +304,9 @@ DeployOutcome Deployer::drain_and_swap(const std::string& name, VersionPtr servi
   if (!cand.ok()) return restore("refused_load", cand.status().message());
   VersionPtr v = std::move(cand).value();
   auto g = run_gate_against(*base, old.name, *v, config_.gate, pool_);
+  if (g.ok()) {
+    if (Status s = apply_task_gate(*v, config_.gate.task, &*g); !s.ok()) g = s.with_context("task scores");
+  }
   if (!g.ok() || !g->passed) {
     const std::string why = g.ok() ? g->reason : g.status().message();
     v.reset();

@@ -3,6 +3,10 @@
 // version serving now — mean KL divergence, top-1 agreement and the perplexity ratio —
 // against thresholds (the server's, or the candidate's meta.toml).
 //
+// With --gate-reference, a candidate that passes is also scored on reference answers
+// (deploy/task_gate.h) and refused below --gate-min-bleu, --gate-min-chrf or
+// --gate-min-exact.
+//
 // The gate text is a file (--gate-text) or, by default, a sample the serving version
 // writes at deploy time (temperature 1, a fixed seed), so the gate measures the
 // candidate where the serving version puts its probability mass.
@@ -17,6 +21,7 @@
 #include "base/status.h"
 #include "base/thread_pool.h"
 #include "deploy/serving_version.h"
+#include "deploy/task_gate.h"
 
 namespace llms {
 
@@ -27,6 +32,7 @@ struct GateConfig {
   double min_top1 = 0.8;        // meta.toml's gate_min_top1 wins
   int ctx = 128;                // window of the comparison
   bool allow_tokenizer_change = false;
+  TaskGateConfig task;          // task scores on reference answers (--gate-reference); off by default
 };
 
 // FAILED_PRECONDITION naming the first difference when the two tokenizers differ

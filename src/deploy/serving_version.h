@@ -22,6 +22,7 @@
 #include "deploy/version_meta.h"
 #include "engine/engine.h"
 #include "eval/perplexity.h"
+#include "eval/task_score.h"
 #include "metrics/metrics.h"
 #include "model/model.h"
 #include "serving/precision_policy.h"
@@ -39,6 +40,8 @@ struct GateResult {
   double top1 = 0;          // top-1 agreement
   double ppl_ratio = 0;     // candidate perplexity / serving perplexity
   int64_t tokens = 0;       // tokens of gate text scored
+  bool task_ran = false;    // task scores on --gate-reference (deploy/task_gate.h)
+  TaskScores task;
   std::string reason;       // why it failed (or "passed: ...")
 };
 

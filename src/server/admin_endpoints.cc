@@ -12,8 +12,13 @@ namespace {
 
 Json gate_json(const GateResult& g) {
   if (!g.ran) return nullptr;
-  return Json{{"passed", g.passed}, {"kl", g.kl}, {"top1", g.top1}, {"ppl_ratio", g.ppl_ratio}, {"tokens", g.tokens},
-              {"reason", g.reason}};
+  Json j{{"passed", g.passed}, {"kl", g.kl}, {"top1", g.top1}, {"ppl_ratio", g.ppl_ratio}, {"tokens", g.tokens},
+         {"reason", g.reason}};
+  if (g.task_ran) {
+    j["task"] = {{"bleu", g.task.bleu.score}, {"chrf", g.task.chrf}, {"exact_match", g.task.exact_match},
+                 {"references", g.task.pairs}};
+  }
+  return j;
 }
 
 Json state_json(const ServerContext& ctx) {

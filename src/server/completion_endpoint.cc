@@ -114,6 +114,9 @@ void handle_completions(ServerContext& ctx, const HttpRequest& req, std::shared_
   auto r = std::make_shared<CompletionRequest>();
   if (auto e = parse_completion_request(body, kind, r.get())) return fail(*e);
   if (auto e = check_model(ctx, r->model)) return fail(*e);
+  const std::string authorization = req.header("authorization");
+  r->rater = rater_id(authorization);
+  if (ctx.review_excluded.enabled() && !ctx.review_excluded.check(authorization)) r->review = false;
   if (ctx.draining()) return fail(api_error_from_status(unavailable("the server is shutting down"), true));
   // During a drain-and-swap deploy the version set holds the request; its answer then
   // comes on the deployer's thread and is posted back to this connection's strand.

@@ -35,6 +35,7 @@ CompletionJob::CompletionJob(ServerContext& ctx, VersionPtr version, std::shared
   meta_.created = unix_seconds();
   meta_.model = ctx_.model_name;
   meta_.fingerprint = version_->name();
+  start_ns_ = now_ns();
 }
 
 HttpHeaders CompletionJob::version_headers() const { return {{kVersionHeader, version_->name()}}; }
@@ -119,6 +120,7 @@ void CompletionJob::start() {
     return;  // the destructor cancels what was queued and uncounts the request
   }
   self_ = shared_from_this();
+  reviewed_ = request_.review && ctx_.review && ctx_.review->draw(version_->name());
   if (request_.stream) exchange_->begin_stream("text/event-stream", version_headers());
   std::weak_ptr<CompletionJob> weak = self_;
   exchange_->set_on_close([weak] {
@@ -187,6 +189,7 @@ void CompletionJob::open_choice(Choice& c, std::string* out) {
 }
 
 void CompletionJob::on_token(Choice& c, TokenEvent& t, std::string* out) {
+  if (reviewed_) c.answer += t.text;
   TokenLogprobs lp{t.token, t.logprob, std::move(t.top), c.chars};
   c.chars += static_cast<int64_t>(t.text.size());
   if (!request_.stream) {
@@ -262,6 +265,7 @@ void CompletionJob::finish_tool_stream(Choice& c, const FinishEvent& f, std::str
 
 void CompletionJob::on_finish(Choice& c, FinishEvent& f, std::string* out) {
   const bool failed = f.reason == FinishReason::kError || f.reason == FinishReason::kRejected;
+  if (reviewed_) c.answer += f.text;
   if (tools_ && request_.stream && !failed) {
     finish_tool_stream(c, f, out);
     c.finish = std::move(f);
@@ -305,11 +309,35 @@ UsageTotals CompletionJob::usage() const {
   return u;
 }
 
+void CompletionJob::record_for_review() {
+  ctx_.feedback.remember(meta_.id, version_->name());
+  if (!reviewed_) return;
+  const double latency_s = static_cast<double>(now_ns() - start_ns_) * 1e-9;
+  for (const Choice& c : choices_) {
+    ReviewRecord r;
+    r.id = meta_.id;
+    r.version = version_->name();
+    r.model = meta_.model;
+    r.chat = request_.kind == ApiKind::kChat;
+    if (r.chat) {
+      r.messages = request_.messages;
+    } else {
+      r.prompt = prompts_[static_cast<size_t>(c.prompt_index)].text;
+    }
+    r.answer = c.answer;
+    r.finish_reason = finish_reason_name(c.finish->reason);
+    r.latency_s = latency_s;
+    r.choice = c.index;
+    ctx_.review->write(r);
+  }
+}
+
 void CompletionJob::complete() {
   done_ = true;
   for (auto& c : choices_) {
     if (c.handle) c.handle->set_notify(nullptr);
   }
+  record_for_review();
   if (!client_gone_ && request_.stream) {
     std::string out;
     if (request_.include_usage) out += sse_event(usage_chunk(meta_, usage()));

@@ -65,6 +65,7 @@ class CompletionJob : public std::enable_shared_from_this<CompletionJob> {
     bool in_call = false;  // tools: a call has started at call_start
     size_t call_start = 0;
     ToolCallStreamer streamer;  // tools: delta.tool_calls from the text after call_start
+    std::string answer;         // the whole text, kept for the review log (drawn requests only)
   };
 
   std::optional<ApiError> validate_prompts() const;
@@ -85,6 +86,9 @@ class CompletionJob : public std::enable_shared_from_this<CompletionJob> {
   // Appends one SSE chunk of the stream to `out` and counts it.
   void emit(StreamChunk chunk, std::string* out);
   void complete();
+  // At the end: the request may be rated (feedback), and a drawn one is written to the
+  // review log.
+  void record_for_review();
   void cancel_all();
   UsageTotals usage() const;
   HttpHeaders version_headers() const;
@@ -102,6 +106,8 @@ class CompletionJob : public std::enable_shared_from_this<CompletionJob> {
   bool counted_ = false;
   bool done_ = false;
   bool client_gone_ = false;
+  bool reviewed_ = false;   // drawn for the review log
+  int64_t start_ns_ = 0;
 };
 
 }  // namespace llms

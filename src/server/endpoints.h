@@ -34,6 +34,13 @@ void handle_ui(ServerContext& ctx, const HttpRequest& req, std::shared_ptr<HttpE
 inline constexpr const char* kVersionPinHeader = "x-llmserve-version";
 inline constexpr const char* kVersionHeader = "x-llmserve-model-version";
 
+// POST /v1/feedback {"id", "rating", "labels", "comment"}: a rating of a recent answer
+// (deploy/feedback.h); 404 for an unknown id, 409 when this key rated it already.
+void handle_feedback(ServerContext& ctx, const HttpRequest& req, std::shared_ptr<HttpExchange> ex);
+// Who sends a request, for one rating per request and key: a digest of its
+// Authorization header (never the key itself).
+std::string rater_id(std::string_view authorization);
+
 // GET /admin/versions, POST /admin/deploy, /admin/promote, /admin/abort, /admin/rollback
 // (bearer token of --admin-token-file; 404 while the admin API is off).
 void handle_admin(ServerContext& ctx, const HttpRequest& req, std::shared_ptr<HttpExchange> ex);

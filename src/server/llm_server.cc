@@ -82,6 +82,15 @@ Status LlmServer::init() {
              keys.size(), config_.server.protect_metrics ? "" : ", /metrics", config_.server.ui ? ", the page at / and /ui/" : "");
   }
   LLMS_ASSIGN_OR_RETURN(const std::string admin_token, read_admin_token(config_.server.admin_token_file));
+  LLMS_ASSIGN_OR_RETURN(std::unique_ptr<ReviewLog> review, open_review_log(config_.server));
+  ApiKeys review_excluded;
+  if (!config_.server.review_exclude_key_file.empty()) {
+    ServerConfig keys_only;
+    keys_only.api_key_file = config_.server.review_exclude_key_file;
+    auto loaded = ApiKeys::load(keys_only);
+    if (!loaded.ok()) return loaded.status().with_context("review_exclude_key_file");
+    review_excluded = std::move(loaded).value();
+  }
   registry_ = std::make_unique<Registry>();
   if (!config_.server.kv_events.empty()) {
     KvEventPublisherOptions ko;
@@ -119,6 +128,8 @@ Status LlmServer::init() {
   versions_ = std::make_unique<VersionSet>(std::move(version));
   deployer_ = std::make_unique<Deployer>(std::move(root), *versions_, config_.deploy, settings, *registry_);
   ctx_ = std::make_unique<ServerContext>(*versions_, *deployer_, config_, *registry_, *metrics_, admin_token);
+  ctx_->review = std::move(review);
+  ctx_->review_excluded = std::move(review_excluded);
   router_ = std::make_unique<Router>(*ctx_, std::move(keys));
   deployer_->start();
 

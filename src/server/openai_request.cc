@@ -403,6 +403,7 @@ std::optional<ApiError> parse_completion_request(const Json& b, ApiKind kind, Co
   std::string user;
   LLMS_API_TRY(read_string(b, "user", &user));  // accepted; carries no meaning here
   LLMS_API_TRY(read_extensions(b, &r));
+  LLMS_API_TRY(read_bool(b, "review", &r.review));
   if (kind == ApiKind::kChat) LLMS_API_TRY(read_bool(b, "add_generation_prompt", &r.add_generation_prompt));
   if (r.echo && r.logprobs) {
     return bad_request("'echo' together with 'logprobs' (prompt logprobs) is not supported", "echo");

@@ -58,6 +58,8 @@ struct CompletionRequest {
   OutputConstraint constraint;
   ToolRequest tools;                  // chat only
   std::string precision;              // "" or "auto": the router's choice; else a precision variant's name
+  bool review = true;                 // "review": false keeps it out of the review log
+  std::string rater;                  // who asked: a digest of the Authorization header (feedback)
 };
 
 // Limits on what one HTTP request may ask for.

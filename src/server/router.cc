@@ -25,6 +25,7 @@ Router::Router(ServerContext& ctx, ApiKeys keys) : ctx_(ctx), keys_(std::move(ke
       {"GET", "/ready", handle_ready},
       {"GET", "/metrics", handle_metrics},
       {"GET", "/v1/stats", handle_stats},
+      {"POST", "/v1/feedback", handle_feedback},
       {"GET", "/admin/versions", handle_admin},
       {"POST", "/admin/deploy", handle_admin},
       {"POST", "/admin/promote", handle_admin},

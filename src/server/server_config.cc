@@ -1,5 +1,7 @@
 #include "server/server_config.h"
 
+#include "deploy/feedback.h"
+
 #include <fmt/format.h>
 
 #include <filesystem>
@@ -46,6 +48,12 @@ Status ServeConfig::validate() const {
   const GateConfig& g = deploy.gate;
   if (!(g.max_kl >= 0)) return bad("gate_max_kl", "must be >= 0");
   if (!(g.min_top1 >= 0 && g.min_top1 <= 1)) return bad("gate_min_top1", "must be in [0, 1]");
+  if (!(server.review_sample >= 0 && server.review_sample <= 1)) return bad("review_sample", "must be in [0, 1]");
+  if (server.review_sample > 0 && server.review_log.empty()) return bad("review_log", "is needed by review_sample");
+  if (!parse_rating_scale(server.feedback_scale).ok()) return bad("feedback_scale", "must be thumbs or stars");
+  if (!(g.task.min_bleu >= 0 && g.task.min_bleu <= 100)) return bad("gate_min_bleu", "must be in [0, 100]");
+  if (!(g.task.min_chrf >= 0 && g.task.min_chrf <= 100)) return bad("gate_min_chrf", "must be in [0, 100]");
+  if (!(g.task.min_exact >= 0 && g.task.min_exact <= 1)) return bad("gate_min_exact", "must be in [0, 1]");
   if (!(deploy.quality_interval_s >= 0)) return bad("quality_interval", "must be >= 0 seconds (0: off)");
   return ok_status();
 }

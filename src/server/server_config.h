@@ -44,6 +44,16 @@ struct ServerConfig {
   std::string metrics_compat = "vllm";  // also show the gateway-read metrics under vLLM's names; "none": not
   std::string chat_template;         // "" = the model's (or "plain" when it has none), a family name, a Jinja source, or "plain"
   bool ui = true;                    // the dashboard and playground at / (docs/ui.md); --no-ui: 404 there
+  // Review sampling and feedback (server/review_log.h, deploy/feedback.h).
+  double review_sample = 0;          // share of finished requests written to review_log, per version
+  std::string review_log;            // the review log (JSON lines)
+  std::string review_redact;         // more patterns to redact, one per line (--review-redact, repeatable)
+  int64_t review_log_max_bytes = 64 << 20;  // then rotated to FILE.1, FILE.2, ...
+  int review_log_keep = 5;           // rotated files kept
+  std::string review_exclude_key_file;  // keys (one per line) whose requests are never reviewed
+  int64_t review_seed = 0;           // seed of the sampling (0: random)
+  std::string feedback_scale = "thumbs";  // ratings: thumbs (-1, 0, 1) or stars (1..5)
+  int feedback_recent = 100000;      // request ids that can still be rated
 
   Status validate() const;
 };

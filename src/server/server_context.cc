@@ -19,7 +19,10 @@ ServerContext::ServerContext(VersionSet& v, Deployer& d, const ServeConfig& c, R
       metrics(m),
       model_name(served_model_name(c.server)),
       admin_token(std::move(token)),
-      created(unix_seconds()) {
+      created(unix_seconds()),
+      feedback(FeedbackConfig{c.server.feedback_scale == "stars" ? RatingScale::kStars : RatingScale::kThumbs,
+                              static_cast<size_t>(c.server.feedback_recent)},
+               r) {
   std::random_device rd;
   id_salt_ = (static_cast<uint64_t>(rd()) << 32) | rd();
 }

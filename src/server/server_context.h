@@ -14,10 +14,13 @@
 #include <string>
 
 #include "deploy/deployer.h"
+#include "deploy/feedback.h"
 #include "deploy/version_set.h"
 #include "metrics/metrics.h"
 #include "server/server_config.h"
 #include "server/http_metrics.h"
+#include "server/api_keys.h"
+#include "server/review_log.h"
 
 namespace llms {
 
@@ -34,6 +37,9 @@ class ServerContext {
   const std::string model_name;
   const std::string admin_token;    // "" = the admin API is off
   const int64_t created;            // unix seconds at start
+  FeedbackBook feedback;            // ratings of recent requests, per version
+  std::unique_ptr<ReviewLog> review;  // null: no review sampling (set before serving)
+  ApiKeys review_excluded;          // requests with these keys are never reviewed (set before serving)
 
   // Every registry /metrics renders: the server's, and each loaded version's under
   // its version label.
