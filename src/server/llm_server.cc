@@ -82,6 +82,11 @@ Status LlmServer::init() {
              keys.size(), config_.server.protect_metrics ? "" : ", /metrics", config_.server.ui ? ", the page at / and /ui/" : "");
   }
   LLMS_ASSIGN_OR_RETURN(const std::string admin_token, read_admin_token(config_.server.admin_token_file));
+  if (keys.contains(admin_token)) {
+    return invalid_argument("admin_token_file: the admin token is also an API key; an API key must never open the "
+                            "admin API, so give them different values");
+  }
+  LLMS_ASSIGN_OR_RETURN(BrowserPolicy browser, BrowserPolicy::create(config_.server));
   registry_ = std::make_unique<Registry>();
   if (!config_.server.kv_events.empty()) {
     KvEventPublisherOptions ko;
@@ -119,7 +124,7 @@ Status LlmServer::init() {
   versions_ = std::make_unique<VersionSet>(std::move(version));
   deployer_ = std::make_unique<Deployer>(std::move(root), *versions_, config_.deploy, settings, *registry_);
   ctx_ = std::make_unique<ServerContext>(*versions_, *deployer_, config_, *registry_, *metrics_, admin_token);
-  router_ = std::make_unique<Router>(*ctx_, std::move(keys));
+  router_ = std::make_unique<Router>(*ctx_, std::move(keys), std::move(browser));
   deployer_->start();
 
   HttpServerOptions o = transport_options(config_.server);
@@ -132,7 +137,7 @@ Status LlmServer::init() {
   o.on_exchange = [m, routes](const HttpExchangeRecord& r) {
     const std::string endpoint(routes->endpoint_label(r.path));
     const std::string version = r.header_value.empty() ? "-" : r.header_value;
-    m->http_requests.with({endpoint, r.method.empty() ? "-" : r.method, std::to_string(r.status), version}).inc();
+    m->http_requests.with({endpoint, method_label(r.method), std::to_string(r.status), version}).inc();
     m->http_duration.with({endpoint, version}).observe(r.seconds);
   };
   o.on_connection = [m](int delta) { m->open_connections.add(delta); };
