@@ -23,7 +23,7 @@ const char* const kAdminToken = "admin-hardening-token-0002";
 
 // One request on its own connection (the raw text, so that any method, Host or
 // framing can be sent); everything the server sent until it closed.
-std::string exchange(int port, const std::string& raw) {
+std::string round_trip(int port, const std::string& raw) {
   RawClient c(port);
   EXPECT_TRUE(c.send_raw(raw));
   EXPECT_TRUE(c.wait_closed(60)) << raw.substr(0, 200);
@@ -92,7 +92,7 @@ TEST(ServerHardening, InventedMethodsAndPathsCannotGrowTheMetrics) {
     const std::string path = prefixes[rng() % 6] + word(1 + rng() % 300);
     const std::string auth = i % 2 ? std::string("Authorization: Bearer ") + kApiKey + "\r\n" : "";
     sent_methods.insert(method);
-    const std::string got = exchange(port, request(method, path, kLocal + auth));
+    const std::string got = round_trip(port, request(method, path, kLocal + auth));
     const int status = status_of(got);
     EXPECT_TRUE(status == 401 || status == 404 || status == 405 || status == 400 || status == 431) << status;
   }
@@ -147,7 +147,9 @@ TEST(ServerHardening, AdminTokenAndApiKeysEachOpenOnlyTheirOwnPaths) {
       const HttpResult versions = http_get(port, "/admin/versions", cred.headers);
       EXPECT_EQ(versions.status, want_admin) << what << ", " << cred.name << ": " << versions.body;
       const HttpResult promote = http_post(port, "/admin/promote", std::string(), cred.headers);
-      if (want_admin != 200) EXPECT_EQ(promote.status, want_admin) << what << ", " << cred.name;
+      if (want_admin != 200) {
+        EXPECT_EQ(promote.status, want_admin) << what << ", " << cred.name;
+      }
       // The API: open without keys; with keys, only an API key opens it (not the admin token).
       const int want_api = !c.keys || std::string(cred.name) == "api key" ? 200 : 401;
       EXPECT_EQ(http_get(port, "/v1/models", cred.headers).status, want_api) << what << ", " << cred.name;
@@ -173,37 +175,37 @@ TEST(ServerHardening, APageInABrowserCannotDriveTheServer) {
   auto server = start_server(synthetic_path());
   const int port = server->port();
   const std::string own = "Host: 127.0.0.1:" + std::to_string(port) + "\r\n";
-  std::string got = exchange(port, request("POST", "/v1/completions", "Host: attacker.example\r\nContent-Type: text/plain\r\n",
+  std::string got = round_trip(port, request("POST", "/v1/completions", "Host: attacker.example\r\nContent-Type: text/plain\r\n",
                                            kCompletion));
   EXPECT_EQ(status_of(got), 403) << got;
   EXPECT_NE(body_of(got).find("\"code\":\"host_not_allowed\""), std::string::npos) << got;
-  EXPECT_EQ(status_of(exchange(port, request("GET", "/metrics", "Host: attacker.example:8080\r\n"))), 403);
+  EXPECT_EQ(status_of(round_trip(port, request("GET", "/metrics", "Host: attacker.example:8080\r\n"))), 403);
   for (const char* host : {"localhost", "LOCALHOST:1234", "127.0.0.1", "[::1]:80", "10.0.0.7:8000"}) {
-    EXPECT_EQ(status_of(exchange(port, request("GET", "/health", std::string("Host: ") + host + "\r\n"))), 200) << host;
+    EXPECT_EQ(status_of(round_trip(port, request("GET", "/health", std::string("Host: ") + host + "\r\n"))), 200) << host;
   }
   // JSON endpoints want a JSON body type: the simple types a form or fetch can send without preflight get 415.
   for (const char* type : {"text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", ""}) {
     const std::string ct = *type ? std::string("Content-Type: ") + type + "\r\n" : "";
     for (const char* path : {"/v1/completions", "/v1/chat/completions", "/tokenize"}) {
-      got = exchange(port, request("POST", path, own + ct, kCompletion));
+      got = round_trip(port, request("POST", path, own + ct, kCompletion));
       EXPECT_EQ(status_of(got), 415) << path << " " << type << ": " << got;
     }
   }
   EXPECT_NE(body_of(got).find("application/json"), std::string::npos) << got;
-  got = exchange(port, request("POST", "/v1/completions", own + "Content-Type: application/json; charset=utf-8\r\n", kCompletion));
+  got = round_trip(port, request("POST", "/v1/completions", own + "Content-Type: application/json; charset=utf-8\r\n", kCompletion));
   EXPECT_EQ(status_of(got), 200) << got;
   // A state-changing request from another origin is refused; the server's own page is not.
-  got = exchange(port, request("POST", "/v1/completions", own + kJson + "Origin: http://attacker.example\r\n", kCompletion));
+  got = round_trip(port, request("POST", "/v1/completions", own + kJson + "Origin: http://attacker.example\r\n", kCompletion));
   EXPECT_EQ(status_of(got), 403) << got;
   EXPECT_NE(body_of(got).find("origin_not_allowed"), std::string::npos) << got;
-  got = exchange(port, request("POST", "/v1/completions",
+  got = round_trip(port, request("POST", "/v1/completions",
                                own + kJson + "Origin: http://127.0.0.1:" + std::to_string(port) + "\r\n", kCompletion));
   EXPECT_EQ(status_of(got), 200) << got;
   // CORS is off: a preflight is refused and no answer says Access-Control-Allow-Origin.
-  got = exchange(port, request("OPTIONS", "/v1/completions",
+  got = round_trip(port, request("OPTIONS", "/v1/completions",
                                own + "Origin: https://app.example.com\r\nAccess-Control-Request-Method: POST\r\n"));
   EXPECT_EQ(status_of(got), 403) << got;
-  got = exchange(port, request("GET", "/v1/models", own + "Origin: https://app.example.com\r\n"));
+  got = round_trip(port, request("GET", "/v1/models", own + "Origin: https://app.example.com\r\n"));
   EXPECT_EQ(status_of(got), 200);
   EXPECT_EQ(head_of(got).find("Access-Control-Allow-Origin"), std::string::npos) << got;
 }
@@ -215,26 +217,26 @@ TEST(ServerHardening, ConfiguredHostsAndCorsOrigins) {
   });
   const int port = server->port();
   const std::string host = "Host: llm.example.com\r\n";
-  std::string got = exchange(port, request("OPTIONS", "/v1/completions",
+  std::string got = round_trip(port, request("OPTIONS", "/v1/completions",
                                            host + "Origin: https://app.example.com\r\nAccess-Control-Request-Method: POST\r\n"
                                                   "Access-Control-Request-Headers: authorization, content-type\r\n"));
   EXPECT_EQ(status_of(got), 204) << got;
   EXPECT_NE(head_of(got).find("Access-Control-Allow-Origin: https://app.example.com"), std::string::npos) << got;
   EXPECT_NE(head_of(got).find("Access-Control-Allow-Methods: GET, HEAD, POST"), std::string::npos) << got;
   EXPECT_NE(head_of(got).find("Authorization, Content-Type"), std::string::npos) << got;
-  got = exchange(port, request("OPTIONS", "/v1/completions",
+  got = round_trip(port, request("OPTIONS", "/v1/completions",
                                host + "Origin: https://other.example\r\nAccess-Control-Request-Method: POST\r\n"));
   EXPECT_EQ(status_of(got), 403) << got;
   EXPECT_EQ(head_of(got).find("Access-Control-Allow-Origin"), std::string::npos) << got;
-  got = exchange(port, request("POST", "/v1/completions", host + kJson + "Origin: https://app.example.com\r\n", kCompletion));
+  got = round_trip(port, request("POST", "/v1/completions", host + kJson + "Origin: https://app.example.com\r\n", kCompletion));
   EXPECT_EQ(status_of(got), 200) << got;
   EXPECT_NE(head_of(got).find("Access-Control-Allow-Origin: https://app.example.com"), std::string::npos) << got;
   // A stream's answer carries it too.
-  got = exchange(port, request("POST", "/v1/completions", host + kJson + "Origin: https://app.example.com\r\n",
+  got = round_trip(port, request("POST", "/v1/completions", host + kJson + "Origin: https://app.example.com\r\n",
                                R"({"prompt":"x","max_tokens":2,"stream":true})"));
   EXPECT_EQ(status_of(got), 200) << got;
   EXPECT_NE(head_of(got).find("Access-Control-Allow-Origin: https://app.example.com"), std::string::npos) << got;
-  EXPECT_EQ(status_of(exchange(port, request("GET", "/health", "Host: other.example.com\r\n"))), 403);
+  EXPECT_EQ(status_of(round_trip(port, request("GET", "/health", "Host: other.example.com\r\n"))), 403);
 }
 
 TEST(ServerHardening, HeadOnEveryGetRoute) {
@@ -243,7 +245,7 @@ TEST(ServerHardening, HeadOnEveryGetRoute) {
   for (const char* path : {"/health", "/ready", "/metrics", "/v1/models", "/v1/models/tiny", "/v1/stats", "/",
                            "/ui/favicon.svg", "/admin/versions"}) {
     const HttpResult get = http_get(port, path);
-    const std::string got = exchange(port, request("HEAD", path, kLocal));
+    const std::string got = round_trip(port, request("HEAD", path, kLocal));
     EXPECT_EQ(status_of(got), get.status) << path << ": " << got;
     EXPECT_NE(get.status, 405) << path;
     EXPECT_EQ(body_of(got), "") << path;
@@ -274,7 +276,7 @@ TEST(ServerHardening, Http10ClientsGetACloseDelimitedStream) {
     for (size_t i = 0; i + 1 < events.size(); ++i) EXPECT_TRUE(Json::accept(events[i])) << events[i];
   }
   // HTTP/1.1 still gets chunks.
-  const std::string got = exchange(port, request("POST", "/v1/completions", kLocal + kJson, body));
+  const std::string got = round_trip(port, request("POST", "/v1/completions", kLocal + kJson, body));
   EXPECT_NE(head_of(got).find("Transfer-Encoding: chunked"), std::string::npos) << got;
 }
 

@@ -78,7 +78,8 @@ Result<std::unique_ptr<LlmServer>> LlmServer::start(const ServeConfig& config) {
 Status LlmServer::init() {
   LLMS_ASSIGN_OR_RETURN(ApiKeys keys, ApiKeys::load(config_.server));  // a bad key file fails before the model loads
   if (keys.enabled()) {
-    log_info("API keys: {} configured; requests need 'Authorization: Bearer KEY' (open: /health, /ready{}{})",
+    log_info("API keys: {} configured; requests need 'Authorization: Bearer KEY' (open: /health, /ready{}{}; "
+             "/admin/* takes the admin token only)",
              keys.size(), config_.server.protect_metrics ? "" : ", /metrics", config_.server.ui ? ", the page at / and /ui/" : "");
   }
   LLMS_ASSIGN_OR_RETURN(const std::string admin_token, read_admin_token(config_.server.admin_token_file));
@@ -137,7 +138,7 @@ Status LlmServer::init() {
   o.on_exchange = [m, routes](const HttpExchangeRecord& r) {
     const std::string endpoint(routes->endpoint_label(r.path));
     const std::string version = r.header_value.empty() ? "-" : r.header_value;
-    m->http_requests.with({endpoint, method_label(r.method), std::to_string(r.status), version}).inc();
+    m->http_requests.with({endpoint, std::string(method_label(r.method)), std::to_string(r.status), version}).inc();
     m->http_duration.with({endpoint, version}).observe(r.seconds);
   };
   o.on_connection = [m](int delta) { m->open_connections.add(delta); };
