@@ -48,7 +48,7 @@ bool wait_ready(const std::string& host, int port, double timeout_s) {
     inet_pton(AF_INET, host.c_str(), &addr.sin_addr);
     bool ready = false;
     if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
-      const std::string req = "GET /ready HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+      const std::string req = "GET /ready HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
       char resp[64] = {};
       if (::send(fd, req.data(), req.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(req.size()) &&
           ::recv(fd, resp, sizeof(resp) - 1, 0) > 12) {

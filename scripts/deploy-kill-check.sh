@@ -31,7 +31,7 @@ for i in $(seq 1 "$N"); do
   "$BIN" serve --model-root "$WORK/root" --port "$PORT" --threads 1 >"$WORK/serve.log" 2>&1 &
   spid=$!
   for _ in $(seq 1 600); do curl -sf "http://127.0.0.1:$PORT/ready" >/dev/null && break; sleep 0.1; done
-  answer=$(curl -sf "http://127.0.0.1:$PORT/v1/completions" -d '{"prompt": "Hello", "max_tokens": 2}' \
+  answer=$(curl -sf "http://127.0.0.1:$PORT/v1/completions" -H 'Content-Type: application/json' -d '{"prompt": "Hello", "max_tokens": 2}' \
            -D - -o /dev/null | tr -d '\r' | sed -n 's/^x-llmserve-model-version: //Ip')
   kill "$spid"; wait "$spid" || true
   [ -n "$answer" ] || { echo "deploy $i: the restarted server did not answer"; cat "$WORK/serve.log"; exit 1; }

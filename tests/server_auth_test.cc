@@ -15,12 +15,12 @@
 namespace llms::test {
 namespace {
 
-const char* const kKey = "sk-test-3f9a1c";
-const char* const kFileKey = "sk-file-77b2e0";
+const char* const kKey = "sk-test-3f9a1c0d77e2";
+const char* const kFileKey = "sk-file-77b2e0c4a9d1";
 
 std::string key_file() {
   const std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_api_keys.txt";
-  std::ofstream(path) << "# keys of the test\n\n  " << kFileKey << "  \r\nsk-other-1\n";
+  std::ofstream(path) << "# keys of the test\n\n  " << kFileKey << "  \r\nsk-other-1-5e8c2b7a\n";
   return path;
 }
 
@@ -47,7 +47,7 @@ TEST(ServerAuth, KeysGuardEveryPathButTheProbes) {
   expect_401(http_get(port, "/v1/models"), nullptr, "no key");
   expect_401(http_post(port, "/v1/completions", completion), nullptr, "no key");
   expect_401(http_post(port, "/v1/completions", completion, {{"Authorization", kKey}}), nullptr, "no Bearer scheme");
-  expect_401(http_post(port, "/v1/completions", completion, bearer("sk-test-3f9a1")), "invalid_api_key", "prefix");
+  expect_401(http_post(port, "/v1/completions", completion, bearer(std::string(kKey).substr(0, 19))), "invalid_api_key", "prefix");
   expect_401(http_post(port, "/v1/completions", completion, bearer(std::string(kKey) + "0")), "invalid_api_key", "longer");
   expect_401(http_post(port, "/v1/chat/completions", Json::object(), bearer("wrong")), "invalid_api_key", "wrong key");
   expect_401(http_post(port, "/tokenize", Json{{"prompt", "x"}}), nullptr, "tokenize");
@@ -55,14 +55,14 @@ TEST(ServerAuth, KeysGuardEveryPathButTheProbes) {
 
   EXPECT_EQ(http_post(port, "/v1/completions", completion, bearer(kKey)).status, 200);
   EXPECT_EQ(http_post(port, "/v1/completions", completion, bearer(kFileKey)).status, 200);
-  EXPECT_EQ(http_get(port, "/v1/models", {{"Authorization", std::string("bearer ") + "sk-other-1"}}).status, 200);
+  EXPECT_EQ(http_get(port, "/v1/models", {{"Authorization", std::string("bearer ") + "sk-other-1-5e8c2b7a"}}).status, 200);
   EXPECT_EQ(http_get(port, "/nowhere", bearer(kKey)).status, 404);
   for (const char* open : {"/health", "/ready", "/metrics"}) EXPECT_EQ(http_get(port, open).status, 200) << open;
   EXPECT_EQ(metric(*server, "llmserve_http_requests_total{endpoint=\"/v1/completions\",method=\"POST\",status=\"401\"}"), 4);
   server.reset();
   const std::string log = ::testing::internal::GetCapturedStderr();
   EXPECT_NE(log.find("API keys: 3 configured"), std::string::npos) << log;
-  for (const char* key : {kKey, kFileKey, "sk-other-1"}) EXPECT_EQ(log.find(key), std::string::npos) << log;
+  for (const char* key : {kKey, kFileKey, "sk-other-1-5e8c2b7a"}) EXPECT_EQ(log.find(key), std::string::npos) << log;
 }
 
 TEST(ServerAuth, ProtectMetrics) {
@@ -95,11 +95,17 @@ TEST(ServerAuth, BadKeyConfigurationStopsTheStart) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("holds no key"), std::string::npos) << r.status().message();
   c.server.api_key_file = "";
-  c.server.api_key = "two words";
+  c.server.api_key = "two words-0123456789";
   r = LlmServer::start(c);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("printable ASCII without spaces"), std::string::npos);
-  EXPECT_EQ(r.status().message().find("two words"), std::string::npos);  // never echoes a key
+  EXPECT_EQ(r.status().message().find("two words"), std::string::npos);
+  c.server.api_key = "sk-short";
+  r = LlmServer::start(c);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("api_key: a key must have at least 16 characters"), std::string::npos)
+      << r.status().message();
+  EXPECT_EQ(r.status().message().find("sk-short"), std::string::npos);  // never echoes a key
 }
 
 TEST(ServerAuth, TheKeyNeverShowsInPrintConfigOrOutput) {

@@ -106,17 +106,25 @@ TEST_F(ErrorsTest, UnknownModelRouteAndMethod) {
   EXPECT_EQ(r.header("Allow"), "POST");
 }
 
-// A response to HEAD has no body, so that a pipelined request's answer after it is
-// read as an answer, not as the rest of a body.
+// HEAD is served on a GET route, and its answer has no body, so that a pipelined
+// request's answer after it is read as an answer, not as the rest of a body.
 TEST_F(ErrorsTest, HeadIsAnsweredWithoutABody) {
+  const HttpResult models = http_get(port(), "/v1/models");
+  ASSERT_EQ(models.status, 200);
   RawClient c(port());
-  ASSERT_TRUE(c.send_raw("HEAD /v1/models HTTP/1.1\r\nHost: x\r\n\r\nGET /health HTTP/1.1\r\nHost: x\r\n\r\n"));
+  ASSERT_TRUE(c.send_raw("HEAD /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+                         "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));
   const std::string got = c.read_until("{\"status\":\"ok\"}", 20);
-  ASSERT_EQ(got.rfind("HTTP/1.1 405", 0), 0u) << got;
+  ASSERT_EQ(got.rfind("HTTP/1.1 200", 0), 0u) << got;
   const size_t end = got.find("\r\n\r\n");
   ASSERT_NE(end, std::string::npos);
-  EXPECT_NE(got.find("Allow: GET"), std::string::npos) << got;
+  EXPECT_NE(got.find("Content-Length: " + std::to_string(models.body.size())), std::string::npos) << got;
   EXPECT_EQ(got.compare(end + 4, 15, "HTTP/1.1 200 OK"), 0) << got;  // nothing between the two answers
+  EXPECT_EQ(got.find("\"object\""), std::string::npos) << got;   // no models list: no body
+  // A GET route answers HEAD; a POST-only one still answers GET with 405 and its Allow.
+  const HttpResult post_only = http_get(port(), "/v1/completions");
+  EXPECT_EQ(post_only.status, 405);
+  EXPECT_EQ(post_only.header("Allow"), "POST");
 }
 
 TEST_F(ErrorsTest, BodyTooLargeIs413) {

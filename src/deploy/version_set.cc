@@ -61,10 +61,10 @@ Result<VersionPtr> VersionSet::pick_locked(const std::string& pinned) {
     for (const VersionPtr& v : {current_, candidate_, previous_}) {
       if (v && v->name() == pinned) return v;
     }
-    std::string names = current_->name();
-    if (candidate_) names += ", " + candidate_->name();
-    if (previous_) names += ", " + previous_->name();
-    return not_found(fmt::format("version '{}' is not loaded (loaded: {})", pinned, names));
+    // The loaded names are not listed: a client that may not use the admin API should
+    // not learn them (GET /admin/versions lists them for the operator).
+    return not_found(fmt::format("version '{}' is not loaded (GET /admin/versions lists the loaded ones)",
+                                 pinned.substr(0, 200)));
   }
   if (candidate_) {
     credit_ += share_;

@@ -19,13 +19,17 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
-// A key must be printable ASCII without spaces: what an Authorization header can carry.
-bool valid_key(std::string_view k) {
-  if (k.empty()) return false;
+// A key must be printable ASCII without spaces (what an Authorization header can
+// carry) and long enough not to be guessed; "" when it is, else why not (never the key).
+std::string key_problem(std::string_view k) {
   for (unsigned char c : k) {
-    if (c <= 0x20 || c >= 0x7f) return false;
+    if (c <= 0x20 || c >= 0x7f) return "a key must be printable ASCII without spaces";
   }
-  return true;
+  if (k.size() < ApiKeys::kMinKeyLength) {
+    return fmt::format("a key must have at least {} characters (this one has {}); `openssl rand -hex 24` makes one",
+                       ApiKeys::kMinKeyLength, k.size());
+  }
+  return "";
 }
 
 Status read_key_file(const std::string& path, std::vector<std::string>* keys) {
@@ -36,9 +40,8 @@ Status read_key_file(const std::string& path, std::vector<std::string>* keys) {
   for (int n = 1; std::getline(in, line); ++n) {
     const std::string_view k = trim(line);
     if (k.empty() || k.front() == '#') continue;
-    if (!valid_key(k)) {
-      return invalid_argument(fmt::format("api_key_file: '{}' line {}: a key must be printable ASCII without spaces",
-                                          path, n));
+    if (const std::string why = key_problem(k); !why.empty()) {
+      return invalid_argument(fmt::format("api_key_file: '{}' line {}: {}", path, n, why));
     }
     keys->emplace_back(k);
     ++found;
@@ -58,7 +61,7 @@ ApiError unauthorized(std::string message, std::string code) {
 
 Result<ApiKeys> ApiKeys::from_keys(std::vector<std::string> keys, bool protect_metrics) {
   for (const auto& k : keys) {
-    if (!valid_key(k)) return invalid_argument("api_key: a key must be printable ASCII without spaces");
+    if (const std::string why = key_problem(k); !why.empty()) return invalid_argument("api_key: " + why);
   }
   ApiKeys a;
   a.keys_ = std::move(keys);
@@ -73,29 +76,38 @@ Result<ApiKeys> ApiKeys::load(const ServerConfig& c) {
   return from_keys(std::move(keys), c.protect_metrics);
 }
 
+std::string_view bearer_credential(std::string_view authorization) {
+  const std::string_view value = trim(authorization);
+  constexpr std::string_view kScheme = "bearer ";
+  if (value.size() <= kScheme.size()) return "";
+  for (size_t i = 0; i < kScheme.size(); ++i) {
+    if (static_cast<char>(std::tolower(static_cast<unsigned char>(value[i]))) != kScheme[i]) return "";
+  }
+  return trim(value.substr(kScheme.size()));
+}
+
 bool ApiKeys::protects(std::string_view path) const {
   if (keys_.empty() || path == "/health" || path == "/ready") return false;
+  if (path.starts_with("/admin/")) return false;  // the admin token's, never an API key's
   if (path == "/" || path.starts_with("/ui/")) return false;  // the dashboard's files; its API calls carry the key
   return path != "/metrics" || protect_metrics_;
 }
 
 std::optional<ApiError> ApiKeys::check(std::string_view authorization) const {
-  const std::string_view value = trim(authorization);
-  constexpr std::string_view kScheme = "bearer ";
-  bool bearer = value.size() > kScheme.size();
-  for (size_t i = 0; bearer && i < kScheme.size(); ++i) {
-    bearer = static_cast<char>(std::tolower(static_cast<unsigned char>(value[i]))) == kScheme[i];
-  }
-  if (!bearer) {
+  const std::string_view presented = bearer_credential(authorization);
+  if (presented.empty()) {
     return unauthorized("You didn't provide an API key. You need to provide your API key in an Authorization header "
                         "using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).",
                         "");
   }
-  const std::string_view presented = trim(value.substr(kScheme.size()));
-  bool match = false;
-  for (const auto& k : keys_) match |= constant_time_equal(presented, k);  // no early exit
-  if (match) return std::nullopt;
+  if (contains(presented)) return std::nullopt;
   return unauthorized("Incorrect API key provided.", "invalid_api_key");
+}
+
+bool ApiKeys::contains(std::string_view secret) const {
+  bool match = false;
+  for (const auto& k : keys_) match |= constant_time_equal(secret, k);  // no early exit
+  return match;
 }
 
 }  // namespace llms

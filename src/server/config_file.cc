@@ -208,6 +208,12 @@ std::vector<ConfigKey> make_keys() {
                  SRV(api_key)),
       str_key("api_key_file", "File of Bearer keys, one per line", SRV(api_key_file)),
       bool_key("protect_metrics", "Require an API key on /metrics too", SRV(protect_metrics)),
+      str_key("allowed_hosts",
+              "Host names served besides IP addresses, localhost and host (comma-separated; .example.com: the domain "
+              "and its subdomains; *: any)",
+              SRV(allowed_hosts)),
+      str_key("cors_origins", "Origins whose pages may call the API (comma-separated, e.g. https://app.example.com; "
+              "*: any; \"\": CORS off)", SRV(cors_origins)),
       bool_key("ui", "Serve the dashboard and playground at / (false, or --no-ui: 404 there)", SRV(ui)),
       int_key("stats_window", "Steps and finished requests GET /v1/stats keeps for the dashboard (0: none)",
               ENG(stats_window), 0, kMaxStatsWindow),

@@ -181,6 +181,7 @@ void HttpConnection::dispatch() {
   for (const auto& f : msg) req.headers.emplace_back(lower(std::string(f.name_string())), std::string(f.value()));
   req.body = std::move(msg.body());
   keep_alive_ = msg.keep_alive();
+  http10_ = msg.version() < 11;
   response_done_ = false;
   HttpExchangeRecord rec{req.method, req.path, 0, 0, false, ""};
   current_ = std::make_shared<ConnectionExchange>(weak_from_this(), strand_, std::move(rec));
@@ -249,18 +250,19 @@ void HttpConnection::begin_stream(ConnectionExchange* ex, const std::string& con
   ex->streaming = true;
   ex->record.status = 200;
   note_headers(ex, headers);
-  queue(head(200, content_type, headers, -1));
+  if (http10_) close_after_response_ = true;  // the close ends its body
+  queue(head(200, content_type, headers, http10_ ? kCloseDelimitedBody : kChunkedBody));
 }
 
 void HttpConnection::write_chunk(ConnectionExchange* ex, const std::string& data) {
   if (ex != current_.get() || ex->ended || !ex->streaming || closed_ || data.empty()) return;
   if (ex->record.method == "HEAD") return;
-  queue(fmt::format("{:x}\r\n", data.size()) + data + "\r\n");
+  queue(http10_ ? data : fmt::format("{:x}\r\n", data.size()) + data + "\r\n");
 }
 
 void HttpConnection::end_stream(ConnectionExchange* ex) {
   if (ex != current_.get() || ex->ended || !ex->streaming || closed_) return;
-  if (ex->record.method != "HEAD") queue("0\r\n\r\n");
+  if (ex->record.method != "HEAD" && !http10_) queue("0\r\n\r\n");
   end_exchange(200);
 }
 

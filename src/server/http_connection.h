@@ -54,7 +54,13 @@ struct HttpServerState {
   }
 };
 
-// The status line and headers of a response; content_length < 0: chunked.
+// A response's length when the head is written: chunked (HTTP/1.1 streams), or
+// delimited by closing the connection (streams to HTTP/1.0 clients, which do not know
+// chunked encoding).
+inline constexpr int64_t kChunkedBody = -1;
+inline constexpr int64_t kCloseDelimitedBody = -2;
+
+// The status line and headers of a response; content_length >= 0, kChunkedBody or kCloseDelimitedBody.
 std::string http_response_head(int status, const std::string& content_type, const HttpHeaders& extra,
                                int64_t content_length, bool keep_alive);
 
@@ -133,6 +139,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   bool watching_ = false;
   bool want_next_ = false;        // the watch read was cancelled to read the next request
   bool keep_alive_ = true;
+  bool http10_ = false;           // the current request is HTTP/1.0: streams are close-delimited
   bool response_done_ = false;    // the current exchange has queued its last byte
   bool close_after_response_ = false;
   bool closed_ = false;

@@ -15,7 +15,8 @@ std::string http_response_head(int status, const std::string& content_type, cons
   if (content_length >= 0) {
     h += fmt::format("Content-Length: {}\r\n", content_length);
   } else {
-    h += "Transfer-Encoding: chunked\r\nCache-Control: no-cache\r\nX-Accel-Buffering: no\r\n";
+    if (content_length == kChunkedBody) h += "Transfer-Encoding: chunked\r\n";
+    h += "Cache-Control: no-cache\r\nX-Accel-Buffering: no\r\n";
   }
   h += keep_alive ? "Connection: keep-alive\r\n" : "Connection: close\r\n";
   for (const auto& [k, v] : extra) h += k + ": " + v + "\r\n";

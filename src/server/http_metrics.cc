@@ -2,6 +2,16 @@
 
 namespace llms {
 
+std::string_view method_label(std::string_view method) {
+  static constexpr std::string_view kMethods[] = {"GET",     "HEAD",    "POST",  "PUT",  "DELETE",
+                                                  "CONNECT", "OPTIONS", "TRACE", "PATCH"};
+  if (method.empty()) return "-";
+  for (std::string_view m : kMethods) {
+    if (m == method) return m;
+  }
+  return "other";
+}
+
 HttpMetrics::HttpMetrics(Registry& r)
     : http_requests(r.counter_family("llmserve_http_requests_total",
                                      "HTTP requests answered, by endpoint, status and the model version that answered.",

@@ -4,14 +4,21 @@
 // Thread-safety: metrics are atomics; update from any thread.
 #pragma once
 
+#include <string_view>
+
 #include "metrics/metrics.h"
 
 namespace llms {
 
+// The method label of a request: one of HTTP's standard methods (RFC 9110, PATCH),
+// "-" when there was no request line (a transport error), else "other" — so that a
+// client inventing methods cannot add series.
+std::string_view method_label(std::string_view method);
+
 struct HttpMetrics {
   explicit HttpMetrics(Registry& r);
 
-  Family<Counter>& http_requests;      // by endpoint, method, status
+  Family<Counter>& http_requests;      // by endpoint (a route or "other"), method (method_label), status, version
   Family<Histogram>& http_duration;    // by endpoint
   Gauge& open_connections;
   Gauge& active_requests;              // generation requests being answered

@@ -78,10 +78,16 @@ Result<std::unique_ptr<LlmServer>> LlmServer::start(const ServeConfig& config) {
 Status LlmServer::init() {
   LLMS_ASSIGN_OR_RETURN(ApiKeys keys, ApiKeys::load(config_.server));  // a bad key file fails before the model loads
   if (keys.enabled()) {
-    log_info("API keys: {} configured; requests need 'Authorization: Bearer KEY' (open: /health, /ready{}{})",
+    log_info("API keys: {} configured; requests need 'Authorization: Bearer KEY' (open: /health, /ready{}{}; "
+             "/admin/* takes the admin token only)",
              keys.size(), config_.server.protect_metrics ? "" : ", /metrics", config_.server.ui ? ", the page at / and /ui/" : "");
   }
   LLMS_ASSIGN_OR_RETURN(const std::string admin_token, read_admin_token(config_.server.admin_token_file));
+  if (keys.contains(admin_token)) {
+    return invalid_argument("admin_token_file: the admin token is also an API key; an API key must never open the "
+                            "admin API, so give them different values");
+  }
+  LLMS_ASSIGN_OR_RETURN(BrowserPolicy browser, BrowserPolicy::create(config_.server));
   LLMS_ASSIGN_OR_RETURN(std::unique_ptr<ReviewLog> review, open_review_log(config_.server));
   ApiKeys review_excluded;
   if (!config_.server.review_exclude_key_file.empty()) {
@@ -130,7 +136,7 @@ Status LlmServer::init() {
   ctx_ = std::make_unique<ServerContext>(*versions_, *deployer_, config_, *registry_, *metrics_, admin_token);
   ctx_->review = std::move(review);
   ctx_->review_excluded = std::move(review_excluded);
-  router_ = std::make_unique<Router>(*ctx_, std::move(keys));
+  router_ = std::make_unique<Router>(*ctx_, std::move(keys), std::move(browser));
   deployer_->start();
 
   HttpServerOptions o = transport_options(config_.server);
@@ -143,7 +149,7 @@ Status LlmServer::init() {
   o.on_exchange = [m, routes](const HttpExchangeRecord& r) {
     const std::string endpoint(routes->endpoint_label(r.path));
     const std::string version = r.header_value.empty() ? "-" : r.header_value;
-    m->http_requests.with({endpoint, r.method.empty() ? "-" : r.method, std::to_string(r.status), version}).inc();
+    m->http_requests.with({endpoint, std::string(method_label(r.method)), std::to_string(r.status), version}).inc();
     m->http_duration.with({endpoint, version}).observe(r.seconds);
   };
   o.on_connection = [m](int delta) { m->open_connections.add(delta); };

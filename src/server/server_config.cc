@@ -6,6 +6,8 @@
 
 #include <filesystem>
 
+#include "server/browser_policy.h"
+
 namespace llms {
 
 Status ServerConfig::validate() const {
@@ -35,6 +37,7 @@ Status ServerConfig::validate() const {
   if (protect_metrics && api_key.empty() && api_key_file.empty()) {
     return bad("protect_metrics", "needs an API key (api_key or api_key_file)");
   }
+  LLMS_RETURN_IF_ERROR(validate_browser_settings(*this));
   if (!(shutdown_timeout_s >= 0)) return bad("shutdown_timeout", "must be >= 0");
   if (!(shutdown_delay_s >= 0 && shutdown_delay_s <= 3600)) return bad("shutdown_delay", "must be between 0 and 3600 seconds");
   return ok_status();

@@ -37,6 +37,8 @@ struct ServerConfig {
   std::string api_key;               // required Bearer key ("" = none); a secret: never logged or printed
   std::string api_key_file;          // more keys, one per line
   bool protect_metrics = false;      // /metrics needs a key too
+  std::string allowed_hosts;         // Host names served besides IP literals, localhost and host (comma-separated; "*": any)
+  std::string cors_origins;          // origins whose pages may call the API (comma-separated; "*": any; "": CORS off)
   std::string kv_events;             // publish KV-cache block events here (tcp://HOST:PORT; "" = off)
   std::string kv_events_pod;         // the events' pod id ("" = $POD_NAME, else the host name)
   std::string prefix_hash = "xxh3";  // the events' block keys: the cache's own (xxh3) or vLLM's sha256-cbor
