@@ -116,8 +116,12 @@ GrammarExpr integer_range(int64_t lo, int64_t hi) {
 }
 
 GrammarExpr JsonSchemaParts::ws() {
-  return shared("ws", [] {
-    return alt({GrammarExpr::empty(), lit(" "), seq({lit("\n"), rep(bytes_of(" \t"), 0, 40)})});
+  // llama.cpp's bound (common/json-schema-to-grammar.cpp, SPACE_RULE): a weak model
+  // that drifts into whitespace spends at most 22 bytes per gap, not the whole answer.
+  const bool compact = c_.whitespace_ == JsonWhitespace::kCompact;
+  return shared("ws", [compact] {
+    if (compact) return GrammarExpr::empty();
+    return alt({GrammarExpr::empty(), lit(" "), seq({rep(lit("\n"), 1, 2), rep(bytes_of(" \t"), 0, 20)})});
   });
 }
 
