@@ -16,18 +16,19 @@ bin=${LLAMA_BIN:-$here/../shared/peers/llama.cpp/bin}
 model=${1:-$here/../shared/models/stories260K.gguf}
 out=${2:-$here/tests/data/prompt_logprobs_stories260K.json}
 port=18861
+log=$(mktemp)
 LD_LIBRARY_PATH=$bin "$bin/llama-server" -m "$model" -c 512 -np 1 -t 1 -ctk f32 -ctv f32 --port $port \
-  >/tmp/llama-prompt-logprobs.log 2>&1 &
+  >"$log" 2>&1 &
 pid=$!
-trap 'stop $pid' EXIT
-wait_ready localhost:$port/health $pid || { tail -5 /tmp/llama-prompt-logprobs.log; exit 1; }
+trap 'stop $pid; rm -f "$log"' EXIT
+wait_ready localhost:$port/health $pid || { tail -5 "$log"; exit 1; }
 python3 - "$port" "$out" <<'PY'
 import json, sys, urllib.request
-port, out = sys.argv[1], sys.argv[2]
+url, out = f"http://localhost:{sys.argv[1]}", sys.argv[2]
 def post(path, body):
-    req = urllib.request.Request(f"http://localhost:{port}{path}", json.dumps(body).encode(),
-                                 {"Content-Type": "application/json"})
-    return json.load(urllib.request.urlopen(req))
+    headers = {"Content-Type": "application/json"}
+    with urllib.request.urlopen(urllib.request.Request(url + path, json.dumps(body).encode(), headers)) as r:
+        return json.load(r)
 n_vocab = post("/completion", {"prompt": "a", "n_predict": 1, "n_probs": 100000, "temperature": 0,
                                "post_sampling_probs": False})["completion_probabilities"][0]["top_logprobs"]
 n_vocab = len(n_vocab)

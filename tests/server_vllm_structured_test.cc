@@ -151,10 +151,10 @@ TEST_F(VllmStructuredTest, TwoConstraintsOrUnknownFieldsAre400) {
     const char* param;
   } cases[] = {
       {{{"guided_json", kPet}, {"guided_regex", "a"}}, "guided_regex"},
-      {{{"response_format", {{"type", "json_object"}}}, {"guided_choice", {"a"}}}, "guided_choice"},
+      {{{"response_format", {{"type", "json_object"}}}, {"guided_choice", Json::array({"a"})}}, "guided_choice"},
       {{{"regex", "a"}, {"structured_outputs", {{"json", kPet}}}}, "structured_outputs.json"},
       {{{"structured_outputs", {{"json", kPet}, {"regex", "a"}}}}, "structured_outputs.regex"},
-      {{{"structured_outputs", {{"choice", {"a"}}}}, {"guided_grammar", "root ::= \"a\""}}, "guided_grammar"},
+      {{{"structured_outputs", {{"choice", Json::array({"a"})}}}, {"guided_grammar", "root ::= \"a\""}}, "guided_grammar"},
       {{{"structured_outputs", {{"structural_tag", "x"}}}}, "structured_outputs.structural_tag"},
       {{{"structured_outputs", "json"}}, "structured_outputs"},
       {{{"guided_choice", Json::array()}}, "guided_choice"},
