@@ -79,7 +79,8 @@ TEST_F(PromptLogprobs, ScoresMatchLlamaServer) {
 
 // The echoed text is the prompt's, and a text prompt scores the same as its tokens.
 TEST_F(PromptLogprobs, TextPromptEchoesAndScores) {
-  const Json& c = reference()["cases"][0];
+  const Json ref = reference();
+  const Json& c = ref["cases"][0];
   const Json j = completion({{"prompt", c["text"]}, {"echo", true}, {"logprobs", 0}, {"max_tokens", 0}});
   const Json& choice = j["choices"][0];
   EXPECT_EQ(choice["text"], c["text"]);
@@ -97,7 +98,8 @@ TEST_F(PromptLogprobs, TextPromptEchoesAndScores) {
 // each generated logprob is its top alternative's); the prompt scored twice over
 // the prefix cache gives the same numbers (a prompt-scoring request never reads it).
 TEST_F(PromptLogprobs, EchoThenGeneratedTokens) {
-  const Json& c = reference()["cases"][2];
+  const Json ref = reference();
+  const Json& c = ref["cases"][2];
   const Json body = {{"prompt", c["tokens"]}, {"echo", true}, {"logprobs", 1}, {"max_tokens", 4}, {"temperature", 0},
                      {"ignore_eos", true}};
   const Json first = completion(body);

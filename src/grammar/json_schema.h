@@ -13,10 +13,11 @@
 // readOnly, writeOnly. Every other keyword is refused with its name and where it is.
 //
 // What the output looks like: properties in the order the schema lists them, extra
-// properties (when allowed) after them; whitespace between tokens is bounded as
-// llama.cpp's json-schema-to-grammar bounds it (`| " " | "\n"{1,2} [ \t]{0,20}`:
-// nothing, one space, or one or two newlines and up to 20 spaces or tabs), or with
-// JsonWhitespace::kCompact nothing at all; integers have at
+// properties (when allowed) after them; whitespace only where a JSON formatter puts it
+// (after '{', '[' and ',', before '}' and ']': each gap bounded as llama.cpp's
+// json-schema-to-grammar bounds it, `| " " | "\n"{1,2} [ \t]{0,20}`; after ':' nothing or
+// one space; before ':' and ',' nothing), or with JsonWhitespace::kCompact nothing at
+// all; integers have at
 // most 16 digits, fractions at most 16, exponents at most 2 (so output stays finite
 // and a double can hold it); numbers with bounds are written without exponent;
 // strings with escapes JSON allows (\uXXXX never a surrogate, so every \u escape is

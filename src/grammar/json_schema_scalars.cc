@@ -125,6 +125,11 @@ GrammarExpr JsonSchemaParts::ws() {
   });
 }
 
+GrammarExpr JsonSchemaParts::colon_space() {
+  const bool compact = c_.whitespace_ == JsonWhitespace::kCompact;
+  return shared("colon-ws", [compact] { return compact ? GrammarExpr::empty() : alt({GrammarExpr::empty(), lit(" ")}); });
+}
+
 GrammarExpr JsonSchemaParts::string_char() {
   // \u escapes never name a surrogate: each escape is one character.
   const GrammarExpr u = alt({seq({bytes_of("0123456789abcABCefEF"), hex_digit(), hex_digit(), hex_digit()}),
@@ -140,8 +145,8 @@ GrammarExpr JsonSchemaParts::any_string() {
 
 GrammarExpr JsonSchemaParts::any_object() {
   return shared("object", [this] {
-    const GrammarExpr member = seq({any_string(), ws(), lit(":"), ws(), any_value()});
-    const GrammarExpr more = GrammarExpr::star(seq({ws(), lit(","), ws(), member}));
+    const GrammarExpr member = seq({any_string(), lit(":"), colon_space(), any_value()});
+    const GrammarExpr more = GrammarExpr::star(seq({lit(","), ws(), member}));
     return seq({lit("{"), ws(), GrammarExpr::optional(seq({member, more, ws()})), lit("}")});
   });
 }
@@ -149,7 +154,7 @@ GrammarExpr JsonSchemaParts::any_object() {
 GrammarExpr JsonSchemaParts::any_value() {
   return shared("value", [this] {
     const GrammarExpr array = shared("array", [this] {
-      const GrammarExpr more = GrammarExpr::star(seq({ws(), lit(","), ws(), any_value()}));
+      const GrammarExpr more = GrammarExpr::star(seq({lit(","), ws(), any_value()}));
       return seq({lit("["), ws(), GrammarExpr::optional(seq({any_value(), more, ws()})), lit("]")});
     });
     return alt({any_object(), array, any_string(), any_number(), lit("true"), lit("false"), lit("null")});
