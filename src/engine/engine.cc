@@ -304,6 +304,7 @@ Status Engine::execute(const SchedulePlan& plan) {
     ch.start_pos = s.computed;
     ch.block_table = s.blocks.table.blocks;
     ch.logits = s.computed + c.n == static_cast<int64_t>(s.tokens.size()) ? LogitsWanted::kLast : LogitsWanted::kNone;
+    if (s.params.prompt_logprobs && s.computed < s.prompt_len) ch.logits = LogitsWanted::kAll;
     if (s.early_exit) ch.early_exit_from = s.prompt_len;  // generated positions only
     if (c.n_draft > 0) {  // the decode token and the proposed ones, every position scored
       s.verify_input.assign(ch.tokens.begin(), ch.tokens.end());
@@ -330,7 +331,12 @@ Status Engine::execute(const SchedulePlan& plan) {
       const ScopedStepPart part(&profile_, StepPart::kSchedule);
       kv_.commit(s.blocks, s.committable());
     }
-    if (chunks_[i].logits == LogitsWanted::kNone) continue;
+    if (s.params.prompt_logprobs && chunks_[i].logits == LogitsWanted::kAll) score_prompt(s, i);
+    if (s.computed < static_cast<int64_t>(s.tokens.size())) continue;  // a prompt chunk before the last
+    if (s.params.max_tokens == 0) {  // scoring only: the prompt is done
+      finish(s, FinishReason::kLength);
+      continue;
+    }
     const float* logits = fwd_.last_of(i, chunks_[i]);
     if (s.early_exit) count_exit(i);
     int32_t token = draws_[i];

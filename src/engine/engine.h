@@ -162,6 +162,9 @@ class Engine {
   // -1 when the grammar leaves no token (the sequence is then finished).
   int32_t sample_next(Sequence& s, const float*& logits);
   void draw_ahead(const SchedulePlan& plan);
+  // Records the log-probabilities of the prompt tokens that chunk `chunk` (computed
+  // with every position's logits) predicts, into s.prompt_scores.
+  void score_prompt(Sequence& s, size_t chunk);
   void finish(Sequence& s, FinishReason reason, const std::string& message = "", double retry_after_s = 0);
   void publish(int64_t now, bool force_rss);
   void cancel_remaining(const std::string& why);

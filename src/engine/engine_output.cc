@@ -44,6 +44,22 @@ void Engine::draw_ahead(const SchedulePlan& plan) {
   });
 }
 
+void Engine::score_prompt(Sequence& s, size_t chunk) {
+  const ScopedStepPart part(&profile_, StepPart::kSampling);
+  const int n_vocab = runner_->vocab_size();
+  s.prompt_scores.resize(static_cast<size_t>(s.prompt_len - 1));
+  const SequenceChunk& ch = chunks_[chunk];
+  for (size_t j = 0; j < ch.tokens.size(); ++j) {
+    const int64_t next = ch.start_pos + static_cast<int64_t>(j) + 1;  // the position row j predicts
+    if (next >= s.prompt_len) break;
+    const float* logits = fwd_.row(fwd_.first_row[chunk] + static_cast<int64_t>(j));
+    TokenEvent& ev = s.prompt_scores[static_cast<size_t>(next - 1)];
+    ev.token = s.tokens[static_cast<size_t>(next)];
+    ev.logprob = Sampler::logprob_of(logits, n_vocab, ev.token).logprob;
+    if (s.params.top_logprobs > 0) ev.top = Sampler::top_logprobs(logits, n_vocab, s.params.top_logprobs);
+  }
+}
+
 void Engine::on_token(Sequence& s, int32_t token, const float* logits, int64_t now) {
   s.sampler->accept(token);
   s.tokens.push_back(token);
@@ -106,6 +122,7 @@ void Engine::finish(Sequence& s, FinishReason reason, const std::string& message
   fe.completion_tokens = s.generated();
   fe.cached_prompt_tokens = s.cached_prompt_tokens;
   fe.preemptions = s.preemptions;
+  fe.prompt_logprobs = std::move(s.prompt_scores);
   fe.timings.queue_s = s.first_scheduled_ns ? static_cast<double>(s.first_scheduled_ns - s.arrival_ns) * 1e-9 : 0;
   fe.timings.ttft_s = s.first_token_ns ? static_cast<double>(s.first_token_ns - s.arrival_ns) * 1e-9 : 0;
   fe.timings.e2e_s = static_cast<double>(now - s.arrival_ns) * 1e-9;

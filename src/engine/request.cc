@@ -28,7 +28,12 @@ std::optional<ParamError> check_prompt(std::span<const int32_t> prompt, int voca
 std::optional<ParamError> check_request(const RequestParams& p, int vocab_size, int context_length) {
   if (auto e = p.sampling.check(vocab_size)) return e;
   if (auto e = check_prompt(p.prompt, vocab_size, context_length)) return e;
-  if (p.max_tokens < 1) return ParamError{"max_tokens", fmt::format("max_tokens must be >= 1, got {}", p.max_tokens)};
+  if (p.max_tokens < (p.prompt_logprobs ? 0 : 1)) {
+    return ParamError{"max_tokens", fmt::format("max_tokens must be >= {}, got {}", p.prompt_logprobs ? 0 : 1, p.max_tokens)};
+  }
+  if (p.prompt_logprobs && p.top_logprobs < 0) {
+    return ParamError{"top_logprobs", "prompt logprobs need top_logprobs >= 0"};
+  }
   if (p.top_logprobs > kMaxTopLogprobs) {
     return ParamError{"top_logprobs", fmt::format("top_logprobs must be at most {}", kMaxTopLogprobs)};
   }

@@ -42,6 +42,11 @@ struct RequestParams {
   SloTarget slo;             // this request's own targets (0: its lane's)
   double timeout_s = 0;      // queueing + generation; 0 = the engine's default
   int top_logprobs = -1;     // -1: no logprobs; 0..20: the chosen token's and this many alternatives
+  // The prompt's own log-probabilities (echo with logprobs): each prompt token's, given
+  // the tokens before it, with top_logprobs alternatives, in FinishEvent::prompt_logprobs.
+  // Needs top_logprobs >= 0; allows max_tokens 0 (score the prompt, generate nothing).
+  // Such a request never reads the prefix cache: a position it skipped has no logits.
+  bool prompt_logprobs = false;
   bool speculative = true;   // false: never speculate for this request (when the engine does)
   // false: never exit early (when the engine does, for greedy requests:
   // engine/early_exit_policy.h).
@@ -83,6 +88,9 @@ struct FinishEvent {
   // them (engine/slo.h: TTFT, and ITL at EngineConfig::slo_percentile).
   bool has_slo = false;
   bool slo_met = false;
+  // With RequestParams::prompt_logprobs: one entry per prompt token after the first
+  // (token, logprob, top; no text), in prompt order.
+  std::vector<TokenEvent> prompt_logprobs;
 };
 
 using RequestEvent = std::variant<TokenEvent, FinishEvent>;
@@ -96,7 +104,7 @@ inline constexpr int kMaxTopLogprobs = 20;
 // context by at least the first generated token.
 std::optional<ParamError> check_prompt(std::span<const int32_t> prompt, int vocab_size, int context_length);
 // The whole rule: the sampling values (SamplingParams::check, with the vocabulary), the
-// prompt (check_prompt), max_tokens >= 1, top_logprobs <= kMaxTopLogprobs, timeout >= 0.
+// prompt (check_prompt), max_tokens >= 1 (>= 0 with prompt_logprobs), top_logprobs <= kMaxTopLogprobs, timeout >= 0.
 std::optional<ParamError> check_request(const RequestParams& p, int vocab_size, int context_length);
 
 class RequestHandle {

@@ -106,7 +106,9 @@ void schedule_running(SchedulerContext& ctx, SchedulePlan& plan, int64_t& budget
 }
 
 bool waits_for_shared_prefix(const Sequence& s, const std::vector<Sequence*>& running, int block_size) {
-  if (s.computed > 0 || !s.blocks.table.blocks.empty() || s.prompt_len < block_size) return false;
+  if (s.computed > 0 || !s.blocks.table.blocks.empty() || s.prompt_len < block_size || s.params.prompt_logprobs) {
+    return false;  // (a sequence that scores its prompt shares nothing)
+  }
   for (const Sequence* r : running) {
     if (r == &s || r->computed >= r->prompt_len) continue;  // only prompts still being computed
     const int64_t limit = std::min(s.prompt_len, r->prompt_len);

@@ -39,6 +39,10 @@ struct Sequence {
   int64_t itl_intervals = 0;       // inter-token intervals measured against slo.itl_ms
   int64_t itl_over = 0;            // of them, longer than slo.itl_ms
 
+  // With params.prompt_logprobs: entry p-1 scores prompt token p (filled as the prompt's
+  // chunks are computed, again after a preemption).
+  std::vector<TokenEvent> prompt_scores;
+
   std::unique_ptr<Sampler> sampler;
   std::unique_ptr<StreamingDecoder> decoder;
   std::unique_ptr<StopMatcher> stop;
@@ -71,6 +75,7 @@ struct Sequence {
   }
   // What the prefix cache is searched with when the sequence (re)starts.
   std::span<const int32_t> prefix_key() const {
+    if (params.prompt_logprobs) return {};  // every prompt position must be computed
     return early_exit ? std::span<const int32_t>(tokens).first(static_cast<size_t>(prompt_len)) : tokens;
   }
   // Predicted cost in tokens, for the long-job lane.

@@ -280,18 +280,18 @@ Result<int32_t> JsonSchemaCompiler::compile(const SchemaJson& schema, std::strin
   return rule;
 }
 
-Result<Grammar> json_schema_grammar(const SchemaJson& schema, const GrammarLimits& limits) {
+Result<Grammar> json_schema_grammar(const SchemaJson& schema, const GrammarLimits& limits, JsonWhitespace whitespace) {
   GrammarBuilder b(limits);
-  JsonSchemaCompiler c(b);
+  JsonSchemaCompiler c(b, whitespace);
   LLMS_ASSIGN_OR_RETURN(const int32_t root, c.compile(schema, "root"));
   auto g = b.build(root);
   if (!g.ok()) return invalid_argument("json_schema: " + g.status().message());
   return g;
 }
 
-Result<Grammar> json_object_grammar() {
+Result<Grammar> json_object_grammar(JsonWhitespace whitespace) {
   GrammarBuilder b;
-  JsonSchemaCompiler c(b);
+  JsonSchemaCompiler c(b, whitespace);
   const int32_t root = b.declare("root");
   b.define(root, GrammarExpr::ref(c.any_object()));
   return b.build(root);

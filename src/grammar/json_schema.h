@@ -13,8 +13,11 @@
 // readOnly, writeOnly. Every other keyword is refused with its name and where it is.
 //
 // What the output looks like: properties in the order the schema lists them, extra
-// properties (when allowed) after them; whitespace between tokens is nothing, one
-// space, or a newline with up to 40 spaces or tabs of indentation; integers have at
+// properties (when allowed) after them; whitespace only where a JSON formatter puts it
+// (after '{', '[' and ',', before '}' and ']': each gap bounded as llama.cpp's
+// json-schema-to-grammar bounds it, `| " " | "\n"{1,2} [ \t]{0,20}`; after ':' nothing or
+// one space; before ':' and ',' nothing), or with JsonWhitespace::kCompact nothing at
+// all; integers have at
 // most 16 digits, fractions at most 16, exponents at most 2 (so output stays finite
 // and a double can hold it); numbers with bounds are written without exponent;
 // strings with escapes JSON allows (\uXXXX never a surrogate, so every \u escape is
@@ -38,11 +41,15 @@ namespace llms {
 // Schemas keep the order of their keys (properties are written in that order).
 using SchemaJson = nlohmann::ordered_json;
 
+// Whitespace between a JSON value's tokens: llama.cpp's bounded rule, or none.
+enum class JsonWhitespace { kBounded, kCompact };
+
 // Adds rules for schemas to a GrammarBuilder, so that front ends can embed JSON
 // values in a larger grammar (tool calls).
 class JsonSchemaCompiler {
  public:
-  explicit JsonSchemaCompiler(GrammarBuilder& b) : b_(b) {}
+  explicit JsonSchemaCompiler(GrammarBuilder& b, JsonWhitespace whitespace = JsonWhitespace::kBounded)
+      : b_(b), whitespace_(whitespace) {}
 
   // A rule for the JSON values `schema` allows; $refs resolve inside `schema`.
   Result<int32_t> compile(const SchemaJson& schema, std::string_view name);
@@ -54,6 +61,7 @@ class JsonSchemaCompiler {
  private:
   friend class JsonSchemaParts;
   GrammarBuilder& b_;
+  JsonWhitespace whitespace_;
   const SchemaJson* doc_ = nullptr;
   std::map<std::string, int32_t> ref_rules_;  // JSON pointer → rule
   std::map<std::string, int32_t> shared_;     // shared helper rules by name
@@ -61,8 +69,9 @@ class JsonSchemaCompiler {
 };
 
 // A grammar for one JSON value valid under `schema` (no whitespace around it).
-Result<Grammar> json_schema_grammar(const SchemaJson& schema, const GrammarLimits& limits = {});
+Result<Grammar> json_schema_grammar(const SchemaJson& schema, const GrammarLimits& limits = {},
+                                    JsonWhitespace whitespace = JsonWhitespace::kBounded);
 // A grammar for any JSON object (response_format json_object).
-Result<Grammar> json_object_grammar();
+Result<Grammar> json_object_grammar(JsonWhitespace whitespace = JsonWhitespace::kBounded);
 
 }  // namespace llms

@@ -140,9 +140,9 @@ Result<GrammarExpr> JsonSchemaParts::object(const SchemaJson& s, const std::stri
       }
     }
   }
-  const GrammarExpr sep = GrammarExpr::seq({ws(), GrammarExpr::lit(","), ws()});
+  const GrammarExpr sep = GrammarExpr::seq({GrammarExpr::lit(","), ws()});
   auto member = [&](GrammarExpr key, GrammarExpr v) {
-    return GrammarExpr::seq({std::move(key), ws(), GrammarExpr::lit(":"), ws(), std::move(v)});
+    return GrammarExpr::seq({std::move(key), GrammarExpr::lit(":"), colon_space(), std::move(v)});
   };
   std::vector<std::string> names;
   for (const Prop& p : props) names.push_back(p.name);
@@ -207,7 +207,7 @@ Result<GrammarExpr> JsonSchemaParts::array(const SchemaJson& s, const std::strin
   if (!item) hi = hi < 0 ? p : std::min(hi, p);
   if (lo > kMaxCount) return error(path, fmt::format("'minItems' above {} is not supported", kMaxCount));
   if (hi >= 0 && lo > hi) return error(path, "'minItems' is larger than the array may be");
-  const GrammarExpr sep = GrammarExpr::seq({ws(), GrammarExpr::lit(","), ws()});
+  const GrammarExpr sep = GrammarExpr::seq({GrammarExpr::lit(","), ws()});
   // At least one element: the empty array is the body's other choice.
   const int64_t need = std::max<int64_t>(lo, 1);
   const int64_t fixed = hi < 0 ? p : std::min(p, hi);

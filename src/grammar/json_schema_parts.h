@@ -28,7 +28,11 @@ class JsonSchemaParts {
   Result<GrammarExpr> number(const SchemaJson& s, const std::string& path);
 
   // Shared rules of plain JSON.
+  // Whitespace where a JSON formatter puts it (json_schema.h): ws() after '{', '[' and
+  // ',' and before '}' and ']'; colon_space() after ':' (nothing or one space); nothing
+  // before ':' or ','.
   GrammarExpr ws();
+  GrammarExpr colon_space();
   GrammarExpr any_value();
   GrammarExpr any_object();
   GrammarExpr any_string();

@@ -116,9 +116,18 @@ GrammarExpr integer_range(int64_t lo, int64_t hi) {
 }
 
 GrammarExpr JsonSchemaParts::ws() {
-  return shared("ws", [] {
-    return alt({GrammarExpr::empty(), lit(" "), seq({lit("\n"), rep(bytes_of(" \t"), 0, 40)})});
+  // llama.cpp's bound (common/json-schema-to-grammar.cpp, SPACE_RULE): a weak model
+  // that drifts into whitespace spends at most 22 bytes per gap, not the whole answer.
+  const bool compact = c_.whitespace_ == JsonWhitespace::kCompact;
+  return shared("ws", [compact] {
+    if (compact) return GrammarExpr::empty();
+    return alt({GrammarExpr::empty(), lit(" "), seq({rep(lit("\n"), 1, 2), rep(bytes_of(" \t"), 0, 20)})});
   });
+}
+
+GrammarExpr JsonSchemaParts::colon_space() {
+  const bool compact = c_.whitespace_ == JsonWhitespace::kCompact;
+  return shared("colon-ws", [compact] { return compact ? GrammarExpr::empty() : alt({GrammarExpr::empty(), lit(" ")}); });
 }
 
 GrammarExpr JsonSchemaParts::string_char() {
@@ -136,8 +145,8 @@ GrammarExpr JsonSchemaParts::any_string() {
 
 GrammarExpr JsonSchemaParts::any_object() {
   return shared("object", [this] {
-    const GrammarExpr member = seq({any_string(), ws(), lit(":"), ws(), any_value()});
-    const GrammarExpr more = GrammarExpr::star(seq({ws(), lit(","), ws(), member}));
+    const GrammarExpr member = seq({any_string(), lit(":"), colon_space(), any_value()});
+    const GrammarExpr more = GrammarExpr::star(seq({lit(","), ws(), member}));
     return seq({lit("{"), ws(), GrammarExpr::optional(seq({member, more, ws()})), lit("}")});
   });
 }
@@ -145,7 +154,7 @@ GrammarExpr JsonSchemaParts::any_object() {
 GrammarExpr JsonSchemaParts::any_value() {
   return shared("value", [this] {
     const GrammarExpr array = shared("array", [this] {
-      const GrammarExpr more = GrammarExpr::star(seq({ws(), lit(","), ws(), any_value()}));
+      const GrammarExpr more = GrammarExpr::star(seq({lit(","), ws(), any_value()}));
       return seq({lit("["), ws(), GrammarExpr::optional(seq({any_value(), more, ws()})), lit("]")});
     });
     return alt({any_object(), array, any_string(), any_number(), lit("true"), lit("false"), lit("null")});

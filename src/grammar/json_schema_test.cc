@@ -223,5 +223,36 @@ TEST(JsonObject, AnyObjectButNothingElse) {
   EXPECT_FALSE(matches(p, R"({"a":1)"));
 }
 
+// llama.cpp's space rule: nothing, one space, or one or two newlines and up to 20
+// spaces or tabs; compact: nothing at all.
+TEST(JsonWhitespace, BoundedAsLlamaCppOrCompact) {
+  const std::string s = R"({"type":"object","properties":{"a":{"type":"integer"}},"required":["a"]})";
+  auto bounded = schema(s);
+  EXPECT_TRUE(matches(bounded, "{\"a\": 1}"));
+  EXPECT_TRUE(matches(bounded, "{\n\n" + std::string(20, ' ') + "\"a\": 1\n}"));
+  EXPECT_TRUE(matches(bounded, "{\n" + std::string(19, ' ') + "\t\"a\":1}"));
+  EXPECT_FALSE(matches(bounded, "{\n" + std::string(21, ' ') + "\"a\":1}"));
+  EXPECT_FALSE(matches(bounded, "{\n\n\n\"a\":1}"));
+  EXPECT_FALSE(matches(bounded, "{  \"a\":1}"));
+  // Only where a formatter writes it: not before ':' or ',', one space at most after ':'.
+  EXPECT_FALSE(matches(bounded, "{\"a\" :1}"));
+  EXPECT_FALSE(matches(bounded, "{\"a\":\n1}"));
+  EXPECT_FALSE(matches(bounded, "{\"a\":  1}"));
+  auto list = schema(R"({"type":"array","items":{"type":"integer"}})");
+  EXPECT_TRUE(matches(list, "[1, 2,\n  3\n]"));
+  EXPECT_FALSE(matches(list, "[1 ,2]"));
+  auto g = json_schema_grammar(SchemaJson::parse(s), {}, JsonWhitespace::kCompact);
+  ASSERT_TRUE(g.ok());
+  auto compact = std::make_shared<const Grammar>(std::move(g).value());
+  EXPECT_TRUE(matches(compact, "{\"a\":1}"));
+  EXPECT_FALSE(matches(compact, "{\"a\": 1}"));
+  EXPECT_FALSE(matches(compact, "{\n\"a\":1}"));
+  auto o = json_object_grammar(JsonWhitespace::kCompact);
+  ASSERT_TRUE(o.ok());
+  auto object = std::make_shared<const Grammar>(std::move(o).value());
+  EXPECT_TRUE(matches(object, R"({"a":[1,{"b":" x "}]})"));
+  EXPECT_FALSE(matches(object, R"({"a": 1})"));
+}
+
 }  // namespace
 }  // namespace llms

@@ -68,7 +68,7 @@ RequestParams CompletionJob::choice_params(int prompt_index, int n_index) const 
   p.prompt = prompts_[static_cast<size_t>(prompt_index)].tokens;
   const int64_t room = version_->engine().context_length() - static_cast<int64_t>(p.prompt.size());
   const int64_t wanted = request_.max_tokens ? *request_.max_tokens : (request_.kind == ApiKind::kChat ? room : 16);
-  p.max_tokens = static_cast<int>(std::clamp<int64_t>(wanted, 1, room));
+  p.max_tokens = static_cast<int>(std::clamp<int64_t>(wanted, p.prompt_logprobs ? 0 : 1, room));
   // n samples of one seeded request must differ, and still be reproducible.
   if (p.sampling.seed && n_index > 0) p.sampling.seed = *p.sampling.seed + static_cast<uint64_t>(n_index);
   return p;
@@ -271,6 +271,7 @@ void CompletionJob::on_finish(Choice& c, FinishEvent& f, std::string* out) {
     c.finish = std::move(f);
     return;
   }
+  if (request_.logprobs && c.params.prompt_logprobs) prepend_prompt_logprobs(c, f);
   if (!f.text.empty()) {
     c.chars += static_cast<int64_t>(f.text.size());
     if (!request_.stream) {
@@ -290,6 +291,33 @@ void CompletionJob::on_finish(Choice& c, FinishEvent& f, std::string* out) {
     }
   }
   c.finish = std::move(f);
+}
+
+// Echo with logprobs: the prompt's tokens come first, the first with no logprob (nothing
+// precedes it); their text offsets count the pieces of the tokens before them, less the
+// leading space that decoding drops (SentencePiece's rule).
+void CompletionJob::prepend_prompt_logprobs(Choice& c, const FinishEvent& f) {
+  const std::vector<int32_t>& prompt = c.params.prompt;
+  const Tokenizer& tok = version_->tokenizer();
+  std::vector<TokenLogprobs> entries;
+  entries.reserve(prompt.size() + c.logprobs.size());
+  int64_t pieces = 0;
+  for (int32_t t : prompt) pieces += static_cast<int64_t>(tok.token_to_piece(t).size());
+  const int64_t dropped = std::max<int64_t>(0, pieces - static_cast<int64_t>(tok.decode(prompt).size()));
+  int64_t offset = 0;
+  for (size_t k = 0; k < prompt.size(); ++k) {
+    TokenLogprobs e{prompt[k], 0.0f, {}, std::max<int64_t>(0, offset - dropped)};
+    if (k == 0) {
+      e.scored = false;
+    } else if (k - 1 < f.prompt_logprobs.size()) {
+      e.logprob = f.prompt_logprobs[k - 1].logprob;
+      e.top = f.prompt_logprobs[k - 1].top;
+    }
+    offset += static_cast<int64_t>(tok.token_to_piece(prompt[k]).size());
+    entries.push_back(std::move(e));
+  }
+  for (auto& e : c.logprobs) entries.push_back(std::move(e));
+  c.logprobs = std::move(entries);
 }
 
 UsageTotals CompletionJob::usage() const {

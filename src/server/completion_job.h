@@ -77,6 +77,7 @@ class CompletionJob : public std::enable_shared_from_this<CompletionJob> {
   bool take_events(Choice& c, std::string* out);
   void on_token(Choice& c, TokenEvent& t, std::string* out);
   void on_finish(Choice& c, FinishEvent& f, std::string* out);
+  void prepend_prompt_logprobs(Choice& c, const FinishEvent& f);
   void open_choice(Choice& c, std::string* out);
   // Tools, streaming: sends the content that can no longer be part of a call.
   void stream_tool_text(Choice& c, std::string* out);

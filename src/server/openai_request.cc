@@ -89,8 +89,8 @@ std::optional<ApiError> read_response_format(const Json& b, OutputConstraint* ou
   return std::nullopt;
 }
 
-// The llama-server "grammar" (GBNF) and vLLM-style "regex" extensions, one
-// constraint at most per request.
+// The llama-server "grammar" (GBNF) and vLLM-style "regex" extensions and vLLM's
+// structured-output fields, one constraint at most per request.
 std::optional<ApiError> read_constraint(const Json& b, OutputConstraint* out) {
   LLMS_API_TRY(read_response_format(b, out));
   for (const char* key : {"grammar", "regex"}) {
@@ -104,6 +104,15 @@ std::optional<ApiError> read_constraint(const Json& b, OutputConstraint* out) {
     out->kind = std::string_view(key) == "grammar" ? ConstraintKind::kGbnf : ConstraintKind::kRegex;
     out->text = b.at(key).get<std::string>();
     out->param = key;
+  }
+  LLMS_API_TRY(read_vllm_constraint(b, out));
+  // Extension: "json_whitespace": "bounded" (default) | "compact".
+  std::string ws;
+  LLMS_API_TRY(read_string(b, "json_whitespace", &ws));
+  if (ws == "compact") {
+    out->whitespace = JsonWhitespace::kCompact;
+  } else if (!ws.empty() && ws != "bounded") {
+    return bad_request("'json_whitespace' must be \"bounded\" or \"compact\"", "json_whitespace");
   }
   return std::nullopt;
 }
@@ -385,7 +394,8 @@ std::optional<ApiError> parse_completion_request(const Json& b, ApiKind kind, Co
   r.params.top_logprobs = r.logprobs ? r.top_logprobs : -1;
   int64_t max_tokens = 0;
   const char* mt_key = kind == ApiKind::kChat && has_field(b, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
-  LLMS_API_TRY(read_int(b, mt_key, 1, 1 << 30, &max_tokens));
+  // 0 with echo: score the prompt, generate nothing (lm-evaluation-harness log-likelihood).
+  LLMS_API_TRY(read_int(b, mt_key, r.echo ? 0 : 1, 1 << 30, &max_tokens));
   if (has_field(b, mt_key)) r.max_tokens = max_tokens;
   r.params.sampling.temperature = 1.0f;
   LLMS_API_TRY(read_sampling(b, &r.params.sampling));
@@ -405,9 +415,13 @@ std::optional<ApiError> parse_completion_request(const Json& b, ApiKind kind, Co
   LLMS_API_TRY(read_extensions(b, &r));
   LLMS_API_TRY(read_bool(b, "review", &r.review));
   if (kind == ApiKind::kChat) LLMS_API_TRY(read_bool(b, "add_generation_prompt", &r.add_generation_prompt));
-  if (r.echo && r.logprobs) {
-    return bad_request("'echo' together with 'logprobs' (prompt logprobs) is not supported", "echo");
+  if (r.echo && r.logprobs && r.stream) {
+    return bad_request("'echo' with 'logprobs' (prompt logprobs) is not supported with 'stream'", "echo");
   }
+  // The engine scores the prompt for echo with logprobs, and for max_tokens 0 (where it
+  // only runs the prompt).
+  r.params.prompt_logprobs = r.echo && (r.logprobs || r.max_tokens == 0);
+  if (r.params.prompt_logprobs) r.params.top_logprobs = std::max(r.params.top_logprobs, 0);
   if (kind == ApiKind::kChat) {
     LLMS_API_TRY(parse_messages(b, &r.messages));
   } else {

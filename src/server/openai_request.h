@@ -16,6 +16,7 @@
 #include "server/json_util.h"
 #include "chat/chat_template.h"
 #include "chat/tool_request.h"
+#include "grammar/json_schema.h"
 
 namespace llms {
 
@@ -38,6 +39,9 @@ struct OutputConstraint {
   std::string text;          // kGbnf, kRegex: the source
   Json schema;               // kJsonSchema
   std::string param;         // the request parameter it came from, for errors
+  // kJsonObject, kJsonSchema: bounded whitespace (llama.cpp's rule), or none
+  // (structured_outputs.disable_any_whitespace, "json_whitespace": "compact").
+  JsonWhitespace whitespace = JsonWhitespace::kBounded;
 };
 
 struct CompletionRequest {
@@ -69,6 +73,12 @@ inline constexpr int kMaxLogprobs = kMaxTopLogprobs;  // the engine's bound
 inline constexpr int kMaxLogitBias = 1024;  // entries of logit_bias
 
 std::optional<ApiError> parse_completion_request(const Json& body, ApiKind kind, CompletionRequest* out);
+
+// vLLM's structured-output fields (structured_outputs.{json, regex, choice, grammar,
+// json_object, disable_any_whitespace}; guided_json, guided_regex, guided_choice,
+// guided_grammar) into `out`; a second constraint (these or one already in `out`) is a
+// 400 naming it (structured_outputs.cc).
+std::optional<ApiError> read_vllm_constraint(const Json& body, OutputConstraint* out);
 
 // `prompt`: a string, a list of strings, a list of token ids, or a list of such lists.
 std::optional<ApiError> parse_prompts(const Json& body, std::vector<PromptSpec>* out);

@@ -70,6 +70,25 @@ TEST(OpenAiRequestTest, ChatLogprobsAndMaxCompletionTokens) {
   EXPECT_EQ(*r.max_tokens, 9);
   ASSERT_FALSE(parse(R"({"logprobs":2,"prompt":"x"})", ApiKind::kCompletion, &r));
   EXPECT_EQ(r.params.top_logprobs, 2);
+  EXPECT_FALSE(r.params.prompt_logprobs);
+}
+
+// echo with logprobs scores the prompt; max_tokens 0 needs echo and scores it too.
+TEST(OpenAiRequestTest, EchoWithLogprobsScoresThePrompt) {
+  CompletionRequest r;
+  ASSERT_FALSE(parse(R"({"echo":true,"logprobs":1,"max_tokens":0,"prompt":"x"})", ApiKind::kCompletion, &r));
+  EXPECT_TRUE(r.params.prompt_logprobs);
+  EXPECT_EQ(r.params.top_logprobs, 1);
+  EXPECT_EQ(*r.max_tokens, 0);
+  ASSERT_FALSE(parse(R"({"echo":true,"max_tokens":0,"prompt":"x"})", ApiKind::kCompletion, &r));
+  EXPECT_TRUE(r.params.prompt_logprobs);
+  EXPECT_EQ(r.params.top_logprobs, 0);
+  EXPECT_FALSE(r.logprobs);
+  ASSERT_FALSE(parse(R"({"echo":true,"prompt":"x"})", ApiKind::kCompletion, &r));
+  EXPECT_FALSE(r.params.prompt_logprobs);
+  const auto e = parse(R"({"echo":true,"logprobs":1,"stream":true,"prompt":"x"})", ApiKind::kCompletion, &r);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->param, "echo");
 }
 
 TEST(OpenAiRequestTest, BadValuesNameTheParameter) {

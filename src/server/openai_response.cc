@@ -58,6 +58,12 @@ Json logprobs_json(ApiKind kind, const Tokenizer& tok, const std::vector<TokenLo
   Json tokens = Json::array(), lps = Json::array(), tops = Json::array(), offsets = Json::array();
   for (const auto& e : entries) {
     tokens.push_back(tok.token_to_piece(e.token));
+    offsets.push_back(e.text_offset);
+    if (!e.scored) {
+      lps.push_back(nullptr);
+      tops.push_back(nullptr);
+      continue;
+    }
     lps.push_back(e.logprob);
     Json top = Json::object();
     for (const auto& t : e.top) {
@@ -65,7 +71,6 @@ Json logprobs_json(ApiKind kind, const Tokenizer& tok, const std::vector<TokenLo
       if (!top.contains(piece)) top[piece] = t.logprob;  // two ids may share a piece: keep the likelier
     }
     tops.push_back(std::move(top));
-    offsets.push_back(e.text_offset);
   }
   return Json{{"tokens", std::move(tokens)}, {"token_logprobs", std::move(lps)}, {"top_logprobs", std::move(tops)},
               {"text_offset", std::move(offsets)}};

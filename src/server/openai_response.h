@@ -32,6 +32,7 @@ struct TokenLogprobs {
   float logprob = 0;
   std::vector<TokenLogprob> top;
   int64_t text_offset = 0;  // characters of the choice's text before this token
+  bool scored = true;       // false: the prompt's first token (logprob and top_logprobs null)
 };
 
 // A tool call of a chat answer, as OpenAI writes it.

@@ -12,8 +12,8 @@ std::optional<ApiError> constraint_grammar(const OutputConstraint& c, std::share
   Result<Grammar> g = invalid_argument("no constraint");
   switch (c.kind) {
     case ConstraintKind::kNone: *out = nullptr; return std::nullopt;
-    case ConstraintKind::kJsonObject: g = json_object_grammar(); break;
-    case ConstraintKind::kJsonSchema: g = json_schema_grammar(c.schema); break;
+    case ConstraintKind::kJsonObject: g = json_object_grammar(c.whitespace); break;
+    case ConstraintKind::kJsonSchema: g = json_schema_grammar(c.schema, {}, c.whitespace); break;
     case ConstraintKind::kGbnf: g = parse_gbnf(c.text); break;
     case ConstraintKind::kRegex: g = parse_regex(c.text); break;
   }

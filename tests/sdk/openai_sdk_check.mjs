@@ -54,16 +54,18 @@ function checkCall(name, args) {
   assert.ok(Number.isInteger(args.days) && args.days >= 1 && args.days <= 7, `days: ${args.days}`);
 }
 
+// max_tokens 64: the JSON grammar's whitespace is bounded (docs/api.md), so a weak
+// model's answer ends well within it.
 async function jsonSchema() {
-  for (const seed of [1, 2, 3]) {
+  for (const seed of [1, 2, 3, 4, 5]) {
     const r = await client.chat.completions.create({
-      model: "stories260K", messages, temperature: 1, seed, max_tokens: 300,
+      model: "stories260K", messages, temperature: 1, seed, max_tokens: 64,
       response_format: { type: "json_schema", json_schema: { name: "person", schema: person, strict: true } },
     });
     assert.equal(r.choices[0].finish_reason, "stop");
     checkPerson(JSON.parse(r.choices[0].message.content));
   }
-  return "response_format json_schema: 3 answers parse and match the schema";
+  return "response_format json_schema (max_tokens 64): 5 answers parse and match the schema";
 }
 
 async function requiredTool() {
