@@ -58,6 +58,7 @@ struct CompletionRequest {
   OutputConstraint constraint;
   ToolRequest tools;                  // chat only
   std::string precision;              // "" or "auto": the router's choice; else a precision variant's name
+  std::string cache_salt;             // vLLM's: prefix-cache blocks shared only with the same salt ("": none)
 };
 
 // Limits on what one HTTP request may ask for.
