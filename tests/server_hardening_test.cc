@@ -4,6 +4,7 @@
 // the prefix cache or the result cache.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <future>
 #include <string>
 #include <vector>
@@ -13,8 +14,22 @@
 namespace llms::test {
 namespace {
 
-// Costs far past any budget when compiled without one (see the grammar pool test below).
-const std::string kHeavyRegex = "((a{0,99}b?){1,99}|c){0,99}";
+// 4,000 alternatives of 400 letters (1.6 MB): seconds to compile without a budget.
+std::string heavy_regex() {
+  std::string r = "(";
+  uint64_t x = 12345;
+  for (int i = 0; i < 4000; ++i) {
+    if (i) r += '|';
+    for (int j = 0; j < 400; ++j) {
+      x = x * 6364136223846793005ull + 1442695040888963407ull;
+      r += static_cast<char>('a' + (x >> 61));
+    }
+  }
+  return r + ")";
+}
+
+// Past a compile budget of 1,000 work units, through each parameter that compiles.
+const std::string kCostlyRegex = "[a-z]{1,300}";
 
 // GET /health on its own connection, waiting at most 10 s for the status line (an I/O
 // thread held by a compile would not answer).
@@ -62,7 +77,7 @@ TEST(ServerHardening, GrammarCompilesRunOffTheIoThreadsAndStopWhenTheClientLeave
     c.server.grammar_budget = GrammarBudget{0, 0, 0, 0, 0, 0, 0, nullptr};  // no limit
   });
   const int port = server->port();
-  const std::string body = Json{{"prompt", "x"}, {"max_tokens", 2}, {"regex", kHeavyRegex}}.dump();
+  const std::string body = Json{{"prompt", "x"}, {"max_tokens", 2}, {"regex", heavy_regex()}}.dump();
   RawClient a(port), b(port);
   ASSERT_TRUE(a.send_request("POST", "/v1/completions", body));
   ASSERT_TRUE(b.send_request("POST", "/v1/completions", body));
@@ -70,25 +85,27 @@ TEST(ServerHardening, GrammarCompilesRunOffTheIoThreadsAndStopWhenTheClientLeave
   EXPECT_TRUE(health_answers(port));
   a.close();
   b.close();
-  EXPECT_TRUE(poll_until([&] { return metric(*server, "llmserve_grammar_compiles_total{result=\"cancelled\"}") == 2; }));
+  EXPECT_TRUE(poll_until([&] { return metric(*server, "llmserve_grammar_compiles_total{result=\"cancelled\"}") == 2; },
+                         120));
+  EXPECT_TRUE(std::isnan(metric(*server, "llmserve_grammar_compiles_total{result=\"ok\"}")));
   EXPECT_TRUE(poll_until([&] { return metric(*server, "llmserve_grammar_compiles_running") == 0; }));
   // The threads are free again.
   const HttpResult ok = http_post(port, "/v1/completions", Json{{"prompt", "x"}, {"max_tokens", 2}, {"regex", "ab?"}});
   EXPECT_EQ(ok.status, 200) << ok.body;
 }
 
-// The default budget refuses the same grammar with a 400 that names the limit,
-// through each parameter that reaches the compiler.
+// A grammar past the compile budget is a 400 that names the limit, through each
+// parameter that reaches the compiler.
 TEST(ServerHardening, GrammarPastTheBudgetIsA400NamingIt) {
   if (!have_stories()) GTEST_SKIP() << "no stories260K";
-  auto server = start_server(stories_path());
+  auto server = start_server(stories_path(), [](ServeConfig& c) { c.server.grammar_budget.compile_work = 1000; });
   const int port = server->port();
   const Json schema = {{"type", "object"},
-                       {"properties", {{"a", {{"type", "string"}, {"pattern", "^" + kHeavyRegex + "$"}}}}},
+                       {"properties", {{"a", {{"type", "string"}, {"pattern", "^" + kCostlyRegex + "$"}}}}},
                        {"required", {"a"}}};
   const std::vector<std::pair<std::string, Json>> cases = {
-      {"/v1/completions", Json{{"prompt", "x"}, {"regex", kHeavyRegex}}},
-      {"/v1/completions", Json{{"prompt", "x"}, {"grammar", "root ::= " + std::string("(\"a\"{0,99} \"b\"?){1,99} \"c\"{0,99}")}}},
+      {"/v1/completions", Json{{"prompt", "x"}, {"regex", kCostlyRegex}}},
+      {"/v1/completions", Json{{"prompt", "x"}, {"grammar", "root ::= [a-z]{1,300}"}}},
       {"/v1/chat/completions",
        Json{{"messages", {{{"role", "user"}, {"content", "x"}}}},
             {"response_format", {{"type", "json_schema"}, {"json_schema", {{"name", "n"}, {"schema", schema}}}}}}},
@@ -101,9 +118,10 @@ TEST(ServerHardening, GrammarPastTheBudgetIsA400NamingIt) {
     const HttpResult r = http_post(port, path, body);
     EXPECT_EQ(r.status, 400) << body.dump() << " " << r.body;
     EXPECT_EQ(r.json()["error"]["code"], "grammar_budget_exceeded") << r.body;
-    EXPECT_NE(error_message(r).find("compile"), std::string::npos) << r.body;
+    EXPECT_NE(error_message(r).find("compile_work"), std::string::npos) << r.body;
   }
   EXPECT_EQ(metric(*server, "llmserve_grammar_compiles_total{result=\"over_budget\"}"), 4);
+  EXPECT_EQ(http_post(port, "/v1/completions", Json{{"prompt", "x"}, {"max_tokens", 2}, {"regex", "ab?"}}).status, 200);
 }
 
 // The request: 64 choices of 2000 tokens with 20 logprobs each. Refused before
