@@ -145,6 +145,7 @@ Result<std::shared_ptr<RequestHandle>> Engine::submit(RequestParams params, doub
   const double timeout = params.timeout_s > 0 ? params.timeout_s : config_.default_timeout_s;
   seq->deadline_ns = seq->arrival_ns + static_cast<int64_t>(timeout * 1e9);
   seq->slo = resolve_slo(params, config_.slo);
+  seq->blocks.salt = params.cache_salt;
   seq->params = std::move(params);
   auto handle = seq->handle;
   {

@@ -77,9 +77,11 @@ class Engine {
   ResultCacheStats result_cache_stats() const { return result_cache_.stats(); }
 
   // Joins a grammar with this engine's vocabulary, through a cache keyed by the
-  // grammar's hash (the per-token precomputation is done once per grammar).
-  Result<std::shared_ptr<const CompiledGrammar>> compile_grammar(std::shared_ptr<const Grammar> g) {
-    return grammar_cache_.compile(std::move(g));
+  // grammar's hash (the per-token precomputation is done once per grammar), under
+  // `budget` (GrammarCache::compile).
+  Result<std::shared_ptr<const CompiledGrammar>> compile_grammar(std::shared_ptr<const Grammar> g,
+                                                                 const GrammarBudget& budget = {}) {
+    return grammar_cache_.compile(std::move(g), budget);
   }
   GrammarCacheStats grammar_cache_stats() const { return grammar_cache_.stats(); }
 

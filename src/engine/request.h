@@ -38,6 +38,9 @@ struct RequestParams {
   std::vector<std::string> stop;
   bool ignore_eos = false;
   int priority = 0;          // higher runs first
+  // Prefix-cache scope (0: the shared one): the request's KV blocks are shared only
+  // with requests of the same salt, and its result-cache entry only read by them.
+  uint64_t cache_salt = 0;
   Lane lane = Lane::kInteractive;
   SloTarget slo;             // this request's own targets (0: its lane's)
   double timeout_s = 0;      // queueing + generation; 0 = the engine's default

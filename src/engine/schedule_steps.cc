@@ -18,7 +18,8 @@ void order_waiting(std::vector<Sequence*>& waiting, const BatchingConfig& config
                    const KvBlockManager* kv) {
   for (Sequence* s : waiting) {
     s->cached_hint = kv != nullptr && waiting.size() > 1 && s->blocks.table.blocks.empty()
-                         ? kv->cached_prefix_tokens(std::span<const int32_t>(s->tokens).first(static_cast<size_t>(s->prompt_len)))
+                         ? kv->cached_prefix_tokens(std::span<const int32_t>(s->tokens).first(static_cast<size_t>(s->prompt_len)),
+                                                  s->blocks.salt)
                          : 0;
   }
   std::stable_sort(waiting.begin(), waiting.end(), [&](const Sequence* a, const Sequence* b) {

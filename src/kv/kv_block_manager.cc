@@ -19,6 +19,13 @@ Hash128 KvBlockManager::chain(const Hash128& parent, std::span<const int32_t> to
   return h.finish128();
 }
 
+Hash128 KvBlockManager::root(uint64_t salt) const {
+  if (salt == 0) return seed_;
+  HashBuilder h;
+  h.add_pod(seed_).add_pod(salt);
+  return h.finish128();
+}
+
 std::optional<int32_t> KvBlockManager::allocate() {
   if (auto b = pool_.allocate()) return b;
   if (lru_.empty()) return std::nullopt;
@@ -55,7 +62,7 @@ int64_t KvBlockManager::begin_sequence(SequenceBlocks& seq, std::span<const int3
   const int64_t max_blocks = (static_cast<int64_t>(prompt.size()) - 1) / B;
   ++stats_.queries;
   stats_.query_tokens += max_blocks * B;
-  Hash128 parent = seed_;
+  Hash128 parent = root(seq.salt);
   for (int64_t i = 0; i < max_blocks; ++i) {
     const Hash128 h = chain(parent, prompt.subspan(static_cast<size_t>(i * B), static_cast<size_t>(B)));
     const auto it = by_hash_.find(h);
@@ -77,11 +84,11 @@ int64_t KvBlockManager::begin_sequence(SequenceBlocks& seq, std::span<const int3
   return seq.table.num_tokens;
 }
 
-int64_t KvBlockManager::cached_prefix_tokens(std::span<const int32_t> prompt) const {
+int64_t KvBlockManager::cached_prefix_tokens(std::span<const int32_t> prompt, uint64_t salt) const {
   if (!enabled_ || prompt.empty()) return 0;
   const int64_t B = block_size_;
   const int64_t max_blocks = (static_cast<int64_t>(prompt.size()) - 1) / B;
-  Hash128 parent = seed_;
+  Hash128 parent = root(salt);
   int64_t blocks = 0;
   for (; blocks < max_blocks; ++blocks) {
     const Hash128 h = chain(parent, prompt.subspan(static_cast<size_t>(blocks * B), static_cast<size_t>(B)));
@@ -124,7 +131,7 @@ void KvBlockManager::commit(SequenceBlocks& seq, std::span<const int32_t> tokens
   const size_t B = static_cast<size_t>(block_size_);
   const size_t full = std::min(tokens.size() / B, seq.table.blocks.size());
   for (size_t i = seq.hashes.size(); i < full; ++i) {
-    const Hash128 parent = i == 0 ? seed_ : seq.hashes[i - 1];
+    const Hash128 parent = i == 0 ? root(seq.salt) : seq.hashes[i - 1];
     const Hash128 h = chain(parent, tokens.subspan(i * B, B));
     seq.hashes.push_back(h);
     if (!enabled_) continue;

@@ -38,6 +38,9 @@ struct PrefixCacheStats {
 struct SequenceBlocks {
   BlockTable table;
   std::vector<Hash128> hashes;  // hashes[i] for full block i, as far as computed
+  // Mixed into the first block's hash (0: none): sequences share cached blocks only
+  // with sequences of the same salt (a request's cache_salt and its tenant's scope).
+  uint64_t salt = 0;
 };
 
 class KvBlockManager {
@@ -68,8 +71,9 @@ class KvBlockManager {
   // never all of the prompt (its last token must be computed to get logits).
   // Returns the number of prompt tokens already in the cache.
   int64_t begin_sequence(SequenceBlocks& seq, std::span<const int32_t> prompt);
-  // The tokens begin_sequence would find cached for `prompt` now, taking nothing.
-  int64_t cached_prefix_tokens(std::span<const int32_t> prompt) const;
+  // The tokens begin_sequence would find cached for `prompt` (under `salt`) now,
+  // taking nothing.
+  int64_t cached_prefix_tokens(std::span<const int32_t> prompt, uint64_t salt = 0) const;
 
   // Grows the sequence for `n` more positions; false (and no change) on no room.
   bool reserve(SequenceBlocks& seq, int64_t n);
@@ -89,6 +93,8 @@ class KvBlockManager {
   std::optional<int32_t> allocate();
   void drop_reference(int32_t block);
   Hash128 chain(const Hash128& parent, std::span<const int32_t> tokens) const;
+  // The parent of a sequence's first block: the seed, salted.
+  Hash128 root(uint64_t salt) const;
 
   BlockPool pool_;
   int block_size_;

@@ -53,6 +53,27 @@ TEST(KvBlockManagerTest, DifferentSeedNeverMatches) {
   EXPECT_EQ(other.begin_sequence(b, p), 0);
 }
 
+// A salt scopes the prefix cache: same salt shares, another salt or none does not.
+TEST(KvBlockManagerTest, SaltedSequencesShareOnlyWithTheSameSalt) {
+  KvBlockManager m(16, kB, Hash128{1, 1}, true);
+  const std::vector<int32_t> p = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+  SequenceBlocks a;
+  a.salt = 7;
+  m.begin_sequence(a, p);
+  ASSERT_TRUE(m.reserve(a, 9));
+  m.commit(a, p);
+  EXPECT_EQ(m.cached_prefix_tokens(p, 7), 8);
+  EXPECT_EQ(m.cached_prefix_tokens(p, 8), 0);
+  EXPECT_EQ(m.cached_prefix_tokens(p), 0);
+  SequenceBlocks unsalted, other, same;
+  other.salt = 8;
+  same.salt = 7;
+  EXPECT_EQ(m.begin_sequence(unsalted, p), 0);
+  EXPECT_EQ(m.begin_sequence(other, p), 0);
+  EXPECT_EQ(m.begin_sequence(same, p), 8);
+  for (SequenceBlocks* s : {&a, &unsalted, &other, &same}) m.release(*s);
+}
+
 TEST(KvBlockManagerTest, EvictsLeastRecentlyUsedWhenFull) {
   KvBlockManager m(3, kB, Hash128{}, true);
   std::vector<SequenceBlocks> seqs(3);

@@ -1,6 +1,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
+
+#include "base/clock.h"
 
 #include "server/completion_job.h"
 #include "server/endpoints.h"
@@ -22,9 +25,9 @@ std::optional<ApiError> check_model(const ServerContext& ctx, const std::string&
 
 // Tools: the call format of the version's template; the tools for a Jinja template
 // that writes them itself (`template_tools`), else the messages with tools and calls
-// written as text; and the grammar of the answer.
-std::optional<ApiError> prepare_tools(CompletionRequest& r, ServingVersion& v, std::optional<ToolCallFormat>* format,
-                                      Json* template_tools) {
+// written as text; and what the answer's grammar is made of (compiled later).
+void prepare_tools(CompletionRequest& r, ServingVersion& v, std::optional<ToolCallFormat>* format, Json* template_tools,
+                   GrammarSpec* spec) {
   const ToolCallFormat f = tool_call_format_for(v.effective_chat_template());
   const bool history = std::any_of(r.messages.begin(), r.messages.end(),
                                    [](const ChatMessage& m) { return m.role == "tool" || !m.tool_calls.empty(); });
@@ -38,14 +41,10 @@ std::optional<ApiError> prepare_tools(CompletionRequest& r, ServingVersion& v, s
       r.messages = tools_as_text(r.messages, r.tools, f);
     }
   }
-  if (!r.tools.active()) return std::nullopt;
+  if (!r.tools.active()) return;
   *format = f;
-  auto g = tool_call_grammar(r.tools, f);
-  if (!g.ok()) return bad_request(g.status().message(), "tools");
-  auto compiled = v.engine().compile_grammar(std::move(g).value());
-  if (!compiled.ok()) return bad_request("tools: " + compiled.status().message(), "tools");
-  r.params.grammar = std::move(compiled).value();
-  return std::nullopt;
+  spec->tools = r.tools;
+  spec->format = f;
 }
 
 HttpResponse json_response(int status, const Json& body) { return HttpResponse{status, "application/json", dump_json(body), {}}; }
@@ -76,33 +75,89 @@ void apply_generation_defaults(const GenerationDefaults& d, GivenSampling given,
   if (d.top_k && !given.top_k) sp->top_k = *d.top_k;
 }
 
+// The request once its grammar (if any) is compiled: the job that answers it.
+struct PreparedCompletion {
+  CompletionRequest request;
+  VersionPtr version;
+  std::vector<PromptInput> prompts;
+  std::optional<ToolCallFormat> tool_format;
+};
+
+void start_job(ServerContext& ctx, const std::shared_ptr<HttpExchange>& ex, PreparedCompletion p) {
+  auto job = std::make_shared<CompletionJob>(ctx, std::move(p.version), ex, std::move(p.request), std::move(p.prompts),
+                                             p.tool_format);
+  job->start();
+}
+
+// Compiles `spec` on the grammar pool, then starts the job on the exchange's strand.
+// The client hanging up meanwhile cancels the compile (its budget's flag).
+void compile_then_start(ServerContext& ctx, const std::shared_ptr<HttpExchange>& ex, GrammarSpec spec,
+                        std::shared_ptr<PreparedCompletion> p) {
+  struct Flags {
+    std::atomic<bool> cancel{false};
+    std::atomic<bool> client_gone{false};
+  };
+  auto flags = std::make_shared<Flags>();
+  ex->set_on_close([flags] {
+    flags->client_gone.store(true);
+    flags->cancel.store(true);
+  });
+  GrammarPool::CancelFlag cancel(flags, &flags->cancel);
+  const int64_t submitted = now_ns();
+  auto job = [&ctx, ex, flags, spec = std::move(spec), p, submitted]() mutable {
+    GrammarBudget budget = ctx.config.server.grammar_budget;
+    budget.cancel = &flags->cancel;
+    CompileOutcome o = flags->cancel.load() ? CompileOutcome{nullptr, std::nullopt, "cancelled"}
+                                            : compile_spec(spec, p->version->engine(), budget);
+    ctx.grammars().count(o.result, static_cast<double>(now_ns() - submitted) * 1e-9);
+    ex->post([&ctx, ex, flags, p, o = std::move(o)]() mutable {
+      if (flags->client_gone.load()) return;  // nobody to answer
+      if (o.result == "cancelled") {
+        return ex->respond(api_error_response(api_error_from_status(unavailable("the server is shutting down"), true)));
+      }
+      if (o.error) return ex->respond(api_error_response(*o.error));
+      p->request.params.grammar = std::move(o.grammar);
+      start_job(ctx, ex, std::move(*p));
+    });
+  };
+  if (!ctx.grammars().submit(cancel, std::move(job))) {
+    ctx.grammars().count("refused", 0);
+    ApiError e = api_error_from_status(unavailable("too many grammars are compiling; retry later"));
+    e.retry_after_s = 1;
+    ex->respond(api_error_response(e));
+  }
+}
+
 // The rest of a completion once its version is known (on the exchange's strand).
 void start_on(ServerContext& ctx, const std::shared_ptr<HttpExchange>& ex, CompletionRequest r, GivenSampling given,
               Result<VersionPtr> picked) {
   auto fail = [&](const ApiError& e) { ex->respond(api_error_response(e)); };
   if (!picked.ok()) return fail(api_error_from_status(picked.status()));
-  const VersionPtr v = std::move(picked).value();
-  apply_generation_defaults(v->tokenizer().generation_defaults(), given, &r.params.sampling);
+  auto p = std::make_shared<PreparedCompletion>();
+  p->version = std::move(picked).value();
+  ServingVersion& v = *p->version;
+  apply_generation_defaults(v.tokenizer().generation_defaults(), given, &r.params.sampling);
   // The engine's rule for sampling values, now with the model's vocabulary (logit_bias ids)
   // and the model's defaults filled in.
-  if (auto e = r.params.sampling.check(v->engine().vocab_size())) return fail(bad_request(e->message, e->param));
-  if (auto e = check_route(r, *v)) return fail(*e);
-  if (auto e = compile_constraint(r.constraint, v->engine(), &r.params.grammar)) return fail(*e);
-  std::vector<PromptInput> prompts;
-  std::optional<ToolCallFormat> tool_format;
+  if (auto e = r.params.sampling.check(v.engine().vocab_size())) return fail(bad_request(e->message, e->param));
+  if (auto e = check_route(r, v)) return fail(*e);
+  GrammarSpec spec;
+  spec.constraint = r.constraint;
   if (r.kind == ApiKind::kChat) {
     Json template_tools;
-    if (auto e = prepare_tools(r, *v, &tool_format, &template_tools)) return fail(*e);
-    PromptInput p;
-    if (auto e = chat_prompt(r.messages, v->tokenizer(), v->chat_template(), r.add_generation_prompt, &p, template_tools)) {
+    prepare_tools(r, v, &p->tool_format, &template_tools, &spec);
+    PromptInput prompt;
+    if (auto e = chat_prompt(r.messages, v.tokenizer(), v.chat_template(), r.add_generation_prompt, &prompt,
+                             template_tools)) {
       return fail(*e);
     }
-    prompts.push_back(std::move(p));
-  } else if (auto e = completion_prompts(r.prompts, v->tokenizer(), !r.split_special_tokens, &prompts)) {
+    p->prompts.push_back(std::move(prompt));
+  } else if (auto e = completion_prompts(r.prompts, v.tokenizer(), !r.split_special_tokens, &p->prompts)) {
     return fail(*e);
   }
-  auto job = std::make_shared<CompletionJob>(ctx, v, ex, std::move(r), std::move(prompts), tool_format);
-  job->start();
+  p->request = std::move(r);
+  if (spec.empty()) return start_job(ctx, ex, std::move(*p));
+  compile_then_start(ctx, ex, std::move(spec), std::move(p));
 }
 
 }  // namespace
@@ -118,6 +173,7 @@ void handle_completions(ServerContext& ctx, const HttpRequest& req, std::shared_
   r->rater = rater_id(authorization);
   if (ctx.review_excluded.enabled() && !ctx.review_excluded.check(authorization)) r->review = false;
   if (ctx.draining()) return fail(api_error_from_status(unavailable("the server is shutting down"), true));
+  r->params.cache_salt = ctx.cache_salt(req.header("authorization"), r->cache_salt);
   // During a drain-and-swap deploy the version set holds the request; its answer then
   // comes on the deployer's thread and is posted back to this connection's strand.
   const GivenSampling given = given_sampling(body);

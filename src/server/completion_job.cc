@@ -60,7 +60,25 @@ std::optional<ApiError> CompletionJob::validate_prompts() const {
                          e->context_exceeded ? "context_length_exceeded" : "");
     }
   }
-  return std::nullopt;
+  return check_response_bound();  // the prompts fit: choice_params() may run
+}
+
+std::optional<ApiError> CompletionJob::check_response_bound() const {
+  if (request_.stream) return std::nullopt;  // paced by the client's reading
+  const int64_t limit = ctx_.config.server.max_response_bytes;
+  const size_t longest = version_->tokenizer().max_piece_bytes();
+  int64_t bound = 0;
+  for (int pi = 0; pi < static_cast<int>(prompts_.size()); ++pi) {
+    const size_t echo = request_.echo ? prompts_[static_cast<size_t>(pi)].text.size() : 0;
+    const int64_t max_tokens = choice_params(pi, 0).max_tokens;
+    bound += request_.n * choice_bytes_bound(max_tokens, request_.logprobs ? request_.top_logprobs : -1, longest, echo);
+  }
+  if (bound <= limit) return std::nullopt;
+  return bad_request(fmt::format("this answer could take up to {} bytes (n={}, max_tokens, logprobs={}), more than "
+                                 "the server's max_response_bytes ({}); lower n, max_tokens or logprobs, or set "
+                                 "\"stream\": true",
+                                 bound, request_.n, request_.logprobs ? request_.top_logprobs : 0, limit),
+                     "max_tokens", "response_too_large");
 }
 
 RequestParams CompletionJob::choice_params(int prompt_index, int n_index) const {
@@ -388,13 +406,22 @@ void CompletionJob::complete() {
       }
       results.push_back(std::move(r));
     }
-    if (!results.empty()) exchange_->respond(HttpResponse{200, "application/json",
-                                                          dump_json(whole_response(meta_, version_->tokenizer(), results, usage())),
-                                                          version_headers()});
+    if (!results.empty()) respond_whole(results);
   }
   ctx_.request_finished();
   counted_ = false;
   self_.reset();  // may release this job; nothing runs after it
+}
+
+void CompletionJob::respond_whole(const std::vector<ChoiceResult>& results) {
+  std::string body = dump_json(whole_response(meta_, version_->tokenizer(), results, usage()));
+  const int64_t limit = ctx_.config.server.max_response_bytes;
+  if (static_cast<int64_t>(body.size()) > limit) {  // check_response_bound() is an upper bound: never expected
+    exchange_->respond(api_error_response(internal_api_error(
+        fmt::format("the answer took {} bytes, more than max_response_bytes ({})", body.size(), limit))));
+    return;
+  }
+  exchange_->respond(HttpResponse{200, "application/json", std::move(body), version_headers()});
 }
 
 void CompletionJob::cancel_all() {

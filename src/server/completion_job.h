@@ -69,6 +69,9 @@ class CompletionJob : public std::enable_shared_from_this<CompletionJob> {
   };
 
   std::optional<ApiError> validate_prompts() const;
+  // Non-streamed: a 400 naming max_response_bytes when the answer's upper bound
+  // (choice_bytes_bound) passes it, so that no answer is cut after its compute.
+  std::optional<ApiError> check_response_bound() const;
   std::optional<ApiError> submit_all();
   RequestParams choice_params(int prompt_index, int n_index) const;
   void schedule_pump();
@@ -90,6 +93,7 @@ class CompletionJob : public std::enable_shared_from_this<CompletionJob> {
   // At the end: the request may be rated (feedback), and a drawn one is written to the
   // review log.
   void record_for_review();
+  void respond_whole(const std::vector<ChoiceResult>& results);
   void cancel_all();
   UsageTotals usage() const;
   HttpHeaders version_headers() const;

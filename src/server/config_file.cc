@@ -131,6 +131,7 @@ ConfigKey swap_key() {
 }
 
 #define SRV(field) [](ServeConfig& c) -> auto& { return c.server.field; }
+#define GRM(field) [](ServeConfig& c) -> auto& { return c.server.grammar_budget.field; }
 #define ENG(field) [](ServeConfig& c) -> auto& { return c.engine.field; }
 #define BAT(field) [](ServeConfig& c) -> auto& { return c.engine.batching.field; }
 #define KV(field) [](ServeConfig& c) -> auto& { return c.engine.kv.field; }
@@ -235,6 +236,25 @@ std::vector<ConfigKey> make_keys() {
               SRV(shutdown_delay_s)),
       num_key("shutdown_timeout", "Seconds in-flight requests get to finish on SIGTERM", SRV(shutdown_timeout_s)),
       str_key("chat_template", "Chat template name, Jinja source or \"plain\" (default: the model's)", SRV(chat_template)),
+      int_key("grammar_threads", "Threads that compile output grammars (regex, grammar, schemas, tools)",
+              SRV(grammar_threads), 1, 64),
+      int_key("grammar_queue", "Grammar compiles that may wait for a thread (beyond: 503)", SRV(grammar_queue), 0, kBig),
+      i64_key("grammar_compile_work", "Work units a grammar's compile may take (beyond: 400; 0: no limit)",
+              GRM(compile_work), ConfigType::kInt),
+      num_key("grammar_compile_seconds", "Seconds a grammar's compile may take (beyond: 400; 0: no limit)",
+              GRM(compile_seconds)),
+      i64_key("grammar_max_return_points", "Return points of a grammar's rules, its expanded size (0: no limit)",
+              GRM(max_return_points), ConfigType::kInt),
+      i64_key("grammar_mask_work", "Work units one token mask may take (beyond: finish reason error; 0: no limit)",
+              GRM(mask_work), ConfigType::kInt),
+      num_key("grammar_mask_seconds", "Seconds one token mask may take (0: no limit)", GRM(mask_seconds)),
+      i64_key("max_response_bytes",
+              "Upper bound of a whole (non-streamed) answer, from n, max_tokens and logprobs; beyond: 400 before "
+              "compute",
+              SRV(max_response_bytes), ConfigType::kBytes),
+      str_key("prefix_cache_scope",
+              "With API keys: key (each key's prefix-cache entries are its own) or global (shared)",
+              SRV(prefix_cache_scope)),
       chat_template_file_key(),
       batching_key(),
       int_key("max_batch_tokens", "Tokens per forward pass (decodes + prefill chunks)", BAT(max_batch_tokens), 1, kBig),
@@ -326,6 +346,7 @@ std::vector<ConfigKey> make_keys() {
 }
 
 #undef SRV
+#undef GRM
 #undef ENG
 #undef BAT
 #undef KV

@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <thread>
@@ -61,6 +62,9 @@ HttpServerOptions transport_options(const ServerConfig& sc) {
   o.body_timeout_s = sc.body_timeout_s;
   o.stall_timeout_s = sc.stream_stall_timeout_s;
   o.stream_buffer_bytes = sc.stream_buffer_bytes;
+  // A whole answer is at most max_response_bytes (CompletionJob refuses larger ones
+  // before compute), so the transport's cap on unsent bytes never cuts one.
+  o.max_buffered_bytes = std::max<int64_t>(o.max_buffered_bytes, sc.max_response_bytes + (1 << 20));
   o.max_connections = sc.max_connections;
   o.max_connections_per_client = sc.max_connections_per_client;
   return o;
@@ -180,6 +184,7 @@ void LlmServer::shutdown() {
     log_info("shutdown: {} requests still running after {} s; cancelling them", ctx_->active_requests(),
              config_.server.shutdown_timeout_s);
   }
+  ctx_->grammars().stop();  // cancels the compiles still running; none posts to a stopped server
   for (const VersionPtr& v : loaded) v->stop();  // ends what is left "cancelled"; their clients are told so
   ctx_->wait_idle(now_ns() + static_cast<int64_t>(kCancelFlushSeconds * 1e9));
   http_->stop(kCancelFlushSeconds);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <initializer_list>
 #include <limits>
 
 namespace llms {
@@ -21,15 +22,42 @@ std::string string_or_empty(const Json& obj, const char* key) {
   return it != obj.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
-// Parameters of the OpenAI API this server does not implement: refused when set, so
-// a client never silently gets something other than what it asked for.
+// Fields this server does not implement whose value would change what the answer
+// means (docs/api.md, "Unknown fields"): refused with a 400 naming the field when set
+// to anything but null or their neutral values, so that a client never silently gets
+// something other than what it asked for. Fields not listed and not known are ignored.
+struct UnsupportedField {
+  const char* key;
+  std::initializer_list<const char*> neutral;  // JSON texts of the values that change nothing
+};
+
+constexpr const char* kEmptyList = "[]";
+constexpr const char* kEmptyObject = "{}";
+
+const std::initializer_list<UnsupportedField>& unsupported_fields() {
+  static const std::initializer_list<UnsupportedField> fields = {
+      // OpenAI.
+      {"functions", {kEmptyList}}, {"function_call", {"\"\"", "\"none\""}}, {"suffix", {"\"\""}},
+      {"prediction", {}}, {"audio", {}}, {"modalities", {kEmptyList, "[\"text\"]"}}, {"web_search_options", {}},
+      // vLLM's chat templating (vLLM's structured outputs are honoured: structured_outputs.h).
+      {"chat_template_kwargs", {kEmptyObject}}, {"continue_final_message", {"false"}}, {"chat_template", {}},
+      // vLLM's sampling extensions.
+      {"min_tokens", {"0"}}, {"stop_token_ids", {kEmptyList}}, {"bad_words", {kEmptyList}},
+      {"allowed_token_ids", {}}, {"prompt_logprobs", {}}, {"use_beam_search", {"false"}}, {"length_penalty", {"1", "1.0"}},
+      {"include_stop_str_in_output", {"false"}}, {"skip_special_tokens", {"true"}},
+      {"spaces_between_special_tokens", {"true"}}, {"truncate_prompt_tokens", {}}, {"logits_processors", {kEmptyList}},
+      {"return_tokens_as_token_ids", {"false"}}, {"documents", {kEmptyList}}, {"mm_processor_kwargs", {kEmptyObject}},
+  };
+  return fields;
+}
+
 std::optional<ApiError> refuse_unsupported(const Json& b, ApiKind kind) {
-  for (const char* key : {"functions", "function_call", "suffix", "prediction", "audio", "modalities",
-                          "web_search_options"}) {
-    if (has_field(b, key) && !(b.at(key).is_array() && b.at(key).empty()) && !(b.at(key).is_string() &&
-                                                                              b.at(key).get<std::string>().empty())) {
-      return bad_request(fmt::format("'{}' is not supported by this server", key), key);
-    }
+  for (const UnsupportedField& f : unsupported_fields()) {
+    if (!has_field(b, f.key)) continue;
+    const Json& v = b.at(f.key);
+    if (std::any_of(f.neutral.begin(), f.neutral.end(), [&](const char* n) { return v == Json::parse(n); })) continue;
+    return bad_request(fmt::format("'{}' is not supported by this server (docs/api.md, \"Unknown fields\")", f.key),
+                       f.key);
   }
   int64_t best_of = 1;
   LLMS_API_TRY(read_int(b, "best_of", 1, kMaxChoices, &best_of));
@@ -269,6 +297,10 @@ std::optional<ApiError> read_extensions(const Json& b, CompletionRequest* r) {
   if (has_field(b, "timeout") && timeout <= 0) return bad_request("'timeout' must be > 0 seconds", "timeout");
   p.timeout_s = timeout;
   LLMS_API_TRY(read_slo(b, &p.slo));
+  LLMS_API_TRY(read_string(b, "cache_salt", &r->cache_salt));
+  if (has_field(b, "cache_salt") && r->cache_salt.empty()) {
+    return bad_request("'cache_salt' must be a non-empty string", "cache_salt");
+  }
   std::string lane;
   LLMS_API_TRY(read_string(b, "lane", &lane));
   if (lane == "batch") {

@@ -64,6 +64,7 @@ struct CompletionRequest {
   std::string precision;              // "" or "auto": the router's choice; else a precision variant's name
   bool review = true;                 // "review": false keeps it out of the review log
   std::string rater;                  // who asked: a digest of the Authorization header (feedback)
+  std::string cache_salt;             // vLLM's: prefix-cache blocks shared only with the same salt ("": none)
 };
 
 // Limits on what one HTTP request may ask for.

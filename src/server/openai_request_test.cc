@@ -195,5 +195,37 @@ TEST(OpenAiRequestTest, ConstraintErrorsNameTheParameter) {
             "logit_bias: 'logit_bias' values must be numbers in [-100, 100] (token 3)");
 }
 
+// docs/api.md, "Unknown fields": unsupported fields that change the answer are a 400
+// naming them, unless null or neutral; other unknown fields are ignored.
+TEST(OpenAiRequestTest, UnknownFieldsPolicy) {
+  for (const char* f : {R"("chat_template_kwargs":{"x":1})", R"("continue_final_message":true)", R"("min_tokens":3)",
+                        R"("stop_token_ids":[2])", R"("skip_special_tokens":false)", R"("length_penalty":2)"}) {
+    CompletionRequest r;
+    const std::string body = std::string(R"({"prompt":"x",)") + f + "}";
+    auto e = parse(body.c_str(), ApiKind::kCompletion, &r);
+    ASSERT_TRUE(e) << body;
+    EXPECT_EQ(e->status, 400);
+    const std::string key = std::string(f).substr(1, std::string(f).find('"', 1) - 1);
+    EXPECT_EQ(e->param, key) << body;
+  }
+  CompletionRequest r;
+  auto e = parse(R"({"prompt":"x","guided_json":null,"chat_template_kwargs":{},"continue_final_message":false,
+      "min_tokens":0,"stop_token_ids":[],"skip_special_tokens":true,"length_penalty":1.0,"store":true,
+      "metadata":{"a":"b"},"some_vendor_field":[1,2]})",
+                 ApiKind::kCompletion, &r);
+  EXPECT_FALSE(e) << e->message;
+}
+
+TEST(OpenAiRequestTest, CacheSalt) {
+  CompletionRequest r;
+  ASSERT_FALSE(parse(R"({"prompt":"x","cache_salt":"tenant-1"})", ApiKind::kCompletion, &r));
+  EXPECT_EQ(r.cache_salt, "tenant-1");
+  for (const char* bad : {R"({"prompt":"x","cache_salt":""})", R"({"prompt":"x","cache_salt":3})"}) {
+    auto e = parse(bad, ApiKind::kCompletion, &r);
+    ASSERT_TRUE(e) << bad;
+    EXPECT_EQ(e->param, "cache_salt");
+  }
+}
+
 }  // namespace
 }  // namespace llms

@@ -1,5 +1,7 @@
 #include "server/openai_response.h"
 
+#include <algorithm>
+
 namespace llms {
 namespace {
 
@@ -74,6 +76,17 @@ Json logprobs_json(ApiKind kind, const Tokenizer& tok, const std::vector<TokenLo
   }
   return Json{{"tokens", std::move(tokens)}, {"token_logprobs", std::move(lps)}, {"top_logprobs", std::move(tops)},
               {"text_offset", std::move(offsets)}};
+}
+
+int64_t choice_bytes_bound(int64_t max_tokens, int top_logprobs, size_t max_piece_bytes, size_t prefix_bytes) {
+  // Per token: its text escaped, plus room for tool-call ids and names (48 bytes).
+  // Per logprob entry (chat's is the larger): the token escaped, its "bytes" array (4
+  // bytes per byte), keys, a float and punctuation (96 bytes).
+  constexpr int64_t kEscape = 6, kPerToken = 48, kPerChoice = 512, kPerEntry = 96, kBytesArray = 4;
+  const auto L = static_cast<int64_t>(max_piece_bytes);
+  int64_t per_token = kEscape * L + kPerToken;
+  if (top_logprobs >= 0) per_token += (top_logprobs + 1) * ((kEscape + kBytesArray) * L + kPerEntry);
+  return kPerChoice + kEscape * static_cast<int64_t>(prefix_bytes) + std::max<int64_t>(0, max_tokens) * per_token;
 }
 
 Json tool_call_json(const ToolCallResult& c) {

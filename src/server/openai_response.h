@@ -53,6 +53,14 @@ struct ChoiceResult {
   std::vector<ToolCallResult> tool_calls;
 };
 
+// An upper bound, in bytes, of one choice of a whole (non-streamed) response, before
+// compute: every token taking the vocabulary's longest text (max_piece_bytes) with
+// every byte JSON-escaped (6 bytes at most), and with logprobs its chosen and
+// top_logprobs alternatives each written in full (chat's "bytes" arrays included).
+// `prefix_bytes`: text the choice starts with (echo).
+int64_t choice_bytes_bound(int64_t max_tokens, int top_logprobs_or_minus1, size_t max_piece_bytes,
+                           size_t prefix_bytes);
+
 struct UsageTotals {
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;

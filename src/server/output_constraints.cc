@@ -22,16 +22,31 @@ std::optional<ApiError> constraint_grammar(const OutputConstraint& c, std::share
   return std::nullopt;
 }
 
-std::optional<ApiError> compile_constraint(const OutputConstraint& c, Engine& engine,
-                                           std::shared_ptr<const CompiledGrammar>* out) {
-  *out = nullptr;
+CompileOutcome compile_spec(const GrammarSpec& spec, Engine& engine, const GrammarBudget& budget) {
+  CompileOutcome o;
   std::shared_ptr<const Grammar> g;
-  if (auto e = constraint_grammar(c, &g)) return e;
-  if (!g) return std::nullopt;
-  auto compiled = engine.compile_grammar(std::move(g));
-  if (!compiled.ok()) return bad_request(fmt::format("'{}': {}", c.param, compiled.status().message()), c.param);
-  *out = std::move(compiled).value();
-  return std::nullopt;
+  const std::string param = spec.tools ? "tools" : spec.constraint.param;
+  if (spec.tools) {
+    auto tg = tool_call_grammar(*spec.tools, spec.format);
+    if (!tg.ok()) o.error = bad_request(tg.status().message(), "tools");
+    if (tg.ok()) g = std::move(tg).value();
+  } else {
+    o.error = constraint_grammar(spec.constraint, &g);
+  }
+  if (o.error || !g) {
+    o.result = o.error ? "invalid" : "ok";
+    return o;
+  }
+  auto compiled = engine.compile_grammar(std::move(g), budget);
+  if (compiled.ok()) {
+    o.grammar = std::move(compiled).value();
+    return o;
+  }
+  const StatusCode code = compiled.status().code();
+  o.result = code == StatusCode::kCancelled ? "cancelled" : code == StatusCode::kResourceExhausted ? "over_budget" : "invalid";
+  o.error = bad_request(fmt::format("'{}': {}", param, compiled.status().message()), param,
+                        code == StatusCode::kResourceExhausted ? "grammar_budget_exceeded" : "");
+  return o;
 }
 
 }  // namespace llms

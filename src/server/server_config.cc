@@ -38,6 +38,19 @@ Status ServerConfig::validate() const {
     return bad("protect_metrics", "needs an API key (api_key or api_key_file)");
   }
   LLMS_RETURN_IF_ERROR(validate_browser_settings(*this));
+  if (grammar_threads < 1 || grammar_threads > 64) return bad("grammar_threads", "must be in 1..64");
+  if (grammar_queue < 0) return bad("grammar_queue", "must be >= 0");
+  if (max_response_bytes < (1 << 20)) return bad("max_response_bytes", "must be >= 1 MiB");
+  if (prefix_cache_scope != "key" && prefix_cache_scope != "global") {
+    return bad("prefix_cache_scope", "must be key or global, not \"" + prefix_cache_scope + "\"");
+  }
+  const GrammarBudget& g = grammar_budget;
+  if (g.max_return_points < 0 || g.compile_work < 0 || g.point_work < 0 || g.mask_work < 0) {
+    return bad("grammar_*_work", "budgets must be >= 0 (0: no limit)");
+  }
+  if (!(g.compile_seconds >= 0 && g.point_seconds >= 0 && g.mask_seconds >= 0)) {
+    return bad("grammar_*_seconds", "budgets must be >= 0 (0: no limit)");
+  }
   if (!(shutdown_timeout_s >= 0)) return bad("shutdown_timeout", "must be >= 0");
   if (!(shutdown_delay_s >= 0 && shutdown_delay_s <= 3600)) return bad("shutdown_delay", "must be between 0 and 3600 seconds");
   return ok_status();

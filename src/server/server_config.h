@@ -12,6 +12,7 @@
 #include "base/status.h"
 #include "deploy/deployer.h"
 #include "engine/engine_config.h"
+#include "grammar/grammar_budget.h"
 #include "serving/precision_policy.h"
 
 namespace llms {
@@ -56,6 +57,17 @@ struct ServerConfig {
   int64_t review_seed = 0;           // seed of the sampling (0: random)
   std::string feedback_scale = "thumbs";  // ratings: thumbs (-1, 0, 1) or stars (1..5)
   int feedback_recent = 100000;      // request ids that can still be rated
+  // Output grammars (regex, grammar, response_format, tools) compile on their own
+  // threads, never the I/O threads; requests beyond the queue get 503.
+  int grammar_threads = 2;
+  int grammar_queue = 64;            // compiles waiting for a thread
+  GrammarBudget grammar_budget;      // past it: 400 naming the limit (its cancel flag is per request)
+  // A whole (non-streamed) answer's upper bound, from n, max_tokens and logprobs:
+  // past it the request is refused before compute (400); streams are not bounded.
+  int64_t max_response_bytes = 64 << 20;
+  // With API keys: "key" keeps each key's prefix-cache (and result-cache) entries to
+  // itself; "global" shares them across keys. cache_salt scopes them further.
+  std::string prefix_cache_scope = "key";
 
   Status validate() const;
 };

@@ -2,10 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <random>
 
 #include "base/clock.h"
+#include "base/hash.h"
 #include "server/vllm_metrics.h"
 
 namespace llms {
@@ -25,6 +27,27 @@ ServerContext::ServerContext(VersionSet& v, Deployer& d, const ServeConfig& c, R
                r) {
   std::random_device rd;
   id_salt_ = (static_cast<uint64_t>(rd()) << 32) | rd();
+  scope_secret_ = (static_cast<uint64_t>(rd()) << 32) | rd();
+  grammars_ = std::make_unique<GrammarPool>(c.server.grammar_threads, c.server.grammar_queue, r);
+}
+
+uint64_t ServerContext::cache_salt(std::string_view authorization, std::string_view salt) const {
+  const ServerConfig& s = config.server;
+  const bool per_key = (!s.api_key.empty() || !s.api_key_file.empty()) && s.prefix_cache_scope == "key";
+  std::string_view key;
+  if (per_key) {
+    // The router let the request in, so the header is "Bearer KEY" (any case, spaces around).
+    key = authorization;
+    while (!key.empty() && (key.front() == ' ' || key.front() == '\t')) key.remove_prefix(1);
+    key.remove_prefix(std::min<size_t>(key.size(), 7));
+    while (!key.empty() && (key.front() == ' ' || key.front() == '\t')) key.remove_prefix(1);
+    while (!key.empty() && (key.back() == ' ' || key.back() == '\t')) key.remove_suffix(1);
+  }
+  if (key.empty() && salt.empty()) return 0;
+  HashBuilder h;
+  h.add_pod(scope_secret_).add_pod(key.size()).add(key).add(salt);
+  const uint64_t v = h.finish64();
+  return v == 0 ? 1 : v;
 }
 
 std::string ServerContext::render_metrics() const {

@@ -10,14 +10,17 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 
 #include "deploy/deployer.h"
 #include "deploy/feedback.h"
 #include "deploy/version_set.h"
 #include "metrics/metrics.h"
 #include "server/server_config.h"
+#include "server/grammar_pool.h"
 #include "server/http_metrics.h"
 #include "server/api_keys.h"
 #include "server/review_log.h"
@@ -48,6 +51,14 @@ class ServerContext {
   // A fresh response id: prefix + 24 hex digits.
   std::string next_id(const char* prefix);
 
+  GrammarPool& grammars() { return *grammars_; }
+
+  // A request's prefix-cache salt (RequestParams::cache_salt): its `cache_salt` field
+  // and, with API keys and prefix_cache_scope "key", the key its Authorization header
+  // carries, hashed with a secret of this process; 0 when neither applies (the shared
+  // scope).
+  uint64_t cache_salt(std::string_view authorization, std::string_view cache_salt) const;
+
   void set_draining() { draining_.store(true); }
   bool draining() const { return draining_.load(); }
   // Shutting down but still serving (shutdown_delay): /ready says 503 so that load
@@ -66,6 +77,8 @@ class ServerContext {
   std::atomic<bool> leaving_{false};
   std::atomic<uint64_t> next_id_{1};
   uint64_t id_salt_;
+  uint64_t scope_secret_;
+  std::unique_ptr<GrammarPool> grammars_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   int active_ = 0;

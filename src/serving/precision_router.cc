@@ -152,7 +152,9 @@ Status PrecisionRouter::attach(const std::shared_ptr<Routed>& r, int v, double* 
   Engine& engine = *variants_[static_cast<size_t>(v)].engine;
   // A grammar is joined with one engine's vocabulary: this engine's (its cache keeps one per grammar).
   if (p.grammar) {
-    LLMS_ASSIGN_OR_RETURN(p.grammar, engine.compile_grammar(p.grammar->grammar_ptr()));
+    GrammarBudget budget = p.grammar->budget();  // the server's limits, as the first compile had them
+    budget.cancel = nullptr;
+    LLMS_ASSIGN_OR_RETURN(p.grammar, engine.compile_grammar(p.grammar->grammar_ptr(), budget));
   }
   const int64_t prompt_tokens = static_cast<int64_t>(p.prompt.size());
   auto h = engine.submit(std::move(p), retry_after_s);

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 
 #include "base/log.h"
@@ -157,6 +158,10 @@ void Tokenizer::build_pieces() {
           byte_level_decode(t.text, &piece);
         }
     }
+  }
+  max_piece_bytes_ = 0;
+  for (size_t id = 0; id < vocab_.tokens.size(); ++id) {
+    max_piece_bytes_ = std::max({max_piece_bytes_, pieces_[id].size(), vocab_.tokens[id].text.size()});
   }
 }
 

@@ -95,6 +95,9 @@ class Tokenizer {
   int32_t find_token(std::string_view text) const { return vocab_.find(text); }
 
   int32_t vocab_size() const { return vocab_.size(); }
+  // The most bytes one token's text can take (its piece, or its vocabulary text when
+  // rendered): what bounds the size of an answer of N tokens.
+  size_t max_piece_bytes() const { return max_piece_bytes_; }
   bool is_valid_id(int32_t id) const { return vocab_.valid_id(id); }
   int32_t bos_id() const { return vocab_.bos_id; }
   int32_t eos_id() const { return vocab_.eos_id; }
@@ -143,6 +146,7 @@ class Tokenizer {
   SpecialTokenMatcher user_defined_;  // matched in every input
   SpecialTokenMatcher special_;       // matched with parse_special (control + user-defined + unknown)
   std::vector<std::string> pieces_;   // decoded bytes of each id
+  size_t max_piece_bytes_ = 0;        // the longest of pieces_ and the vocabulary's texts
   std::vector<uint8_t> end_of_generation_;
 };
 
