@@ -16,6 +16,7 @@
 #include "base/clock.h"
 #include "deploy/model_root.h"
 #include "io/gguf_file.h"
+#include "deploy_test_util.h"
 #include "server_test_util.h"
 #include "tools/quantizer.h"
 #include "tools/synthetic.h"
@@ -24,17 +25,6 @@ namespace llms::test {
 namespace {
 
 namespace fs = std::filesystem;
-
-constexpr const char* kToken = "a-token-of-twenty-chars";
-
-std::string temp_path(const std::string& name) {
-  return ::testing::TempDir() + "/" + std::to_string(getpid()) + "_deploy_" + name;
-}
-
-std::string write_text(const std::string& path, const std::string& text) {
-  std::ofstream(path) << text;
-  return path;
-}
 
 // Files for the candidates: a Q8_0 copy, a truncated copy, a copy whose FFN weights
 // are overwritten, and a model with another vocabulary.
@@ -69,37 +59,6 @@ const Candidates& candidates() {
     return k;
   }();
   return c;
-}
-
-struct Root {
-  std::string dir;
-  ModelRoot root;
-};
-
-Root make_root(const std::string& name) {
-  const std::string dir = temp_path(name);
-  fs::remove_all(dir);
-  Root r{dir, ModelRoot::open(dir, true).value()};
-  EXPECT_TRUE(r.root.install("v1", stories_path(), true).ok());
-  EXPECT_TRUE(r.root.switch_to("v1").ok());
-  return r;
-}
-
-std::unique_ptr<LlmServer> start_on_root(const std::string& dir, const std::function<void(ServeConfig&)>& tweak = {}) {
-  const std::string token = write_text(temp_path("token"), std::string(kToken) + "\n");
-  return start_server("", [&](ServeConfig& c) {
-    c.server.model_path.clear();
-    c.server.model_root = dir;
-    c.server.admin_token_file = token;
-    c.engine.kv.cache_bytes = 8 << 20;
-    if (tweak) tweak(c);
-  });
-}
-
-const Headers kAuth = {{"Authorization", std::string("Bearer ") + kToken}};
-
-HttpResult admin(int port, const std::string& action, const Json& body = Json::object()) {
-  return http_post(port, "/admin/" + action, body, kAuth);
 }
 
 // Eight clients streaming completions until stopped; each records what it got.

@@ -72,13 +72,13 @@ Deployer::Deployer(std::unique_ptr<ModelRoot> root, VersionSet& versions, Deploy
       pool_(config_.threads) {}
 
 Deployer::~Deployer() {
-  monitor_.reset();  // its thread wakes this one
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
   }
   cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
+  if (thread_.joinable()) thread_.join();  // it reads the monitor: stopped first
+  monitor_.reset();
 }
 
 void Deployer::start() {

@@ -101,9 +101,10 @@ std::vector<CanarySignal> Deployer::canary_signals(ServingVersion& cand, Serving
   const CanaryAutoConfig& c = config_.canary_auto;
   const TrafficStreams a = cand.sampler() ? cand.sampler()->streams() : TrafficStreams{};
   const TrafficStreams b = stable.sampler() ? stable.sampler()->streams() : TrafficStreams{};
-  const PairQuality q = monitor_ ? monitor_->pair() : PairQuality{};
+  PairQuality q = monitor_ ? monitor_->pair() : PairQuality{};
+  if (q.stable != stable.name() || q.candidate != cand.name()) q = {};  // not scored yet: undecided
   std::vector<CanarySignal> signals;
-  if (q.stable == stable.name() && q.candidate == cand.name() && config_.cross.share > 0) {
+  if (config_.cross.share > 0) {  // else judged on errors, latency and abnormal outputs alone
     signals.push_back({"quality", q.candidate_nll, q.stable_nll, c.max_nll_increase, false, c.min_samples});
   }
   signals.push_back({"errors", a.errors, b.errors, c.max_error_rate_increase, false, c.min_samples});
@@ -119,6 +120,7 @@ void Deployer::decide_canary() {
   const std::vector<CanarySignal> signals = canary_signals(*cand, *cur);
   const CanaryVerdict v = judge_canary(signals, c.alpha);
   const int64_t n = cand->sampler() ? cand->sampler()->streams().errors.n : 0;  // its finished requests
+  log_debug("canary {} after {} requests: {}; {}", cand->name(), n, verdict_name(v.verdict), v.figures);
   if (v.verdict == Verdict::kWorse) {
     if (!abort_canary().ok()) return;
     count_decision("aborted", v.reason);

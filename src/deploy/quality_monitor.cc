@@ -43,7 +43,7 @@ PairQuality QualityMonitor::pair() const {
 void QualityMonitor::thread_main() {
   // The lowest CPU priority for this thread alone (Linux: nice is per thread): served
   // requests' threads always go first.
-  if (setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 19) != 0) {
+  if (setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), config_.nice) != 0) {
     log_warn("quality monitor: could not lower its priority");
   }
   last_ns_ = now_ns();
@@ -119,6 +119,7 @@ bool QualityMonitor::score_one(ServingVersion& writer, ServingVersion& other, bo
   m.cross_perplexity.set(std::exp(nll_sum_[i] / static_cast<double>(tokens_[i])));
   m.cross_kl.set(kl_sum_[i] / static_cast<double>(tokens_[i]));
   m.scored_tokens.inc(n);
+  m.scored_outputs.inc();
   if (writer_is_candidate && config_.max_cross_perplexity > 0 && std::exp(r->nll_other) > config_.max_cross_perplexity) {
     writer.engine().count_abnormal_output("cross_perplexity");
   }

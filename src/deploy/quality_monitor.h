@@ -2,8 +2,10 @@
 // TrafficSampler (traffic_sampler.h) sets aside a share of its finished requests; the
 // monitor's thread scores the candidate's samples teacher-forced by the stable version
 // and the stable version's by the candidate (cross_score.h), within a budget of tokens
-// per second, at the lowest CPU priority (nice 19, one thread of its own): it takes
-// the cores only when the engines leave them idle, and the budget bounds it even then.
+// per second, at the lowest CPU priority (nice 19 by default, one thread of its own):
+// it takes the cores only when the engines leave them idle, and the budget bounds it
+// even then. Under sustained saturation it falls behind: samples wait (at most 64 per
+// version, then new ones are dropped) and the canary's quality signal stays undecided.
 //
 // What it publishes, per version (the version's registry, so /metrics labels them):
 //   llmserve_quality_cross_perplexity  exp(mean NLL per output token) of the version's
@@ -11,7 +13,8 @@
 //   llmserve_quality_cross_kl          mean KL(version || other) on those outputs
 //   llmserve_quality_stable_nll        mean NLL per output token of the version's outputs
 //                                      under the stable model (the canary's quality signal)
-//   llmserve_quality_scored_tokens_total  output tokens scored
+//   llmserve_quality_scored_tokens_total, llmserve_quality_scored_outputs_total
+//   llmserve_quality_samples_pending      sampled outputs waiting to be scored
 // and counts a candidate's output whose perplexity under the stable model is above the
 // bound as abnormal (kind cross_perplexity). The streams start over when the pair
 // (stable, candidate) changes.
@@ -38,6 +41,7 @@ struct CrossScoringConfig {
   double share = 0.25;               // of each version's completed requests, while a canary runs (0: off)
   double tokens_per_s = 4000;        // teacher-forced tokens (both models' runs) per second, at most
   double max_cross_perplexity = 0;   // a candidate output above it is abnormal (0: off)
+  int nice = 19;                     // the scoring thread's CPU priority (19: the lowest)
 };
 
 // The quality signal of the pair the monitor compares now.

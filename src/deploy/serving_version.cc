@@ -19,7 +19,10 @@ VersionQualityMetrics::VersionQualityMetrics(Registry& r)
                        "Mean KL(version || other version) on the version's sampled outputs, nats per token.")),
       stable_nll(r.gauge("llmserve_quality_stable_nll",
                          "Mean NLL per output token of the version's sampled outputs under the stable version.")),
-      scored_tokens(r.counter("llmserve_quality_scored_tokens_total", "Output tokens of the version cross-scored.")) {}
+      scored_tokens(r.counter("llmserve_quality_scored_tokens_total", "Output tokens of the version cross-scored.")),
+      scored_outputs(r.counter("llmserve_quality_scored_outputs_total", "Outputs of the version cross-scored.")),
+      samples_pending(r.gauge("llmserve_quality_samples_pending",
+                              "Sampled outputs of the version waiting to be cross-scored.")) {}
 
 ServingVersion::ServingVersion(std::string name, std::string path, VersionMeta meta)
     : name_(std::move(name)),
@@ -58,7 +61,7 @@ Result<std::shared_ptr<ServingVersion>> ServingVersion::load(const VersionLoadOp
                                                       o.settings.precision ? *o.settings.precision : kNoVariants,
                                                       o.settings.kv_events, *v->registry_, [&](Engine& e) {
                                                         v->sampler_ = static_cast<TrafficSampler*>(&e.add_observer(
-                                                            std::make_unique<TrafficSampler>(o.settings.sample_share)));
+                                                            std::make_unique<TrafficSampler>(o.settings.sample_share, &v->quality_.samples_pending)));
                                                       }));
   LLMS_ASSIGN_OR_RETURN(v->chat_template_, resolve_chat_template(o.settings.chat_template, v->tokenizer()));
   v->template_renders_tools_ = chat_template_renders_tools(v->effective_chat_template());

@@ -69,6 +69,8 @@ struct VersionQualityMetrics {
   Gauge& cross_kl;
   Gauge& stable_nll;
   Counter& scored_tokens;
+  Counter& scored_outputs;
+  Gauge& samples_pending;
 };
 
 struct VersionLoadOptions {

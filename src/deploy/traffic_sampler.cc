@@ -31,6 +31,7 @@ void TrafficSampler::on_finish(const Sequence& s, const FinishEvent& fe) {
     return;
   }
   pending_.push_back({s.tokens, s.prompt_len});
+  if (pending_gauge_) pending_gauge_->set(static_cast<double>(pending_.size()));
 }
 
 std::vector<TrafficSample> TrafficSampler::take(size_t max) {
@@ -40,6 +41,7 @@ std::vector<TrafficSample> TrafficSampler::take(size_t max) {
     out.push_back(std::move(pending_.front()));
     pending_.pop_front();
   }
+  if (pending_gauge_) pending_gauge_->set(static_cast<double>(pending_.size()));
   return out;
 }
 
@@ -53,6 +55,7 @@ void TrafficSampler::reset() {
   streams_ = {};
   pending_.clear();
   credit_ = 0;
+  if (pending_gauge_) pending_gauge_->set(0);
 }
 
 }  // namespace llms

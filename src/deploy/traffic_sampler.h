@@ -19,6 +19,7 @@
 
 #include "deploy/canary_judge.h"
 #include "engine/step_observer.h"
+#include "metrics/metrics.h"
 
 namespace llms {
 
@@ -39,7 +40,9 @@ struct TrafficStreams {
 class TrafficSampler : public StepObserver {
  public:
   // `share` in [0, 1]: the fraction of completed requests queued for scoring.
-  explicit TrafficSampler(double share, size_t max_pending = 64) : share_(share), max_pending_(max_pending) {}
+  // `pending` (may be null): a gauge that shows the queue's length.
+  TrafficSampler(double share, Gauge* pending, size_t max_pending = 64)
+      : share_(share), max_pending_(max_pending), pending_gauge_(pending) {}
   void on_finish(const Sequence& s, const FinishEvent& fe) override;
 
   double share() const { return share_; }
@@ -52,6 +55,7 @@ class TrafficSampler : public StepObserver {
  private:
   const double share_;
   const size_t max_pending_;
+  Gauge* pending_gauge_;
   mutable std::mutex mu_;
   double credit_ = 0;
   std::deque<TrafficSample> pending_;

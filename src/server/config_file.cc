@@ -201,6 +201,8 @@ std::vector<ConfigKey> make_keys() {
               DEP(cross.share)),
       num_key("quality_score_tokens_per_s", "Cross-scoring budget: teacher-forced tokens per second, at most",
               DEP(cross.tokens_per_s)),
+      int_key("quality_score_nice", "CPU priority (nice) of the cross-scoring thread: 19 scores in idle capacity only",
+              DEP(cross.nice), 0, 19),
       num_key("quality_max_cross_perplexity",
               "A candidate output whose perplexity under the stable model is above this is abnormal (0: off)",
               DEP(cross.max_cross_perplexity)),
