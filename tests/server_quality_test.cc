@@ -13,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <random>
 
 #include "deploy/model_root.h"
@@ -69,6 +70,16 @@ std::string looping_copy(const std::string& out) {
   float* h = f32_tensor(bytes, *file, *head);
   for (int64_t i = 0; i < head->num_elements(); ++i) h[i] *= 20;
   return write_text(out, bytes);
+}
+
+// The log's line of the automatic decision, shown in the test's output ("" if none).
+std::string decision_line(const std::string& log) {
+  const size_t at = log.find("automatically");
+  if (at == std::string::npos) return "";
+  const size_t begin = log.rfind('\n', at) + 1, end = log.find('\n', at);
+  const std::string line = log.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
+  std::cerr << line << "\n";
+  return line;
 }
 
 // Whether the monitor has taken every sampled output of both versions (an absent
@@ -143,8 +154,9 @@ TEST(QualityScenarioTest, DamagedCanaryIsAbortedOnQuality) {
   EXPECT_GE(served, 0) << "never decided";
   EXPECT_LT(served, 100);
   EXPECT_EQ(http_get(port, "/admin/versions", kAuth).json()["state"]["current"], "v1");
-  EXPECT_NE(log.find("canary damaged aborted automatically"), std::string::npos) << log;
-  EXPECT_NE(log.find("quality is worse"), std::string::npos) << log;
+  const std::string line = decision_line(log);
+  EXPECT_NE(line.find("canary damaged aborted automatically"), std::string::npos) << log;
+  EXPECT_NE(line.find("quality is worse"), std::string::npos) << log;
   // The stable version, now alone, keeps its figures of the comparison.
   EXPECT_GT(metric(port, "llmserve_quality_cross_perplexity{version=\"v1\"}"), 1);
   fs::remove(damaged);
@@ -173,7 +185,7 @@ TEST(QualityScenarioTest, LoopingCanaryIsAborted) {
   EXPECT_GE(served, 0) << "never decided";
   EXPECT_LT(served, 100);
   EXPECT_EQ(http_get(port, "/admin/versions", kAuth).json()["state"]["current"], "v1");
-  EXPECT_NE(log.find("canary loop aborted automatically"), std::string::npos) << log;
+  EXPECT_NE(decision_line(log).find("canary loop aborted automatically"), std::string::npos) << log;
   fs::remove(looping);
 }
 
@@ -194,7 +206,7 @@ TEST(QualityScenarioTest, RequantizedCanaryIsPromoted) {
   const std::string log = ::testing::internal::GetCapturedStderr();
   EXPECT_GE(served, 60) << "never decided, or before canary_auto's minimum";
   EXPECT_EQ(http_get(port, "/admin/versions", kAuth).json()["state"]["current"], "q8");
-  EXPECT_NE(log.find("canary q8 promoted automatically"), std::string::npos) << log;
+  EXPECT_NE(decision_line(log).find("canary q8 promoted automatically"), std::string::npos) << log;
   EXPECT_EQ(r.root.current(), "q8");
   fs::remove(q8);
 }
