@@ -232,8 +232,8 @@ TEST(DeployTest, AdminApiNeedsTheTokenAndChecksNames) {
   EXPECT_EQ(http_get(plain->port(), "/admin/versions", kAuth).status, 404);
 }
 
-// The quality monitor scores each loaded version against its own logits recorded at
-// deploy: the same weights with a Q4_0 KV cache read a higher KL than with F16 KV.
+// The validation check compares each loaded version with the stable version's weights
+// (F32 KV): the same weights with a Q4_0 KV cache read a higher KL than with F16 KV.
 TEST(DeployTest, QualityGaugesSeeTheKvType) {
   if (!have_stories()) GTEST_SKIP() << "needs ../shared/models/stories260K.gguf";
   const std::string dir = temp_path("quality");
@@ -273,9 +273,12 @@ TEST(DeployTest, AutomaticCanaryPromotesTheGoodAndAbortsTheBroken) {
   // Judged on abnormal outputs, which the weights decide. The latency rule is off here:
   // on a loaded machine 8 requests' inter-token latencies can differ by 1.5x whatever
   // the weights (the likely cause of one failure under the sanitizer build's load).
+  // Cross-scoring keeps up with this loop's rate (tests/server_quality_test.cc has the
+  // scenario at the default share and budget).
   auto server = start_on_root(r.dir, [](ServeConfig& cfg) {
     cfg.deploy.canary_auto.requests = 8;
     cfg.deploy.canary_auto.max_latency_ratio = 1e9;
+    cfg.deploy.cross = {0.5, 1e5, 0, 0};
   });
   const int port = server->port();
   int n = 0;  // distinct prompts: identical greedy requests would come from the result cache
