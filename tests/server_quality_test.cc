@@ -72,6 +72,14 @@ std::string looping_copy(const std::string& out) {
   return write_text(out, bytes);
 }
 
+// A Q8_0 requantization of the model.
+std::string q8_copy(const std::string& out) {
+  QuantizeOptions q;
+  q.type = DType::kQ8_0;
+  EXPECT_TRUE(quantize_model(stories_path(), out, q).ok());
+  return out;
+}
+
 // The log's line of the automatic decision, shown in the test's output ("" if none).
 std::string decision_line(const std::string& log) {
   const size_t at = log.find("automatically");
@@ -192,10 +200,7 @@ TEST(QualityScenarioTest, LoopingCanaryIsAborted) {
 TEST(QualityScenarioTest, RequantizedCanaryIsPromoted) {
   if (!have_stories()) GTEST_SKIP() << "needs ../shared/models/stories260K.gguf";
   Root r = make_root("q8");
-  const std::string q8 = temp_path("q8.gguf");
-  QuantizeOptions q;
-  q.type = DType::kQ8_0;
-  ASSERT_TRUE(quantize_model(stories_path(), q8, q).ok());
+  const std::string q8 = q8_copy(temp_path("q8.gguf"));
   ASSERT_TRUE(r.root.install("q8", q8, false).ok());
   auto server = canary_server(r.dir, true);
   const int port = server->port();
@@ -216,10 +221,7 @@ TEST(QualityScenarioTest, RequantizedCanaryIsPromoted) {
 TEST(QualityScenarioTest, DriftingVersionIsRolledBack) {
   if (!have_stories()) GTEST_SKIP() << "needs ../shared/models/stories260K.gguf";
   Root r = make_root("drift");
-  const std::string q8 = temp_path("drift_q8.gguf");
-  QuantizeOptions q;
-  q.type = DType::kQ8_0;
-  ASSERT_TRUE(quantize_model(stories_path(), q8, q).ok());
+  const std::string q8 = q8_copy(temp_path("drift_q8.gguf"));
   ASSERT_TRUE(r.root.install("v2", q8, false).ok());
   const std::string text = write_text(temp_path("validation.txt"),
                                       "Once upon a time, there was a little girl named Lily. She liked to play in the "
