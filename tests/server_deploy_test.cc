@@ -16,6 +16,7 @@
 #include "base/clock.h"
 #include "deploy/model_root.h"
 #include "io/gguf_file.h"
+#include "deploy_test_util.h"
 #include "server_test_util.h"
 #include "tools/quantizer.h"
 #include "tools/synthetic.h"
@@ -24,17 +25,6 @@ namespace llms::test {
 namespace {
 
 namespace fs = std::filesystem;
-
-constexpr const char* kToken = "a-token-of-twenty-chars";
-
-std::string temp_path(const std::string& name) {
-  return ::testing::TempDir() + "/" + std::to_string(getpid()) + "_deploy_" + name;
-}
-
-std::string write_text(const std::string& path, const std::string& text) {
-  std::ofstream(path) << text;
-  return path;
-}
 
 // Files for the candidates: a Q8_0 copy, a truncated copy, a copy whose FFN weights
 // are overwritten, and a model with another vocabulary.
@@ -69,37 +59,6 @@ const Candidates& candidates() {
     return k;
   }();
   return c;
-}
-
-struct Root {
-  std::string dir;
-  ModelRoot root;
-};
-
-Root make_root(const std::string& name) {
-  const std::string dir = temp_path(name);
-  fs::remove_all(dir);
-  Root r{dir, ModelRoot::open(dir, true).value()};
-  EXPECT_TRUE(r.root.install("v1", stories_path(), true).ok());
-  EXPECT_TRUE(r.root.switch_to("v1").ok());
-  return r;
-}
-
-std::unique_ptr<LlmServer> start_on_root(const std::string& dir, const std::function<void(ServeConfig&)>& tweak = {}) {
-  const std::string token = write_text(temp_path("token"), std::string(kToken) + "\n");
-  return start_server("", [&](ServeConfig& c) {
-    c.server.model_path.clear();
-    c.server.model_root = dir;
-    c.server.admin_token_file = token;
-    c.engine.kv.cache_bytes = 8 << 20;
-    if (tweak) tweak(c);
-  });
-}
-
-const Headers kAuth = {{"Authorization", std::string("Bearer ") + kToken}};
-
-HttpResult admin(int port, const std::string& action, const Json& body = Json::object()) {
-  return http_post(port, "/admin/" + action, body, kAuth);
 }
 
 // Eight clients streaming completions until stopped; each records what it got.
@@ -273,8 +232,8 @@ TEST(DeployTest, AdminApiNeedsTheTokenAndChecksNames) {
   EXPECT_EQ(http_get(plain->port(), "/admin/versions", kAuth).status, 404);
 }
 
-// The quality monitor scores each loaded version against its own logits recorded at
-// deploy: the same weights with a Q4_0 KV cache read a higher KL than with F16 KV.
+// The validation check compares each loaded version with the stable version's weights
+// (F32 KV): the same weights with a Q4_0 KV cache read a higher KL than with F16 KV.
 TEST(DeployTest, QualityGaugesSeeTheKvType) {
   if (!have_stories()) GTEST_SKIP() << "needs ../shared/models/stories260K.gguf";
   const std::string dir = temp_path("quality");
@@ -314,9 +273,12 @@ TEST(DeployTest, AutomaticCanaryPromotesTheGoodAndAbortsTheBroken) {
   // Judged on abnormal outputs, which the weights decide. The latency rule is off here:
   // on a loaded machine 8 requests' inter-token latencies can differ by 1.5x whatever
   // the weights (the likely cause of one failure under the sanitizer build's load).
+  // Cross-scoring keeps up with this loop's rate (tests/server_quality_test.cc has the
+  // scenario at the default share and budget).
   auto server = start_on_root(r.dir, [](ServeConfig& cfg) {
     cfg.deploy.canary_auto.requests = 8;
     cfg.deploy.canary_auto.max_latency_ratio = 1e9;
+    cfg.deploy.cross = {0.5, 1e5, 0, 0};
   });
   const int port = server->port();
   int n = 0;  // distinct prompts: identical greedy requests would come from the result cache

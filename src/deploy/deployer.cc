@@ -16,20 +16,6 @@ namespace llms {
 namespace {
 
 constexpr int64_t kTickNs = 250'000'000;
-// One-sided z of 2.33: a candidate as good as the current version is aborted for a
-// rate with probability about 1%.
-constexpr double kWorseZ = 2.33;
-
-// Whether k_a of n_a is worse than k_b of n_b by more than `margin` and by more than
-// chance explains (two-proportion z-test, pooled).
-bool significantly_worse(int64_t k_a, int64_t n_a, int64_t k_b, int64_t n_b, double margin) {
-  if (n_a == 0 || n_b == 0) return false;
-  const double pa = static_cast<double>(k_a) / n_a, pb = static_cast<double>(k_b) / n_b;
-  if (pa <= pb + margin) return false;
-  const double p = static_cast<double>(k_a + k_b) / static_cast<double>(n_a + n_b);
-  const double se = std::sqrt(p * (1 - p) * (1.0 / n_a + 1.0 / n_b));
-  return se == 0 || (pa - pb) / se > kWorseZ;
-}
 
 // A one-token request through a freshly loaded version: pages in its weights and
 // touches its code paths before traffic does.
@@ -78,6 +64,11 @@ Deployer::Deployer(std::unique_ptr<ModelRoot> root, VersionSet& versions, Deploy
                                        {"result"})),
       canary_decisions_(registry.counter_family("llmserve_canary_decisions_total",
                                                 "Automatic canary decisions: promoted, aborted.", {"decision"})),
+      quality_decisions_(registry.counter_family(
+          "llmserve_quality_decisions_total",
+          "Automatic decisions on quality signals: promoted, aborted, rolled_back, by the signal that decided "
+          "(quality, errors, latency, abnormal, drift; all_within_margins for a promotion).",
+          {"decision", "reason"})),
       pool_(config_.threads) {}
 
 Deployer::~Deployer() {
@@ -86,14 +77,16 @@ Deployer::~Deployer() {
     stop_ = true;
   }
   cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
+  if (thread_.joinable()) thread_.join();  // it reads the monitor: stopped first
+  monitor_.reset();
 }
 
 void Deployer::start() {
   thread_ = std::thread([this] { thread_main(); });
+  monitor_ = std::make_unique<QualityMonitor>(versions_, config_.cross, [this] { run([] {}); });
   if (config_.quality_interval_s > 0) {
     run([this] {
-      if (Status s = record_reference(*versions_.current()); !s.ok()) log_warn("quality monitor: {}", s.to_string());
+      record_deploy_quality(*versions_.current());
       check_quality();
     });
   }
@@ -159,18 +152,6 @@ bool Deployer::fits_beside(const std::string& model_path) const {
   return !ec && static_cast<double>(process_rss_bytes() + bytes) <= admission.rss_high * limit;
 }
 
-Status Deployer::record_reference(ServingVersion& v) {
-  if (gate_tokens_.empty()) {
-    LLMS_ASSIGN_OR_RETURN(gate_tokens_, gate_tokens(v, config_.gate));
-  }
-  PerplexityOptions opts;
-  opts.ctx = config_.gate.ctx;
-  // F32 KV: the reference is what the weights say, so a lossy KV type shows as KL.
-  LLMS_ASSIGN_OR_RETURN(ReferenceLogprobs ref, record_logprobs(gate_tokens_, {&v.model()}, opts, pool_));
-  v.set_reference(std::make_shared<const ReferenceLogprobs>(std::move(ref)));
-  return ok_status();
-}
-
 DeployOutcome Deployer::deploy(const std::string& name, double canary_share) {
   if (!root_) return refuse(name, "refused", "this server was started on a file; deploys need --model-root");
   if (Status s = check_version_name(name); !s.ok()) return refuse(name, "refused", s.message());
@@ -218,7 +199,7 @@ DeployOutcome Deployer::deploy(const std::string& name, double canary_share) {
     return o;
   }
   if (Status s = warm_up(*v); !s.ok()) return refuse(name, "refused_load", s.message());
-  if (Status s = record_reference(*v); !s.ok()) log_warn("quality monitor: {}", s.to_string());
+  record_deploy_quality(*v);
   if (canary_share <= 0) {
     return switched(v, *g, config_.keep_previous && fits_beside(serving->model_path()), "");
   }
@@ -241,6 +222,7 @@ DeployOutcome Deployer::switched(VersionPtr v, const GateResult& g, bool keep_pr
     versions_.switch_to(std::move(v), keep_previous);
   }
   if (Status s = root_->switch_to(name); !s.ok()) log_error("deploy of {}: links not switched: {}", name, s.to_string());
+  rollback_eligible_ = name;
   DeployOutcome o{true, name, "switched", fmt::format("{} serves{}; {}", name, how, g.reason), g};
   deploys_.with({o.result}).inc();
   log_info("deploy of {}: {}", name, o.message);
@@ -319,7 +301,7 @@ DeployOutcome Deployer::drain_and_swap(const std::string& name, VersionPtr servi
     v.reset();
     return restore("refused_load", s.message());
   }
-  if (Status s = record_reference(*v); !s.ok()) log_warn("quality monitor: {}", s.to_string());
+  record_deploy_quality(*v);
   return switched(std::move(v), *g, false, " (drained and swapped: the two versions do not fit side by side)");
 }
 
@@ -328,6 +310,7 @@ Status Deployer::promote() {
   if (!cand) return failed_precondition("no canary is running");
   LLMS_RETURN_IF_ERROR(versions_.promote(config_.keep_previous));
   if (root_) LLMS_RETURN_IF_ERROR(root_->switch_to(cand->name()));
+  rollback_eligible_ = cand->name();
   log_info("promoted {}", cand->name());
   return ok_status();
 }
@@ -351,56 +334,9 @@ Status Deployer::rollback() {
     LLMS_RETURN_IF_ERROR(versions_.rollback());
   }
   if (root_) LLMS_RETURN_IF_ERROR(root_->rollback());
+  rollback_eligible_.clear();  // never back and forth on its own
   log_info("rolled back to {}", versions_.current()->name());
   return ok_status();
-}
-
-void Deployer::check_quality() {
-  last_quality_ns_ = now_ns();
-  for (const VersionPtr& v : versions_.loaded()) {
-    const auto ref = v->reference();
-    if (!ref) continue;
-    auto r = evaluate_against(*ref, {&v->model(), v->k_type(), v->v_type()}, pool_);
-    if (!r.ok()) {
-      log_warn("quality check of {}: {}", v->name(), r.status().to_string());
-      continue;
-    }
-    v->quality_kl().set(r->kl_divergence);
-    v->quality_perplexity().set(r->perplexity);
-  }
-}
-
-void Deployer::decide_canary() {
-  const CanaryAutoConfig& c = config_.canary_auto;
-  const VersionPtr cand = versions_.candidate(), cur = versions_.current();
-  if (c.requests <= 0 || !cand || !cur) return;
-  const EngineSnapshot a = cand->engine().snapshot(), b = cur->engine().snapshot();
-  const int64_t n = a.completed + a.failed;
-  if (n < c.requests) return;
-  auto rate = [](int64_t k, int64_t total) { return total > 0 ? static_cast<double>(k) / static_cast<double>(total) : 0.0; };
-  const double err_a = rate(a.failed, n), err_b = rate(b.failed, b.completed + b.failed);
-  const double ab_a = rate(a.abnormal, a.completed), ab_b = rate(b.abnormal, b.completed);
-  const double itl_a = a.itl_count ? a.itl_sum_s / a.itl_count : 0, itl_b = b.itl_count ? b.itl_sum_s / b.itl_count : 0;
-  std::string why;
-  if (significantly_worse(a.failed, n, b.failed, b.completed + b.failed, c.max_error_rate_increase)) {
-    why = fmt::format("error rate {:.3f} vs {:.3f}", err_a, err_b);
-  }
-  if (significantly_worse(a.abnormal, a.completed, b.abnormal, b.completed, c.max_abnormal_rate_increase)) {
-    why = fmt::format("abnormal outputs {:.3f} vs {:.3f}", ab_a, ab_b);
-  }
-  if (itl_b > 0 && itl_a > c.max_latency_ratio * itl_b) why = fmt::format("inter-token latency {:.4f} s vs {:.4f} s", itl_a, itl_b);
-  const std::string summary = fmt::format("after {} requests: errors {:.3f} vs {:.3f}, abnormal {:.3f} vs {:.3f}, "
-                                          "inter-token latency {:.4f} s vs {:.4f} s",
-                                          n, err_a, err_b, ab_a, ab_b, itl_a, itl_b);
-  if (why.empty()) {
-    if (promote().ok()) {
-      canary_decisions_.with({"promoted"}).inc();
-      log_info("canary {} promoted automatically {}", cand->name(), summary);
-    }
-  } else if (abort_canary().ok()) {
-    canary_decisions_.with({"aborted"}).inc();
-    log_warn("canary {} aborted automatically ({} worse) {}", cand->name(), why, summary);
-  }
 }
 
 }  // namespace llms

@@ -27,19 +27,28 @@
 #include "base/thread_pool.h"
 #include "deploy/model_root.h"
 #include "deploy/quality_gate.h"
+#include "deploy/quality_monitor.h"
 #include "deploy/version_set.h"
 #include "metrics/metrics.h"
 
 namespace llms {
 
-// When a candidate is worse: a rate (errors, abnormal outputs) higher than the current
-// version's by more than the margin and by more than chance explains (one-sided
-// two-proportion z-test at 1%), or a mean inter-token latency above the ratio.
+// The automatic canary decision (canary_judge.h: a sequential test on asymptotic
+// confidence sequences). Signals, each candidate vs stable, higher is worse:
+//   quality   NLL per output token of sampled outputs under the stable model (nats)
+//   errors    share of requests that ended "error"
+//   latency   log of each request's mean inter-token latency
+//   abnormal  share of completed outputs with an abnormal kind (a guard: aborts only)
+// The candidate is aborted as soon as one signal says worse, and promoted once every
+// signal but the guard says no worse and it has served at least `requests`.
 struct CanaryAutoConfig {
-  int requests = 0;                 // decide after this many finished candidate requests; 0: off
+  int requests = 0;                 // promote after at least this many candidate requests; 0: by hand
+  double max_nll_increase = 0.3;    // nats per output token
   double max_error_rate_increase = 0.02;
   double max_abnormal_rate_increase = 0.05;
-  double max_latency_ratio = 1.5;   // candidate / current mean inter-token latency
+  double max_latency_ratio = 1.5;   // candidate / stable inter-token latency (geometric means)
+  double alpha = 0.05;              // the test's level, over all signals
+  int min_samples = 8;              // per side and signal, before it may decide
 };
 
 // How a deploy makes room for the candidate.
@@ -56,7 +65,11 @@ struct DeployConfig {
   GateConfig gate;
   CanaryAutoConfig canary_auto;
   bool keep_previous = true;        // keep the replaced version loaded while memory allows
-  double quality_interval_s = 0;    // 0: no periodic quality checks
+  double quality_interval_s = 0;    // 0: no periodic validation checks
+  std::string quality_text_path;    // the validation text, read at each check ("": the gate text)
+  bool auto_rollback = false;       // roll back a deployed version whose validation perplexity drifts
+  double max_ppl_drift = 1.2;       // ... above this ratio to its own perplexity at deploy
+  CrossScoringConfig cross;         // quality_monitor.h
   int threads = 0;                  // gate and monitor threads (0: one per core)
 };
 
@@ -80,8 +93,8 @@ class Deployer {
   Deployer(const Deployer&) = delete;
   Deployer& operator=(const Deployer&) = delete;
 
-  // Starts the background thread (and records the serving version's quality
-  // reference, when checks are on).
+  // Starts the background thread and the quality monitor (and measures the serving
+  // version's validation perplexity, when checks are on).
   void start();
   // Queues `job` for the deployer's thread.
   void run(std::function<void()> job);
@@ -91,7 +104,8 @@ class Deployer {
   Status promote();
   Status abort_canary();
   Status rollback();
-  // Scores every loaded version against its reference and updates its gauges.
+  // Scores every loaded version on the validation text, updates its gauges, and rolls
+  // back a drifting version (auto_rollback).
   void check_quality();
 
   const ModelRoot* root() const { return root_.get(); }
@@ -103,10 +117,16 @@ class Deployer {
   void thread_main();
   void tick();
   void decide_canary();
+  std::vector<CanarySignal> canary_signals(ServingVersion& cand, ServingVersion& stable) const;
+  void count_decision(const std::string& decision, const std::string& reason);
+  // The validation text's tokens now (quality_text_path read again, or the gate text).
+  Result<std::vector<int32_t>> validation_tokens(ServingVersion& v);
+  // Its validation perplexity at deploy, the base of its drift (with checks on).
+  void record_deploy_quality(ServingVersion& v);
+  void roll_back_if_drifting(ServingVersion& v, double drift);
   DeployOutcome refuse(const std::string& version, const std::string& result, const std::string& message);
   DeployOutcome drain_and_swap(const std::string& name, VersionPtr serving);
   DeployOutcome switched(VersionPtr v, const GateResult& g, bool keep_previous, const std::string& how);
-  Status record_reference(ServingVersion& v);
   bool fits_beside(const std::string& model_path) const;
 
   std::unique_ptr<ModelRoot> root_;
@@ -115,9 +135,12 @@ class Deployer {
   VersionSettings settings_;
   Family<Counter>& deploys_;
   Family<Counter>& canary_decisions_;
+  Family<Counter>& quality_decisions_;
   ThreadPool pool_;
   std::vector<int32_t> gate_tokens_;  // the gate text of the current version
   int64_t last_quality_ns_ = 0;
+  std::string rollback_eligible_;  // the version a deploy or promotion made current; "" after a rollback
+  std::unique_ptr<QualityMonitor> monitor_;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

@@ -5,16 +5,31 @@
 
 namespace llms {
 
+VersionQualityMetrics::VersionQualityMetrics(Registry& r)
+    : kl(r.gauge("llmserve_quality_kl", "Mean KL divergence (nats/token) of the version from the stable version on the "
+                                        "validation text (the stable version: from itself with an F32 KV cache).")),
+      perplexity(r.gauge("llmserve_quality_perplexity", "Perplexity of the version on the validation text.")),
+      ppl_drift(r.gauge("llmserve_quality_ppl_drift",
+                        "Validation perplexity / the version's own at deploy (auto_rollback acts on it).")),
+      ppl_vs_stable(r.gauge("llmserve_quality_ppl_vs_stable", "Validation perplexity / the stable version's.")),
+      cross_perplexity(r.gauge("llmserve_quality_cross_perplexity",
+                               "Perplexity of the version's sampled outputs under the other version of the canary "
+                               "pair.")),
+      cross_kl(r.gauge("llmserve_quality_cross_kl",
+                       "Mean KL(version || other version) on the version's sampled outputs, nats per token.")),
+      stable_nll(r.gauge("llmserve_quality_stable_nll",
+                         "Mean NLL per output token of the version's sampled outputs under the stable version.")),
+      scored_tokens(r.counter("llmserve_quality_scored_tokens_total", "Output tokens of the version cross-scored.")),
+      scored_outputs(r.counter("llmserve_quality_scored_outputs_total", "Outputs of the version cross-scored.")),
+      samples_pending(r.gauge("llmserve_quality_samples_pending",
+                              "Sampled outputs of the version waiting to be cross-scored.")) {}
+
 ServingVersion::ServingVersion(std::string name, std::string path, VersionMeta meta)
     : name_(std::move(name)),
       model_path_(std::move(path)),
       meta_(std::move(meta)),
       registry_(std::make_unique<Registry>()),
-      quality_kl_(registry_->gauge("llmserve_quality_kl",
-                                   "Mean KL divergence (nats/token) of the version on the gate text against its "
-                                   "logits recorded at deploy, at its last check.")),
-      quality_ppl_(registry_->gauge("llmserve_quality_perplexity",
-                                    "Perplexity of the version on the gate text at its last check.")) {}
+      quality_(*registry_) {}
 
 ServingVersion::~ServingVersion() {
   stop();  // every engine's requests end before the router their callbacks use goes
@@ -44,7 +59,10 @@ Result<std::shared_ptr<ServingVersion>> ServingVersion::load(const VersionLoadOp
   if (o.meta.v_type) ec.kv.v_type = *o.meta.v_type;
   LLMS_ASSIGN_OR_RETURN(v->served_, ServedModel::load(o.model_path, ec,
                                                       o.settings.precision ? *o.settings.precision : kNoVariants,
-                                                      o.settings.kv_events, *v->registry_));
+                                                      o.settings.kv_events, *v->registry_, [&](Engine& e) {
+                                                        v->sampler_ = static_cast<TrafficSampler*>(&e.add_observer(
+                                                            std::make_unique<TrafficSampler>(o.settings.sample_share, &v->quality_.samples_pending)));
+                                                      }));
   LLMS_ASSIGN_OR_RETURN(v->chat_template_, resolve_chat_template(o.settings.chat_template, v->tokenizer()));
   v->template_renders_tools_ = chat_template_renders_tools(v->effective_chat_template());
   log_info("version {}: {} loaded", v->name_, o.model_path);
@@ -61,14 +79,18 @@ void ServingVersion::set_gate(GateResult g) {
   gate_ = std::move(g);
 }
 
-std::shared_ptr<const ReferenceLogprobs> ServingVersion::reference() const {
+}  // namespace llms
+
+namespace llms {
+
+double ServingVersion::deploy_perplexity() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return reference_;
+  return deploy_ppl_;
 }
 
-void ServingVersion::set_reference(std::shared_ptr<const ReferenceLogprobs> ref) {
+void ServingVersion::set_deploy_perplexity(double ppl) {
   std::lock_guard<std::mutex> lock(mu_);
-  reference_ = std::move(ref);
+  deploy_ppl_ = ppl;
 }
 
 }  // namespace llms

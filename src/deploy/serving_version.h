@@ -19,6 +19,7 @@
 #include <string>
 
 #include "base/status.h"
+#include "deploy/traffic_sampler.h"
 #include "deploy/version_meta.h"
 #include "engine/engine.h"
 #include "eval/perplexity.h"
@@ -53,6 +54,23 @@ struct VersionSettings {
   const PrecisionConfig* precision = nullptr;  // the precision variants; null: none
   std::string chat_template;                   // the configured one ("" = the model's)
   std::shared_ptr<KvEventListener> kv_events;  // every engine publishes its blocks there; null: none
+  double sample_share = 0;                     // of completed requests kept for cross-scoring (traffic_sampler.h)
+};
+
+// The quality monitor's and the validation check's gauges of one version
+// (docs/metrics.md), in the version's registry.
+struct VersionQualityMetrics {
+  explicit VersionQualityMetrics(Registry& r);
+  Gauge& kl;               // llmserve_quality_kl: validation text, KL(stable || version)
+  Gauge& perplexity;       // llmserve_quality_perplexity: validation text
+  Gauge& ppl_drift;        // llmserve_quality_ppl_drift: perplexity / its own at deploy
+  Gauge& ppl_vs_stable;    // llmserve_quality_ppl_vs_stable: perplexity / the stable version's
+  Gauge& cross_perplexity; // quality_monitor.h
+  Gauge& cross_kl;
+  Gauge& stable_nll;
+  Counter& scored_tokens;
+  Counter& scored_outputs;
+  Gauge& samples_pending;
 };
 
 struct VersionLoadOptions {
@@ -99,13 +117,15 @@ class ServingVersion {
 
   GateResult gate() const;
   void set_gate(GateResult g);
-  // Log-probabilities of the gate text recorded at deploy (F32 KV): what the quality
-  // monitor compares the serving version with.
-  std::shared_ptr<const ReferenceLogprobs> reference() const;
-  void set_reference(std::shared_ptr<const ReferenceLogprobs> ref);
 
-  Gauge& quality_kl() { return quality_kl_; }
-  Gauge& quality_perplexity() { return quality_ppl_; }
+  Gauge& quality_kl() { return quality_.kl; }
+  Gauge& quality_perplexity() { return quality_.perplexity; }
+  VersionQualityMetrics& quality() { return quality_; }
+  // The observer on the primary engine that samples its traffic (owned by the engine).
+  TrafficSampler* sampler() const { return sampler_; }
+  // Its validation perplexity when it was deployed (0: not measured).
+  double deploy_perplexity() const;
+  void set_deploy_perplexity(double ppl);
 
  private:
   ServingVersion(std::string name, std::string path, VersionMeta meta);
@@ -117,12 +137,12 @@ class ServingVersion {
   bool template_renders_tools_ = false;
   std::unique_ptr<Registry> registry_;  // the primary engine's metrics: outlives served_
   std::unique_ptr<ServedModel> served_;
-  Gauge& quality_kl_;
-  Gauge& quality_ppl_;
+  VersionQualityMetrics quality_;
+  TrafficSampler* sampler_ = nullptr;
 
   mutable std::mutex mu_;
   GateResult gate_;
-  std::shared_ptr<const ReferenceLogprobs> reference_;
+  double deploy_ppl_ = 0;
 };
 
 }  // namespace llms

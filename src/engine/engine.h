@@ -108,6 +108,9 @@ class Engine {
   void reset_step_profile() { reset_profile_.store(true, std::memory_order_relaxed); }
   // The last steps and requests, for the dashboard; any thread.
   StatsWindowSnapshot stats_window() const { return stats_->window().snapshot(); }
+  // Counts an output as abnormal of `kind` in llmserve_abnormal_outputs_total, for a
+  // check made outside the engine (the quality monitor's cross-perplexity); any thread.
+  void count_abnormal_output(const char* kind) { metrics_.abnormal_outputs.with({kind}).inc(); }
   const EngineConfig& config() const { return config_; }
   int context_length() const { return context_length_; }
   int vocab_size() const { return runner_->vocab_size(); }

@@ -13,7 +13,7 @@ EngineMetrics::EngineMetrics(Registry& r)
                                 {"reason"})),
       abnormal_outputs(r.counter_family("llmserve_abnormal_outputs_total",
                                         "Finished outputs that look broken, by kind: empty, repetition, invalid_utf8, "
-                                        "no_eos.",
+                                        "cross_perplexity (the deploy module's quality monitor).",
                                         {"kind"})),
       prompt_tokens(r.counter("llmserve_prompt_tokens_total", "Prompt tokens of finished requests.")),
       generation_tokens(r.counter("llmserve_generation_tokens_total", "Tokens generated.")),

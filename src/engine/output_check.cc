@@ -33,7 +33,6 @@ std::vector<const char*> abnormal_output_kinds(const OutputFacts& out) {
     kinds.push_back("repetition");
   }
   if (out.text.find(kReplacementChar) != std::string_view::npos) kinds.push_back("invalid_utf8");
-  if (out.finish == FinishReason::kLength && !out.ignore_eos) kinds.push_back("no_eos");
   return kinds;
 }
 

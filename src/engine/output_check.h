@@ -4,8 +4,9 @@
 //   empty        no text at all
 //   repetition   a repeated n-gram (n <= 16 tokens) covering most of an output of 16+
 //   invalid_utf8 the model produced bytes that are not UTF-8 (shown as U+FFFD)
-//   no_eos       stopped by max_tokens or the context without ever ending, when the
-//                request did not ask for ignore_eos
+// A request that ends by max_tokens ("length") is not abnormal: clients set max_tokens
+// on purpose. The deploy module's quality monitor adds one kind of its own,
+// cross_perplexity (a candidate's output the stable version finds improbable).
 //
 // Thread-safety: pure functions.
 #pragma once

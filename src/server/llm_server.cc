@@ -113,7 +113,8 @@ Status LlmServer::init() {
   }
   config_.deploy.threads = config_.engine.threads;
   // Every version's engines publish their blocks to kv_events_.
-  const VersionSettings settings{&config_.engine, &config_.precision, config_.server.chat_template, kv_events_};
+  const VersionSettings settings{&config_.engine, &config_.precision, config_.server.chat_template, kv_events_,
+                                 config_.deploy.cross.share};
   VersionLoadOptions first;
   first.settings = settings;
   std::unique_ptr<ModelRoot> root;

@@ -71,6 +71,11 @@ Status ServeConfig::validate() const {
   if (!(g.task.min_chrf >= 0 && g.task.min_chrf <= 100)) return bad("gate_min_chrf", "must be in [0, 100]");
   if (!(g.task.min_exact >= 0 && g.task.min_exact <= 1)) return bad("gate_min_exact", "must be in [0, 1]");
   if (!(deploy.quality_interval_s >= 0)) return bad("quality_interval", "must be >= 0 seconds (0: off)");
+  if (!(deploy.cross.share >= 0 && deploy.cross.share <= 1)) return bad("quality_sample_share", "must be in [0, 1]");
+  if (!(deploy.cross.tokens_per_s > 0)) return bad("quality_score_tokens_per_s", "must be > 0");
+  if (!(deploy.canary_auto.alpha > 0 && deploy.canary_auto.alpha < 1)) return bad("canary_alpha", "must be in (0, 1)");
+  if (!(deploy.canary_auto.max_latency_ratio >= 1)) return bad("canary_max_latency_ratio", "must be >= 1");
+  if (!(deploy.max_ppl_drift > 1)) return bad("quality_max_drift", "must be > 1");
   return ok_status();
 }
 

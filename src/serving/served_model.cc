@@ -14,7 +14,8 @@ ServedModel::~ServedModel() {
 
 Result<std::unique_ptr<ServedModel>> ServedModel::load(const std::string& path, const EngineConfig& engine,
                                                        const PrecisionConfig& precision,
-                                                       std::shared_ptr<KvEventListener> kv_events, Registry& registry) {
+                                                       std::shared_ptr<KvEventListener> kv_events, Registry& registry,
+                                                       const std::function<void(Engine&)>& before_start) {
   std::unique_ptr<ServedModel> m(new ServedModel());
   const std::vector<DType>& types = precision.variants;
   if (types.empty()) {
@@ -28,6 +29,7 @@ Result<std::unique_ptr<ServedModel>> ServedModel::load(const std::string& path, 
   LLMS_ASSIGN_OR_RETURN(m->tokenizer_, load_tokenizer(path));
   LLMS_ASSIGN_OR_RETURN(m->engine_, Engine::create(*m->model_, *m->tokenizer_, engine, &registry));
   m->engine_->set_kv_events(kv_events);
+  if (before_start) before_start(*m->engine_);
   m->engine_->start();
   if (types.empty()) {
     m->target_ = std::make_unique<EngineTarget>(*m->engine_);

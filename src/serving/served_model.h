@@ -7,6 +7,7 @@
 // thread-safe.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -30,9 +31,12 @@ class ServedModel {
   // `kv_events` (null: none). The primary engine (the most precise variant's) counts
   // into `registry`, which must outlive the model; each cheaper variant's engine into
   // a registry of its own.
+  // `before_start` (may be empty) is called with the primary engine before it starts
+  // (to add step observers).
   static Result<std::unique_ptr<ServedModel>> load(const std::string& path, const EngineConfig& engine,
                                                    const PrecisionConfig& precision,
-                                                   std::shared_ptr<KvEventListener> kv_events, Registry& registry);
+                                                   std::shared_ptr<KvEventListener> kv_events, Registry& registry,
+                                                   const std::function<void(Engine&)>& before_start = {});
   // Stops every engine first: the router's callbacks run on their threads.
   ~ServedModel();
   ServedModel(const ServedModel&) = delete;
