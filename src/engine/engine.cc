@@ -47,6 +47,7 @@ Engine::Engine(std::unique_ptr<ModelRunner> runner, const Tokenizer& tokenizer, 
       result_cache_(config.result_cache_bytes),
       grammar_cache_(tokenizer, kGrammarCacheEntries),
       status_(metrics_, admission_, effective_memory_limit(config.admission.memory_limit_bytes)),
+      relief_(metrics_),
       clock_(now_ns) {
   if (config.speculative.mode == SpeculativeMode::kNgram) {
     proposer_ = std::make_unique<NgramProposer>(config.speculative.ngram_max);
@@ -364,7 +365,21 @@ void Engine::publish(int64_t now, bool force_rss) {
     std::lock_guard<std::mutex> lock(mu_);
     queued = inbox_.size();
   }
-  status_.publish(now, force_rss, kv_, static_cast<int>(running_.size()), static_cast<int>(waiting_.size() + queued));
+  const int running = static_cast<int>(running_.size());
+  const int waiting = static_cast<int>(waiting_.size() + queued);
+  status_.publish(now, force_rss, kv_, running, waiting);
+  const bool idle = running == 0 && waiting == 0;
+  if (!relief_.due(now, admission_.overloaded(), idle)) return;
+  relief_.release(kv_, *runner_, result_cache_);
+  status_.publish(now, true, kv_, running, waiting);  // the breaker closes if use fell below the low mark
+  if (idle && admission_.overloaded()) {
+    // Refusing with nothing running frees nothing: what could be released was.
+    const AdmissionState a = admission_.state();
+    log_warn("memory breaker closed with nothing running although above the low mark ({}): the rest is weights, "
+             "buffers and the KV pages in use; lower kv_cache_memory or raise memory_limit_bytes", a.reason);
+    admission_.close_idle();
+    status_.publish(now, false, kv_, running, waiting);
+  }
 }
 
 EngineSnapshot Engine::snapshot() const {

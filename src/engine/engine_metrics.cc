@@ -56,6 +56,11 @@ EngineMetrics::EngineMetrics(Registry& r)
                                   "committed as blocks are first used).",
                                   {"part"})),
       watermark(r.gauge("llmserve_memory_watermark_refusing", "1 while above a memory watermark.")),
+      memory_releases(r.counter("llmserve_memory_releases_total",
+                                "Times memory was given back above the high watermark (prefix cache evicted, free KV "
+                                "pages returned, result cache emptied, malloc trimmed).")),
+      memory_released_bytes(r.counter("llmserve_memory_released_bytes_total",
+                                      "Process memory those releases gave back (the fall of its resident memory).")),
       ttft(r.histogram("llmserve_time_to_first_token_seconds", "Arrival to first token.", latency_buckets())),
       itl(r.histogram("llmserve_inter_token_latency_seconds", "Time between tokens of a request.", latency_buckets())),
       e2e(r.histogram("llmserve_e2e_request_latency_seconds", "Arrival to finish.", latency_buckets())),

@@ -36,6 +36,8 @@ struct EngineMetrics {
   Gauge& rss_bytes;                 // memory the process owns (anonymous), which the watermark reads
   Family<Gauge>& memory_bytes;      // by part: weights (resident), weights_mapped, kv_reserved
   Gauge& watermark;                 // 1 while refusing new requests
+  Counter& memory_releases;         // MemoryRelief runs (breaker open)
+  Counter& memory_released_bytes;   // process memory they gave back
   Histogram& ttft;
   Histogram& itl;
   Histogram& e2e;

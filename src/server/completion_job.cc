@@ -6,6 +6,7 @@
 #include <map>
 
 #include "base/clock.h"
+#include "server/access_log.h"
 #include "server/api_error.h"
 #include "server/endpoints.h"
 #include "server/sse.h"
@@ -115,6 +116,7 @@ void CompletionJob::start() {
   if (err) {
     HttpResponse r = api_error_response(*err);
     for (auto& h : version_headers()) r.headers.push_back(std::move(h));
+    exchange_->set_note(access_note(meta_.id, 0, 0, -1, ""));
     exchange_->respond(std::move(r));
     return;  // the destructor cancels what was queued and uncounts the request
   }
@@ -310,6 +312,7 @@ void CompletionJob::complete() {
   for (auto& c : choices_) {
     if (c.handle) c.handle->set_notify(nullptr);
   }
+  exchange_->set_note(note());
   if (!client_gone_ && request_.stream) {
     std::string out;
     if (request_.include_usage) out += sse_event(usage_chunk(meta_, usage()));
@@ -339,6 +342,19 @@ void CompletionJob::complete() {
   ctx_.request_finished();
   counted_ = false;
   self_.reset();  // may release this job; nothing runs after it
+}
+
+std::string CompletionJob::note() const {
+  const UsageTotals u = usage();
+  double ttft = -1;
+  std::string reasons;
+  for (const auto& c : choices_) {
+    if (!c.finish) continue;
+    if (c.finish->completion_tokens > 0 && (ttft < 0 || c.finish->timings.ttft_s < ttft)) ttft = c.finish->timings.ttft_s;
+    if (!reasons.empty()) reasons += ',';
+    reasons += finish_reason_name(c.finish->reason);
+  }
+  return access_note(meta_.id, u.prompt_tokens, u.completion_tokens, ttft, reasons);
 }
 
 void CompletionJob::cancel_all() {

@@ -4,6 +4,8 @@
 
 #include <filesystem>
 
+#include "base/log.h"
+
 namespace llms {
 
 Status ServerConfig::validate() const {
@@ -33,6 +35,10 @@ Status ServerConfig::validate() const {
   if (protect_metrics && api_key.empty() && api_key_file.empty()) {
     return bad("protect_metrics", "needs an API key (api_key or api_key_file)");
   }
+  if (!log_level.empty() && !parse_log_level(log_level)) {
+    return bad("log_level", "must be debug, info, warn, error or off, not \"" + log_level + "\"");
+  }
+  if (!parse_log_format(log_format)) return bad("log_format", "must be text or json, not \"" + log_format + "\"");
   if (!(shutdown_timeout_s >= 0)) return bad("shutdown_timeout", "must be >= 0");
   if (!(shutdown_delay_s >= 0 && shutdown_delay_s <= 3600)) return bad("shutdown_delay", "must be between 0 and 3600 seconds");
   return ok_status();

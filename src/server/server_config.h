@@ -44,6 +44,10 @@ struct ServerConfig {
   std::string metrics_compat = "vllm";  // also show the gateway-read metrics under vLLM's names; "none": not
   std::string chat_template;         // "" = the model's (or "plain" when it has none), a family name, a Jinja source, or "plain"
   bool ui = true;                    // the dashboard and playground at / (docs/ui.md); --no-ui: 404 there
+  std::string log_level;             // debug, info, warn, error, off ("" = $LLMSERVE_LOG, else info)
+  std::string log_format = "text";   // text or json (one object a line)
+  std::string log_file;              // append the log here ("" = stderr); reopened on SIGHUP
+  std::string access_log;            // one JSON line per HTTP exchange ("" = none); reopened on SIGHUP
 
   Status validate() const;
 };
