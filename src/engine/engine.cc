@@ -189,6 +189,7 @@ void Engine::intake() {
       std::nth_element(sorted.begin(), sorted.begin() + static_cast<ptrdiff_t>(sorted.size() / 2), sorted.end());
       const double median = static_cast<double>(sorted[sorted.size() / 2]);
       s.long_job = static_cast<double>(s.cost()) > config_.batching.long_job_factor * median;
+      if (s.long_job) metrics_.long_jobs.inc();
     }
     recent_costs_.push_back(s.cost());
     if (recent_costs_.size() > kCostWindow) recent_costs_.pop_front();
@@ -280,6 +281,7 @@ void Engine::admit(const SchedulePlan& plan, int64_t now) {
     Sequence& s = *a.seq;
     admission_.release_waiting(s.prompt_len);
     metrics_.queue_time.observe(static_cast<double>(now - s.arrival_ns) * 1e-9);
+    if (s.long_job) metrics_.long_job_queue_time.observe(static_cast<double>(now - s.arrival_ns) * 1e-9);
     metrics_.prefix_queries.inc(static_cast<double>(s.prompt_len));
     metrics_.prefix_hits.inc(static_cast<double>(s.cached_prompt_tokens));
     if (s.waited_for_prefix) metrics_.prefix_clustered.inc();
@@ -368,6 +370,8 @@ void Engine::publish(int64_t now, bool force_rss) {
   const int running = static_cast<int>(running_.size());
   const int waiting = static_cast<int>(waiting_.size() + queued);
   status_.publish(now, force_rss, kv_, running, waiting);
+  metrics_.long_jobs_waiting.set(
+      static_cast<double>(std::count_if(waiting_.begin(), waiting_.end(), [](const Sequence* s) { return s->long_job; })));
   const bool idle = running == 0 && waiting == 0;
   if (!relief_.due(now, admission_.overloaded(), idle)) return;
   relief_.release(kv_, *runner_, result_cache_);

@@ -56,6 +56,13 @@ EngineMetrics::EngineMetrics(Registry& r)
                                   "committed as blocks are first used).",
                                   {"part"})),
       watermark(r.gauge("llmserve_memory_watermark_refusing", "1 while above a memory watermark.")),
+      long_jobs(r.counter("llmserve_long_jobs_total",
+                          "Requests put in the long-job lane (cost above long_job_factor x the recent median).")),
+      long_jobs_waiting(r.gauge("llmserve_long_jobs_waiting", "Long-job lane requests waiting to run.")),
+      long_job_queue_time(r.histogram("llmserve_long_job_queue_time_seconds",
+                                      "Arrival to first scheduling, long-job lane requests.", latency_buckets())),
+      long_job_e2e(r.histogram("llmserve_long_job_e2e_latency_seconds", "Arrival to finish, long-job lane requests.",
+                               latency_buckets())),
       memory_releases(r.counter("llmserve_memory_releases_total",
                                 "Times memory was given back above the high watermark (prefix cache evicted, free KV "
                                 "pages returned, result cache emptied, malloc trimmed).")),
