@@ -392,6 +392,12 @@ TEST(SchedulerTest, LongJobLaneTakesABoundedShare) {
   EXPECT_EQ(call[1].n, 30);  // the small job is not stalled behind it
   h.engine->run_until_idle();
   EXPECT_EQ(collect(*huge).tokens, expected_tokens(prompt_of(400), 2));
+  // The lane's own metrics count the one long job, its queue time and its latency.
+  const std::string m = h.engine->registry().render();
+  for (const char* line : {"llmserve_long_jobs_total 1\n", "llmserve_long_job_queue_time_seconds_count 1\n",
+                           "llmserve_long_job_e2e_latency_seconds_count 1\n", "llmserve_long_jobs_waiting 0\n"}) {
+    EXPECT_NE(m.find(line), std::string::npos) << line;
+  }
 }
 
 }  // namespace
