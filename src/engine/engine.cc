@@ -373,7 +373,10 @@ void Engine::publish(int64_t now, bool force_rss) {
   metrics_.long_jobs_waiting.set(
       static_cast<double>(std::count_if(waiting_.begin(), waiting_.end(), [](const Sequence* s) { return s->long_job; })));
   const bool idle = running == 0 && waiting == 0;
-  if (!relief_.due(now, admission_.overloaded(), idle)) return;
+  // Pressure: the breaker is open, or an idle engine holds more than the low mark.
+  const AdmissionState adm = admission_.state();
+  const bool pressure = adm.overloaded || (idle && adm.rss_usage > config_.admission.rss_low);
+  if (!relief_.due(now, pressure, idle)) return;
   relief_.release(kv_, *runner_, result_cache_);
   status_.publish(now, true, kv_, running, waiting);  // the breaker closes if use fell below the low mark
   if (idle && admission_.overloaded()) {

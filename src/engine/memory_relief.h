@@ -1,10 +1,10 @@
-// MemoryRelief: what the engine gives back to the operating system while the memory
-// breaker is open (process memory above the high watermark), so that the breaker can
-// close again: idle cached prefix blocks are evicted, the pages of every free KV block
+// MemoryRelief: what the engine gives back to the operating system under memory
+// pressure (the breaker open: process memory above the high watermark; or an idle
+// engine above the low mark), so that the breaker can close again: idle cached prefix blocks are evicted, the pages of every free KV block
 // are returned (MADV_DONTNEED; a block is written before it is read, so nothing is
 // lost), the result cache is emptied and malloc's free memory is trimmed. It runs at
-// once when the breaker opens, again when the engine falls idle, and at most once a
-// second in between (a page given back costs a fault when its block is next used).
+// once when the breaker opens, at most once a second while work runs (a page given
+// back costs a fault when its block is next used), and once when the engine falls idle.
 //
 // Thread-safety: engine thread only; it owns nothing but its timing.
 #pragma once
@@ -28,15 +28,15 @@ class MemoryRelief {
  public:
   explicit MemoryRelief(EngineMetrics& metrics) : metrics_(metrics) {}
 
-  // Whether a release is due now: the breaker is open and this is its first release,
-  // the first since the engine fell idle, or a second after the last.
-  bool due(int64_t now, bool overloaded, bool idle);
+  // Whether a release is due now, under pressure: once per idle spell; while work
+  // runs, at once and then at most once a second.
+  bool due(int64_t now, bool pressure, bool idle);
   // Releases what can be released, counts it in the metrics and logs it.
   MemoryReleased release(KvBlockManager& kv, ModelRunner& runner, ResultCache& results);
 
  private:
   EngineMetrics& metrics_;
-  int64_t last_ns_ = -1;     // last release while the breaker was open (-1: none yet)
+  int64_t last_ns_ = -1;     // last release under this pressure (-1: none yet)
   bool idle_done_ = false;   // released since the engine fell idle
 };
 

@@ -176,15 +176,7 @@ void LlmServer::log_exchange(const HttpExchangeRecord& r, std::string_view endpo
 
 Status LlmServer::reload(const ServeConfig& next) {
   LLMS_RETURN_IF_ERROR(next.validate());
-  int applied = 0;
-  for (const ConfigChange& c : config_changes(config_, next)) {
-    if (!c.reloadable) {
-      log_warn("config reload: {} changed ({} -> {}) but takes a restart; kept {}", c.key, c.before, c.after, c.before);
-      continue;
-    }
-    ++applied;
-    log_info("config reload: {}: {} -> {}", c.key, c.before, c.after);
-  }
+  const std::vector<ConfigChange> changes = config_changes(config_, next);
   ServerConfig& s = config_.server;
   s.log_level = next.server.log_level;
   s.log_format = next.server.log_format;
@@ -192,8 +184,18 @@ Status LlmServer::reload(const ServeConfig& next) {
   s.access_log = next.server.access_log;
   s.shutdown_delay_s = next.server.shutdown_delay_s;
   s.shutdown_timeout_s = next.server.shutdown_timeout_s;
+  // The new log settings first, so that what changed is logged where and as they say.
   LLMS_RETURN_IF_ERROR(apply_log_settings(s));  // reopens the log file too
   LLMS_RETURN_IF_ERROR(open_access_log());
+  int applied = 0;
+  for (const ConfigChange& c : changes) {
+    if (!c.reloadable) {
+      log_warn("config reload: {} changed ({} -> {}) but takes a restart; kept {}", c.key, c.before, c.after, c.before);
+      continue;
+    }
+    ++applied;
+    log_info("config reload: {}: {} -> {}", c.key, c.before, c.after);
+  }
   log_info("config reload: {} key(s) applied; log file and access log reopened", applied);
   return ok_status();
 }
