@@ -182,6 +182,18 @@ TEST(ServeProcess, DeployRollbackVersionsCommands) {
   ASSERT_EQ(versions.size(), 3u);
   EXPECT_TRUE(versions[1]["current"].get<bool>() && versions[1]["loaded"].get<bool>());  // v2
   EXPECT_TRUE(versions[1]["gate"]["passed"].get<bool>());
+  // The refused version is marked on disk, and --prune removes it (and only it).
+  r = run("versions --root " + root + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const Json on_disk = Json::parse(r.out);
+  ASSERT_EQ(on_disk.size(), 3u);
+  EXPECT_EQ(on_disk[2]["mark"], "refused") << on_disk.dump();  // v3
+  EXPECT_NE(on_disk[2]["mark_reason"].get<std::string>().find("refused_load"), std::string::npos);
+  EXPECT_TRUE(on_disk[0]["mark"].is_null() && on_disk[1]["mark"].is_null());
+  r = run("versions --root " + root + " --prune");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("removed v3"), std::string::npos) << r.out;
+  EXPECT_EQ(Json::parse(run("versions --root " + root + " --json").out).size(), 2u);
   r = run("rollback --root " + root + url);
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("current: v1"), std::string::npos) << r.out;

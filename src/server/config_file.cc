@@ -243,7 +243,7 @@ std::vector<ConfigKey> make_keys() {
       int_key("max_waiting_requests", "Queue bound in requests (beyond: 429)", ADM(max_waiting_requests), 0, kBig),
       i64_key("max_waiting_tokens", "Queue bound in prompt tokens (beyond: 429)", ADM(max_waiting_tokens),
               ConfigType::kInt),
-      num_key("kv_high_watermark", "Refuse new requests (503) above this KV use", ADM(kv_high)),
+      num_key("kv_high_watermark", "Refuse new requests (503) above this KV use (1: off; the queue absorbs a busy KV pool)", ADM(kv_high)),
       num_key("kv_low_watermark", "...until KV use falls below this", ADM(kv_low)),
       num_key("rss_high_watermark", "Refuse new requests above this share of the memory limit", ADM(rss_high)),
       num_key("rss_low_watermark", "...until memory use falls below this", ADM(rss_low)),
