@@ -120,7 +120,7 @@ TEST(OperationsReadiness, KvSaturationKeepsReady) {
     hogs.push_back(std::make_unique<RawClient>(port));
     hogs.back()->send_request(
         "POST", "/v1/completions",
-        Json{{"prompt", "a long story " + std::to_string(i)}, {"max_tokens", 2000}, {"ignore_eos", true}, {"stream", true}}
+        Json{{"prompt", "a long story " + std::to_string(i)}, {"max_tokens", 900}, {"ignore_eos", true}, {"stream", true}}
             .dump());
   }
   int saturated_checks = 0, not_ready = 0;
