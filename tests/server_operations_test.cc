@@ -15,6 +15,7 @@
 #include <sstream>
 #include <thread>
 
+#include "command_util.h"
 #include "server_test_util.h"
 
 namespace llms::test {
@@ -94,17 +95,11 @@ TEST(OperationsMemory, BreakerReleasesAndClosesAfterABurst) {
 // Weights and a KV pool that do not fit under the low mark are refused at start,
 // with the figures and what to change.
 TEST(OperationsMemory, PoolAboveTheLowMarkIsAClearErrorAtStart) {
-  const ServeChild child =
-      spawn_serve("-m " + synthetic_path() + " --memory-limit-bytes 20000000 --kv-cache-memory 16000000 2>&1");
-  EXPECT_EQ(child.port, 0);
-  std::string out;
-  char buf[4096];
-  for (ssize_t n; (n = read(child.stdout_fd, buf, sizeof(buf))) > 0;) out.append(buf, static_cast<size_t>(n));
-  int status = 0;
-  waitpid(child.pid, &status, 0);
-  close(child.stdout_fd);
-  EXPECT_NE(out.find("exceed the low memory watermark"), std::string::npos) << out;
-  EXPECT_NE(out.find("lower kv_cache_memory"), std::string::npos) << out;
+  const CmdResult r = run_command(std::string(LLMSERVE_BIN) + " serve --port 0 -m " + synthetic_path() +
+                                  " --memory-limit-bytes 20000000 --kv-cache-memory 16000000 2>&1");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("exceed the low memory watermark"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("lower kv_cache_memory"), std::string::npos) << r.out;
 }
 
 // A saturating load keeps the KV pool at 95% and more; /ready stays 200 while the
