@@ -2,6 +2,8 @@
 
 #include <malloc.h>
 
+#include <algorithm>
+
 #include "base/log.h"
 #include "base/memory.h"
 
