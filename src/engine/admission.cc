@@ -60,7 +60,7 @@ void AdmissionController::close_idle() {
   std::lock_guard<std::mutex> lock(mu_);
   if (open_mark_ == Mark::kNone) return;
   open_mark_ = Mark::kNone;
-  rss_floor_ = std::max(0.0, rss_usage_ - config_.rss_low);
+  rss_floor_ = rss_usage_;  // reopens only past this plus the marks' gap
 }
 
 bool AdmissionController::overloaded() const {

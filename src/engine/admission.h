@@ -56,7 +56,8 @@ class AdmissionController {
   void update_usage(double kv_usage, double rss_usage);
   // The breaker is open and nothing is running: what could be released has been, so
   // refusing frees nothing more. Closes it; until use falls below the low mark, the
-  // process-memory mark that reopens it is raised by the remaining use's excess.
+  // process-memory mark that reopens it is the use now plus the gap between the marks
+  // (when that is above the high mark).
   void close_idle();
   bool overloaded() const;
   void set_draining(bool draining);
