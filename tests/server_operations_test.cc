@@ -202,7 +202,7 @@ TEST(OperationsLogs, SighupReloadsConfigAndReopensLogs) {
   EXPECT_NE(reloaded.find("config reload: log_format: \\\"text\\\" -> \\\"json\\\""), std::string::npos) << reloaded;
   EXPECT_NE(reloaded.find("config reload: access_log:"), std::string::npos) << reloaded;
   EXPECT_NE(reloaded.find("max_running changed (4 -> 9) but takes a restart"), std::string::npos) << reloaded;
-  for (const std::string& line : lines_of(log)) EXPECT_NO_THROW((void)Json::parse(line)) << line;
+  for (const std::string& line : lines_of(log)) EXPECT_TRUE(Json::accept(line)) << line;
   EXPECT_NE(read_all(log + ".1").find("SIGHUP: reloading"), std::string::npos);
   ASSERT_EQ(http_post(child.port, "/v1/completions", Json{{"prompt", "b"}, {"max_tokens", 2}}).status, 200);
   EXPECT_TRUE(poll_until([&] { return lines_of(access2).size() == 1; }));

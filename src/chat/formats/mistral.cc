@@ -22,7 +22,11 @@ constexpr std::string_view kOnlyUserAssistant =
     "Only user and assistant roles are supported, with the exception of an initial optional system message!";
 
 // A JSON string literal (what tojson writes for a string; non-ASCII kept).
-std::string json_quote(std::string_view s) { return "\"" + json_escape(s) + "\""; }
+std::string json_quote(std::string_view s) {
+  std::string out = "\"";
+  out += json_escape(s);
+  return out + '"';
+}
 
 // A tool result: [TOOL_RESULTS] {"content": ..., "call_id": ...}[/TOOL_RESULTS].
 std::string tool_results(const ChatMessage& msg) {
