@@ -52,6 +52,12 @@ def main():
     check(container["livenessProbe"]["httpGet"]["path"] == "/health", "liveness probe is not /health")
     check(container["readinessProbe"]["httpGet"]["path"] == "/ready", "readiness probe is not /ready")
     pre_stop = container["lifecycle"]["preStop"]["sleep"]["seconds"]
+    ready = container["readinessProbe"]
+    # One busy moment (a full queue) must not take a pod out of rotation ...
+    check(ready.get("failureThreshold", 3) >= 2, "readiness failureThreshold 1: a full-queue moment takes the pod out")
+    # ... and a draining pod must be out before its listener closes.
+    check(ready.get("periodSeconds", 10) * ready.get("failureThreshold", 3) <= pre_stop + config["shutdown_delay"],
+          "readiness takes longer to fail than preStop + shutdown_delay")
     grace = pod["spec"]["terminationGracePeriodSeconds"]
     check(grace >= pre_stop + config["shutdown_delay"] + config["shutdown_timeout"],
           f"grace period {grace} s is shorter than preStop + shutdown_delay + shutdown_timeout")

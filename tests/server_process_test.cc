@@ -62,33 +62,6 @@ TEST(ServeProcess, ConfigFileFlagsAndPrintConfig) {
   EXPECT_NE(r.out.find("/nonexistent.gguf"), std::string::npos) << r.out;
 }
 
-struct ServeChild {
-  pid_t pid = -1;
-  int port = 0;
-  int stdout_fd = -1;  // kept open: the server prints again when it stops
-};
-
-// Starts `llmserve serve ... --port 0` and reads the port from its first line.
-ServeChild spawn_serve(const std::string& args) {
-  int fds[2];
-  if (pipe(fds) != 0) return {};
-  const pid_t pid = fork();
-  if (pid == 0) {
-    dup2(fds[1], STDOUT_FILENO);
-    close(fds[0]);
-    close(fds[1]);
-    execl("/bin/sh", "sh", "-c", ("exec " + kBin + " serve --port 0 " + args).c_str(), nullptr);
-    _exit(127);
-  }
-  close(fds[1]);
-  ServeChild child{pid, 0, fds[0]};
-  std::string line;
-  char ch;
-  while (read(fds[0], &ch, 1) == 1 && ch != '\n') line += ch;
-  const size_t colon = line.rfind(':');
-  if (line.find("serving") != std::string::npos && colon != std::string::npos) child.port = std::stoi(line.substr(colon + 1));
-  return child;
-}
 
 // One flag table: the earlier spellings are aliases of the table's keys, `--no-X` sets a
 // boolean key false, a bare boolean flag sets it true, and `--kv-type` sets both types.
@@ -209,6 +182,18 @@ TEST(ServeProcess, DeployRollbackVersionsCommands) {
   ASSERT_EQ(versions.size(), 3u);
   EXPECT_TRUE(versions[1]["current"].get<bool>() && versions[1]["loaded"].get<bool>());  // v2
   EXPECT_TRUE(versions[1]["gate"]["passed"].get<bool>());
+  // The refused version is marked on disk, and --prune removes it (and only it).
+  r = run("versions --root " + root + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const Json on_disk = Json::parse(r.out);
+  ASSERT_EQ(on_disk.size(), 3u);
+  EXPECT_EQ(on_disk[2]["mark"], "refused") << on_disk.dump();  // v3
+  EXPECT_NE(on_disk[2]["mark_reason"].get<std::string>().find("refused_load"), std::string::npos);
+  EXPECT_TRUE(on_disk[0]["mark"].is_null() && on_disk[1]["mark"].is_null());
+  r = run("versions --root " + root + " --prune");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("removed v3"), std::string::npos) << r.out;
+  EXPECT_EQ(Json::parse(run("versions --root " + root + " --json").out).size(), 2u);
   r = run("rollback --root " + root + url);
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("current: v1"), std::string::npos) << r.out;

@@ -290,4 +290,27 @@ bool poll_until(const std::function<bool()>& cond, double timeout_s) {
   return cond();
 }
 
+// Starts `llmserve serve ... --port 0` and reads the port from its first line.
+ServeChild spawn_serve(const std::string& args) {
+  const std::string bin = LLMSERVE_BIN;
+  int fds[2];
+  if (pipe(fds) != 0) return {};
+  const pid_t pid = fork();
+  if (pid == 0) {
+    dup2(fds[1], STDOUT_FILENO);
+    close(fds[0]);
+    close(fds[1]);
+    execl("/bin/sh", "sh", "-c", ("exec " + bin + " serve --port 0 " + args).c_str(), nullptr);
+    _exit(127);
+  }
+  close(fds[1]);
+  ServeChild child{pid, 0, fds[0]};
+  std::string line;
+  char ch;
+  while (read(fds[0], &ch, 1) == 1 && ch != '\n') line += ch;
+  const size_t colon = line.rfind(':');
+  if (line.find("serving") != std::string::npos && colon != std::string::npos) child.port = std::stoi(line.substr(colon + 1));
+  return child;
+}
+
 }  // namespace llms::test

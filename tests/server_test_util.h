@@ -3,6 +3,8 @@
 // disconnects, /metrics parsing, and polling with a deadline.
 #pragma once
 
+#include <sys/types.h>
+
 #include <functional>
 #include <memory>
 #include <string>
@@ -92,6 +94,15 @@ double metric(const std::string& text, const std::string& name_and_labels);
 double metric(int port, const std::string& name_and_labels);
 // Same, read from the server's registry in process (takes no connection).
 double metric(LlmServer& server, const std::string& name_and_labels);
+
+// `llmserve serve --port 0 ARGS` as a child process, its port read from the first
+// line it prints (0 when it failed to start).
+struct ServeChild {
+  pid_t pid = -1;
+  int port = 0;
+  int stdout_fd = -1;  // kept open: the server prints again when it stops
+};
+ServeChild spawn_serve(const std::string& args);
 
 // Calls `cond` until it returns true or `timeout_s` passes.
 bool poll_until(const std::function<bool()>& cond, double timeout_s = 20.0);

@@ -46,6 +46,11 @@ class AlignedBuffer {
   // later first write faults: one madvise where the kernel can, else a write of zeros.
   void commit();
 
+  // Gives the whole pages inside [offset, offset + bytes) back to the kernel
+  // (MADV_DONTNEED): they read as zeros afterwards and are committed again when next
+  // written. Returns the bytes given back (0 where the range holds no whole page).
+  int64_t discard(size_t offset, size_t bytes);
+
   std::byte* data() { return data_; }
   const std::byte* data() const { return data_; }
   size_t size() const { return size_; }

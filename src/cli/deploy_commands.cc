@@ -1,7 +1,7 @@
 // llmserve deploy   --root DIR --version NAME [--from FILE.gguf] [--meta FILE.toml] [--link] [--canary F]
 //                   [--url URL --admin-token-file F]
 // llmserve rollback --root DIR [--url URL --admin-token-file F]
-// llmserve versions --root DIR [--url URL --admin-token-file F] [--json]
+// llmserve versions --root DIR [--url URL --admin-token-file F] [--json] [--prune]
 //
 // Without --url they change or read the model root's links only (a server started
 // later serves `current`); with --url they ask the running server, which loads, gates
@@ -86,12 +86,22 @@ void run_rollback(const Target& t) {
   print_state(call(t, "POST", "/admin/rollback", json::object(), 3600)["state"]);
 }
 
-void run_versions(const Target& t) {
+void run_versions(const Target& t, bool prune) {
   json versions = json::array();
+  if (prune) {
+    if (!t.url.empty()) fail(invalid_argument("--prune works on the model root (--root), not a server (--url)"));
+    ModelRoot root = value_or_fail(ModelRoot::open(t.root, false));
+    for (const std::string& name : value_or_fail(root.prune())) std::printf("removed %s\n", name.c_str());
+  }
   if (t.url.empty()) {
     ModelRoot root = value_or_fail(ModelRoot::open(t.root, false));
     for (const VersionInfo& v : root.versions()) {
-      versions.push_back({{"name", v.name}, {"current", v.current}, {"previous", v.previous}, {"model_bytes", v.model_bytes}});
+      versions.push_back({{"name", v.name},
+                          {"current", v.current},
+                          {"previous", v.previous},
+                          {"model_bytes", v.model_bytes},
+                          {"mark", v.mark.empty() ? json(nullptr) : json(v.mark)},
+                          {"mark_reason", v.mark_reason}});
     }
   } else {
     const json j = call(t, "GET", "/admin/versions", json::object(), 60);
@@ -104,6 +114,9 @@ void run_versions(const Target& t) {
     if (v.value("loaded", false)) role += " loaded";
     std::string gate;
     if (v.contains("gate") && !v["gate"].is_null()) gate = "  gate: " + v["gate"].value("reason", "");
+    if (v.contains("mark") && v["mark"].is_string()) {
+      role += " " + v["mark"].get<std::string>() + " (" + v.value("mark_reason", "") + ")";
+    }
     std::printf("%-24s %12lld bytes%s%s\n", v.value("name", "").c_str(), static_cast<long long>(v.value("model_bytes", 0)),
                 role.c_str(), gate.c_str());
   }
@@ -134,11 +147,17 @@ void add_deploy_commands(CLI::App& app) {
   add_target(rollback, *r);
   rollback->callback([r] { run_rollback(*r); });
 
-  auto v = std::make_shared<Target>();
-  CLI::App* versions = app.add_subcommand("versions", "List a model root's versions (and a server's state)");
-  add_target(versions, *v);
-  versions->add_flag("--json", v->json_out, "JSON output");
-  versions->callback([v] { run_versions(*v); });
+  struct VersionsOptions {
+    Target t;
+    bool prune = false;
+  };
+  auto v = std::make_shared<VersionsOptions>();
+  CLI::App* versions = app.add_subcommand(
+      "versions", "List a model root's versions (and a server's state); refused and killed ones are marked");
+  add_target(versions, v->t);
+  versions->add_flag("--json", v->t.json_out, "JSON output");
+  versions->add_flag("--prune", v->prune, "Remove the versions marked refused or killed (never current or previous)");
+  versions->callback([v] { run_versions(v->t, v->prune); });
 }
 
 }  // namespace llms::cli

@@ -22,42 +22,52 @@ struct Options {
   std::string type;  // shorthand for precision_variants = TYPE: the weights quantized at load
 };
 
-ServeConfig effective_config(const Options& o) {
+// Defaults, then the config file, then the flags (read again on SIGHUP).
+Result<ServeConfig> effective_config(const Options& o) {
   ServeConfig c;
-  if (!o.config_file.empty()) ok_or_fail(load_config_file(o.config_file, c));
+  if (!o.config_file.empty()) LLMS_RETURN_IF_ERROR(load_config_file(o.config_file, c));
   if (!o.type.empty()) {
-    if (Status s = set_config_value(c, "precision_variants", o.type); !s.ok()) fail(s.with_context("--type"));
+    if (Status s = set_config_value(c, "precision_variants", o.type); !s.ok()) return s.with_context("--type");
   }
-  o.flags->apply(c);
+  o.flags->apply(c);  // the flags were checked at start: a bad one has failed then
   return c;
 }
 
-// Blocks SIGTERM/SIGINT in this thread and every thread it starts, so that sigwait()
-// below is the one place they arrive.
-sigset_t block_shutdown_signals() {
+// Blocks SIGTERM/SIGINT/SIGHUP in this thread and every thread it starts, so that
+// sigwait() below is the one place they arrive.
+sigset_t block_server_signals() {
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   return set;
 }
 
+// SIGHUP: the config file read again (flags still win) and its reloadable keys applied.
+void reload(const Options& o, LlmServer& server) {
+  log_info("SIGHUP: reloading {}", o.config_file.empty() ? "(no config file: flags only)" : o.config_file);
+  Result<ServeConfig> next = effective_config(o);
+  Status s = next.ok() ? server.reload(*next) : next.status();
+  if (!s.ok()) log_error("SIGHUP: configuration not reloaded: {}", s.to_string());
+}
+
 void run(const Options& o) {
-  const ServeConfig config = effective_config(o);
+  const ServeConfig config = value_or_fail(effective_config(o));
   if (o.print_config) {
     ok_or_fail(config.validate());
     std::fputs(config_to_toml(config).c_str(), stdout);
     return;
   }
   std::signal(SIGPIPE, SIG_IGN);  // a closed socket or stdout is an error value, not death
-  const sigset_t signals = block_shutdown_signals();
+  const sigset_t signals = block_server_signals();
   auto server = value_or_fail(LlmServer::start(config));
   std::printf("llmserve: serving '%s' on http://%s:%d\n", server->context().model_name.c_str(),
               config.server.host.c_str(), server->port());
   std::fflush(stdout);
   int sig = 0;
-  sigwait(&signals, &sig);
+  while (sigwait(&signals, &sig) == 0 && sig == SIGHUP) reload(o, *server);
   log_info("{}: shutting down (up to {} s for requests in flight)", sig == SIGTERM ? "SIGTERM" : "SIGINT",
            config.server.shutdown_timeout_s);
   server->shutdown();

@@ -135,6 +135,10 @@ DeployOutcome Deployer::refuse(const std::string& version, const std::string& re
   DeployOutcome o{false, version, result, message, {}};
   deploys_.with({result}).inc();
   log_warn("deploy of {} refused ({}): {}", version, result, message);
+  // A version the deploy judged (load, tokenizer, gate) is marked for `versions --prune`.
+  if (root_ && result != "refused" && root_->has_version(version)) {
+    if (Status s = root_->mark(version, "refused", result + ": " + message); !s.ok()) log_warn("{}", s.to_string());
+  }
   std::lock_guard<std::mutex> lock(mu_);
   last_ = o;
   return o;
@@ -319,6 +323,9 @@ Status Deployer::abort_canary() {
   const VersionPtr cand = versions_.candidate();
   LLMS_RETURN_IF_ERROR(versions_.abort());
   log_info("canary of {} aborted", cand ? cand->name() : "?");
+  if (root_ && cand && root_->has_version(cand->name())) {
+    if (Status s = root_->mark(cand->name(), "killed", "canary aborted"); !s.ok()) log_warn("{}", s.to_string());
+  }
   return ok_status();
 }
 

@@ -10,9 +10,14 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <system_error>
+
+#include "base/log.h"
 
 namespace llms {
 namespace fs = std::filesystem;
@@ -20,6 +25,17 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr const char* kIncoming = ".incoming-";
+constexpr const char* kMarkFile = "mark";
+
+// The version's mark file, when it has one: "refused|killed<TAB>time reason".
+void read_mark(const std::string& version_dir, VersionInfo* v) {
+  std::ifstream in(version_dir + "/" + kMarkFile);
+  std::string line;
+  if (!in || !std::getline(in, line)) return;
+  const size_t tab = line.find('\t');
+  v->mark = line.substr(0, tab);
+  if (tab != std::string::npos) v->mark_reason = line.substr(tab + 1);
+}
 
 Status io_error(const std::string& what, const std::string& path) {
   return internal_error(fmt::format("{} {}: {}", what, path, std::strerror(errno)));
@@ -147,10 +163,36 @@ std::vector<VersionInfo> ModelRoot::versions() const {
     v.previous = prev && *prev == name;
     std::error_code size_ec;
     v.model_bytes = static_cast<int64_t>(fs::file_size(model_path(name), size_ec));
+    read_mark(version_dir(name), &v);
     out.push_back(std::move(v));
   }
   std::sort(out.begin(), out.end(), [](const VersionInfo& a, const VersionInfo& b) { return a.name < b.name; });
   return out;
+}
+
+Status ModelRoot::mark(const std::string& name, const std::string& mark, const std::string& reason) {
+  if (!has_version(name)) return not_found(fmt::format("no version '{}' in {}", name, dir_));
+  const std::string path = version_dir(name) + "/" + kMarkFile;
+  const std::string tmp = path + fmt::format(".tmp-{}", ::getpid());
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << mark << '\t' << iso8601(std::chrono::system_clock::now()) << ' ' << reason << '\n';
+    if (!out.flush()) return io_error("cannot write", tmp);
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) return io_error("cannot rename to", path);
+  return ok_status();
+}
+
+Result<std::vector<std::string>> ModelRoot::prune() {
+  std::vector<std::string> removed;
+  for (const VersionInfo& v : versions()) {
+    if (v.mark.empty() || v.current || v.previous) continue;
+    std::error_code ec;
+    fs::remove_all(version_dir(v.name), ec);
+    if (ec) return internal_error(fmt::format("cannot remove {}: {}", version_dir(v.name), ec.message()));
+    removed.push_back(v.name);
+  }
+  return removed;
 }
 
 Status ModelRoot::install(const std::string& name, const std::string& from, bool link, const std::string& meta_from) {

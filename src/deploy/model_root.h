@@ -2,6 +2,9 @@
 //
 //   DIR/versions/<name>/model.gguf   the weights of version <name>
 //   DIR/versions/<name>/meta.toml    optional: notes, gate thresholds, KV types
+//   DIR/versions/<name>/mark         written by the deployer: "refused" (a deploy refused it:
+//                                    load, tokenizer or gate) or "killed" (its canary was
+//                                    aborted), a tab, the time and the reason; prune() removes these
 //   DIR/current  -> versions/<name>  the version that serves
 //   DIR/previous -> versions/<name>  the one before it (rollback target)
 //
@@ -35,6 +38,8 @@ struct VersionInfo {
   bool current = false;
   bool previous = false;
   int64_t model_bytes = 0;
+  std::string mark;         // "", "refused" or "killed"
+  std::string mark_reason;  // the time and why
 };
 
 class ModelRoot {
@@ -61,6 +66,12 @@ class ModelRoot {
   Status switch_to(const std::string& name);
   // Makes previous current and current previous. FAILED_PRECONDITION without a previous.
   Status rollback();
+
+  // Marks version `name` "refused" or "killed" with `reason` (the file `mark`, replaced
+  // atomically). NOT_FOUND when there is no such version.
+  Status mark(const std::string& name, const std::string& mark, const std::string& reason);
+  // Removes every marked version that is neither current nor previous; returns their names.
+  Result<std::vector<std::string>> prune();
 
  private:
   explicit ModelRoot(std::string dir) : dir_(std::move(dir)) {}

@@ -74,6 +74,36 @@ TEST(ModelRootTest, InstallSwitchRollback) {
   EXPECT_EQ(ModelRoot::open(dir + "_none", false).status().code(), StatusCode::kNotFound);
 }
 
+// Refused and killed versions are marked; prune removes them, but never the current
+// or previous version, whatever its mark.
+TEST(ModelRootTest, MarkedVersionsArePruned) {
+  const std::string dir = fresh_dir("prune");
+  auto root = ModelRoot::open(dir, true);
+  ASSERT_TRUE(root.ok()) << root.status().to_string();
+  const std::string w = write_file(dir + "_w.gguf", "weights");
+  for (const char* v : {"v1", "v2", "v3", "v4", "v5"}) ASSERT_TRUE(root->install(v, w, false).ok()) << v;
+  ASSERT_TRUE(root->switch_to("v1").ok());
+  ASSERT_TRUE(root->switch_to("v2").ok());  // v1 previous, v2 current
+  ASSERT_TRUE(root->mark("v1", "killed", "canary aborted").ok());
+  ASSERT_TRUE(root->mark("v3", "refused", "refused_gate: KL 2.1 > 0.02").ok());
+  ASSERT_TRUE(root->mark("v4", "killed", "canary aborted").ok());
+  EXPECT_EQ(root->mark("v9", "refused", "x").code(), StatusCode::kNotFound);
+  const std::vector<VersionInfo> before = root->versions();
+  ASSERT_EQ(before.size(), 5u);
+  EXPECT_EQ(before[2].mark, "refused");
+  EXPECT_NE(before[2].mark_reason.find("KL 2.1 > 0.02"), std::string::npos) << before[2].mark_reason;
+  EXPECT_EQ(before[3].mark, "killed");
+  EXPECT_EQ(before[4].mark, "");
+  auto removed = root->prune();
+  ASSERT_TRUE(removed.ok()) << removed.status().to_string();
+  EXPECT_EQ(*removed, (std::vector<std::string>{"v3", "v4"}));
+  std::vector<std::string> left;
+  for (const VersionInfo& v : root->versions()) left.push_back(v.name);
+  EXPECT_EQ(left, (std::vector<std::string>{"v1", "v2", "v5"}));
+  EXPECT_FALSE(fs::exists(dir + "/versions/v3"));
+  EXPECT_EQ(root->current().value_or(""), "v2");
+}
+
 TEST(ModelRootTest, MetaErrorsNameTheKey) {
   EXPECT_NE(parse_version_meta("gate_max_kl = \"big\"\n", "m.toml").status().message().find("gate_max_kl"),
             std::string::npos);

@@ -12,7 +12,10 @@ Status AdmissionController::admit(int64_t prompt_tokens, double* retry_after_s) 
   std::lock_guard<std::mutex> lock(mu_);
   *retry_after_s = 0;
   if (draining_) return unavailable("the server is shutting down and accepts no new requests");
-  if (overloaded_) return unavailable("memory is above the high watermark (" + reason_ + "); try again later");
+  if (open_mark_ != Mark::kNone) {
+    *retry_after_s = 1;
+    return unavailable("memory is above the high watermark (" + reason_locked() + "); try again later");
+  }
   if (waiting_requests_ >= config_.max_waiting_requests) {
     *retry_after_s = std::max(1.0, std::ceil(retry_hint_s_.load()));
     return resource_exhausted(fmt::format("the waiting queue is full ({} requests)", waiting_requests_));
@@ -33,23 +36,51 @@ void AdmissionController::release_waiting(int64_t prompt_tokens) {
   waiting_tokens_ -= prompt_tokens;
 }
 
+double AdmissionController::rss_high_now() const {
+  return std::max(config_.rss_high, rss_floor_ + (config_.rss_high - config_.rss_low));
+}
+
 void AdmissionController::update_usage(double kv_usage, double rss_usage) {
   std::lock_guard<std::mutex> lock(mu_);
   kv_usage_ = kv_usage;
   rss_usage_ = rss_usage;
-  if (!overloaded_) {
+  if (rss_usage < config_.rss_low) rss_floor_ = 0;
+  if (open_mark_ == Mark::kNone) {
     if (kv_usage > config_.kv_high) {
-      overloaded_ = true;
-      reason_ = fmt::format("KV cache {:.0f}% used, high mark {:.0f}%", kv_usage * 100, config_.kv_high * 100);
-    } else if (rss_usage > config_.rss_high) {
-      overloaded_ = true;
-      reason_ = fmt::format("process memory {:.0f}% of the limit, high mark {:.0f}%", rss_usage * 100,
-                            config_.rss_high * 100);
+      open_mark_ = Mark::kKv;
+    } else if (rss_usage > rss_high_now()) {
+      open_mark_ = Mark::kRss;
     }
-  } else if (kv_usage < config_.kv_low && rss_usage < config_.rss_low) {
-    overloaded_ = false;
-    reason_.clear();
+  } else if ((kv_usage < config_.kv_low || config_.kv_high >= 1.0) && rss_usage < config_.rss_low) {
+    open_mark_ = Mark::kNone;
   }
+}
+
+void AdmissionController::close_idle() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (open_mark_ == Mark::kNone) return;
+  open_mark_ = Mark::kNone;
+  rss_floor_ = rss_usage_;  // reopens only past this plus the marks' gap
+}
+
+bool AdmissionController::overloaded() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return open_mark_ != Mark::kNone;
+}
+
+// The figures as they are now, not as they were when the breaker opened.
+std::string AdmissionController::reason_locked() const {
+  switch (open_mark_) {
+    case Mark::kKv:
+      return fmt::format("KV cache {:.0f}% used, high mark {:.0f}%, reopens below {:.0f}%", kv_usage_ * 100,
+                         config_.kv_high * 100, config_.kv_low * 100);
+    case Mark::kRss:
+      return fmt::format("process memory {:.0f}% of the limit, high mark {:.0f}%, reopens below {:.0f}%",
+                         rss_usage_ * 100, rss_high_now() * 100, config_.rss_low * 100);
+    case Mark::kNone:
+      break;
+  }
+  return "";
 }
 
 void AdmissionController::set_draining(bool draining) {
@@ -59,7 +90,10 @@ void AdmissionController::set_draining(bool draining) {
 
 AdmissionState AdmissionController::state() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return {overloaded_, reason_, kv_usage_, rss_usage_, waiting_requests_, waiting_tokens_, draining_};
+  AdmissionState s{open_mark_ != Mark::kNone, reason_locked(), kv_usage_, rss_usage_, waiting_requests_,
+                   waiting_tokens_, draining_};
+  s.queue_full = waiting_requests_ >= config_.max_waiting_requests;
+  return s;
 }
 
 }  // namespace llms

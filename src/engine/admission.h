@@ -23,7 +23,7 @@ namespace llms {
 struct AdmissionConfig {
   int max_waiting_requests = 1024;
   int64_t max_waiting_tokens = 1 << 22;  // prompt tokens queued, in all
-  double kv_high = 0.8, kv_low = 0.7;    // refuse new requests above kv_high KV use, until below kv_low
+  double kv_high = 1.0, kv_low = 1.0;    // refuse new requests above kv_high KV use, until below kv_low (1: off)
   double rss_high = 0.8, rss_low = 0.7;  // the same for process memory / memory limit
   int64_t memory_limit_bytes = 0;        // 0: the machine's (or cgroup's) memory
 
@@ -33,12 +33,13 @@ struct AdmissionConfig {
 
 struct AdmissionState {
   bool overloaded = false;   // above a watermark, refusing
-  std::string reason;        // which mark, with the numbers
+  std::string reason;        // which mark, with the current numbers
   double kv_usage = 0;       // 0..1
   double rss_usage = 0;      // 0..1 of the memory limit
   int waiting_requests = 0;
   int64_t waiting_tokens = 0;
   bool draining = false;
+  bool queue_full = false;   // the next request would be refused for want of a queue slot
 };
 
 class AdmissionController {
@@ -53,6 +54,12 @@ class AdmissionController {
 
   // New usage figures (fractions of capacity); applies the hysteresis.
   void update_usage(double kv_usage, double rss_usage);
+  // The breaker is open and nothing is running: what could be released has been, so
+  // refusing frees nothing more. Closes it; until use falls below the low mark, the
+  // process-memory mark that reopens it is the use now plus the gap between the marks
+  // (when that is above the high mark).
+  void close_idle();
+  bool overloaded() const;
   void set_draining(bool draining);
   // Hint for clients refused because the queue is full: roughly how long the queue
   // takes to drain at the recent completion rate.
@@ -65,8 +72,12 @@ class AdmissionController {
   mutable std::mutex mu_;
   int waiting_requests_ = 0;
   int64_t waiting_tokens_ = 0;
-  bool overloaded_ = false;
-  std::string reason_;
+  enum class Mark { kNone, kKv, kRss };
+  double rss_high_now() const;         // mu_ held
+  std::string reason_locked() const;  // mu_ held
+
+  Mark open_mark_ = Mark::kNone;  // the breaker is open on this mark
+  double rss_floor_ = 0;          // close_idle()'s figure, until use falls below rss_low
   double kv_usage_ = 0, rss_usage_ = 0;
   bool draining_ = false;
   std::atomic<double> retry_hint_s_{1.0};

@@ -47,6 +47,7 @@ Engine::Engine(std::unique_ptr<ModelRunner> runner, const Tokenizer& tokenizer, 
       result_cache_(config.result_cache_bytes),
       grammar_cache_(tokenizer, kGrammarCacheEntries),
       status_(metrics_, admission_, effective_memory_limit(config.admission.memory_limit_bytes)),
+      relief_(metrics_),
       clock_(now_ns) {
   if (config.speculative.mode == SpeculativeMode::kNgram) {
     proposer_ = std::make_unique<NgramProposer>(config.speculative.ngram_max);
@@ -189,6 +190,7 @@ void Engine::intake() {
       std::nth_element(sorted.begin(), sorted.begin() + static_cast<ptrdiff_t>(sorted.size() / 2), sorted.end());
       const double median = static_cast<double>(sorted[sorted.size() / 2]);
       s.long_job = static_cast<double>(s.cost()) > config_.batching.long_job_factor * median;
+      if (s.long_job) metrics_.long_jobs.inc();
     }
     recent_costs_.push_back(s.cost());
     if (recent_costs_.size() > kCostWindow) recent_costs_.pop_front();
@@ -280,6 +282,7 @@ void Engine::admit(const SchedulePlan& plan, int64_t now) {
     Sequence& s = *a.seq;
     admission_.release_waiting(s.prompt_len);
     metrics_.queue_time.observe(static_cast<double>(now - s.arrival_ns) * 1e-9);
+    if (s.long_job) metrics_.long_job_queue_time.observe(static_cast<double>(now - s.arrival_ns) * 1e-9);
     metrics_.prefix_queries.inc(static_cast<double>(s.prompt_len));
     metrics_.prefix_hits.inc(static_cast<double>(s.cached_prompt_tokens));
     if (s.waited_for_prefix) metrics_.prefix_clustered.inc();
@@ -371,7 +374,26 @@ void Engine::publish(int64_t now, bool force_rss) {
     std::lock_guard<std::mutex> lock(mu_);
     queued = inbox_.size();
   }
-  status_.publish(now, force_rss, kv_, static_cast<int>(running_.size()), static_cast<int>(waiting_.size() + queued));
+  const int running = static_cast<int>(running_.size());
+  const int waiting = static_cast<int>(waiting_.size() + queued);
+  status_.publish(now, force_rss, kv_, running, waiting);
+  metrics_.long_jobs_waiting.set(
+      static_cast<double>(std::count_if(waiting_.begin(), waiting_.end(), [](const Sequence* s) { return s->long_job; })));
+  const bool idle = running == 0 && waiting == 0;
+  // Pressure: the breaker is open, or an idle engine holds more than the low mark.
+  const AdmissionState adm = admission_.state();
+  const bool pressure = adm.overloaded || (idle && adm.rss_usage > config_.admission.rss_low);
+  if (!relief_.due(now, pressure, idle)) return;
+  relief_.release(kv_, *runner_, result_cache_);
+  status_.publish(now, true, kv_, running, waiting);  // the breaker closes if use fell below the low mark
+  if (idle && admission_.overloaded()) {
+    // Refusing with nothing running frees nothing: what could be released was.
+    const AdmissionState a = admission_.state();
+    log_warn("memory breaker closed with nothing running although above the low mark ({}): the rest is weights, "
+             "buffers and the KV pages in use; lower kv_cache_memory or raise memory_limit_bytes", a.reason);
+    admission_.close_idle();
+    status_.publish(now, false, kv_, running, waiting);
+  }
 }
 
 EngineSnapshot Engine::snapshot() const {

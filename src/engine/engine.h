@@ -38,6 +38,7 @@
 #include "engine/engine_config.h"
 #include "engine/engine_metrics.h"
 #include "engine/engine_observers.h"
+#include "engine/memory_relief.h"
 #include "engine/engine_status.h"
 #include "engine/grammar_cache.h"
 #include "engine/model_runner.h"
@@ -100,6 +101,8 @@ class Engine {
   void run_until_idle();
 
   EngineSnapshot snapshot() const;
+  // The admission controller's state now (the snapshot's is as of the last publish).
+  AdmissionState admission_state() const { return admission_.state(); }
   // Where the steps' time went (EngineConfig::profile); read it after stop(), or from
   // the engine thread in manual mode.
   const StepProfile& step_profile() const { return profile_; }
@@ -171,6 +174,8 @@ class Engine {
   // with every position's logits) predicts, into s.prompt_scores.
   void score_prompt(Sequence& s, size_t chunk);
   void finish(Sequence& s, FinishReason reason, const std::string& message = "", double retry_after_s = 0);
+  // Publishes the status; with the memory breaker open, releases memory when due
+  // and closes the breaker when nothing is left running.
   void publish(int64_t now, bool force_rss);
   void cancel_remaining(const std::string& why);
   // Sleeps until a submission, a cancel or wake(), stop(), the scheduler's timer or
@@ -201,6 +206,7 @@ class Engine {
   ResultCache result_cache_;
   GrammarCache grammar_cache_;
   EngineStatus status_;
+  MemoryRelief relief_;
   std::function<int64_t()> clock_;
   std::vector<std::unique_ptr<StepObserver>> observers_;  // in their hooks' order
   const StatsRecorder* stats_ = nullptr;          // of observers_, read by stats_window()

@@ -1,5 +1,7 @@
 // Making an engine for a model: the KV cache sized from the config, the model runner,
 // the draft model of speculative decoding, and the warm-up pass before any request.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <numeric>
 
@@ -11,6 +13,24 @@
 #include "engine/kv_sizing.h"
 
 namespace llms {
+namespace {
+
+// Weights and a full KV pool must fit under the low watermark: above it, the breaker
+// would open under ordinary load and could never close by giving memory back.
+Status check_fits_low_mark(int64_t weights_bytes, int64_t kv_bytes, const EngineConfig& config) {
+  const int64_t limit = effective_memory_limit(config.admission.memory_limit_bytes);
+  const auto low = static_cast<int64_t>(config.admission.rss_low * static_cast<double>(limit));
+  if (weights_bytes + kv_bytes <= low) return ok_status();
+  constexpr double kMiB = 1 << 20;
+  return invalid_argument(fmt::format(
+      "weights ({:.1f} MiB) and the KV cache ({:.1f} MiB) exceed the low memory watermark ({:.1f} MiB: rss_low_watermark "
+      "{} of memory_limit_bytes {:.1f} MiB); lower kv_cache_memory to at most {:.1f} MiB or raise memory_limit_bytes",
+      static_cast<double>(weights_bytes) / kMiB, static_cast<double>(kv_bytes) / kMiB, static_cast<double>(low) / kMiB,
+      config.admission.rss_low, static_cast<double>(limit) / kMiB,
+      static_cast<double>(std::max<int64_t>(0, low - weights_bytes)) / kMiB));
+}
+
+}  // namespace
 
 Result<std::unique_ptr<Engine>> Engine::create(const Model& model, const Tokenizer& tokenizer,
                                                const EngineConfig& config, Registry* registry) {
@@ -20,6 +40,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const Model& model, const Tokeniz
   KvCacheConfig kv_config = model.kv_config(kv.num_blocks, config.kv.block_size, config.kv.k_type, config.kv.v_type);
   kv_config.commit_at_start = config.kv.commit_at_start;
   auto runner = std::make_unique<LocalModelRunner>(model, kv_config, config.threads, kv.context_length);
+  LLMS_RETURN_IF_ERROR(check_fits_low_mark(runner->weights_memory().owned_bytes, runner->kv_reserved_bytes(), config));
   log_info("engine: {} batching, {} KV blocks of {} tokens ({:.1f} MiB, {}/{}), context {}, {} threads",
            batching_policy_name(config.batching.policy), kv.num_blocks, config.kv.block_size,
            static_cast<double>(kv.num_blocks * kv.bytes_per_block) / (1 << 20), dtype_name(config.kv.k_type),

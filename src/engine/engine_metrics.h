@@ -36,6 +36,12 @@ struct EngineMetrics {
   Gauge& rss_bytes;                 // memory the process owns (anonymous), which the watermark reads
   Family<Gauge>& memory_bytes;      // by part: weights (resident), weights_mapped, kv_reserved
   Gauge& watermark;                 // 1 while refusing new requests
+  Counter& long_jobs;               // requests put in the long-job lane
+  Gauge& long_jobs_waiting;         // of them, waiting now
+  Histogram& long_job_queue_time;   // arrival to first scheduling, long-job lane
+  Histogram& long_job_e2e;          // arrival to finish, long-job lane
+  Counter& memory_releases;         // MemoryRelief runs (breaker open)
+  Counter& memory_released_bytes;   // process memory they gave back
   Histogram& ttft;
   Histogram& itl;
   Histogram& e2e;

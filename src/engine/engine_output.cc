@@ -149,6 +149,7 @@ void Engine::finish(Sequence& s, FinishReason reason, const std::string& message
   if (reason == FinishReason::kTimeout) metrics_.timeouts.inc();
   metrics_.prompt_tokens.inc(static_cast<double>(s.prompt_len));
   metrics_.e2e.observe(fe.timings.e2e_s);
+  if (s.long_job) metrics_.long_job_e2e.observe(fe.timings.e2e_s);
   metrics_.compute_time.observe(fe.timings.compute_s);
   if (auto it = replay_.find(s.id); it != replay_.end()) {
     if ((reason == FinishReason::kStop || reason == FinishReason::kLength) && result_cache_.max_bytes() > 0) {

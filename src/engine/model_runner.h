@@ -28,6 +28,9 @@ class ModelRunner {
   virtual WeightsMemory weights_memory() const { return {}; }
   // Bytes of KV cache memory reserved (address space) and committed (touched) so far.
   virtual int64_t kv_reserved_bytes() const { return 0; }
+  // Gives the memory of KV blocks no sequence holds back to the operating system
+  // (memory pressure); returns the bytes given back. A runner without a cache: 0.
+  virtual int64_t discard_kv_blocks(std::span<const int32_t> /*blocks*/) { return 0; }
   // Times the parts of later passes into `profile` (null: stop); a fake model times nothing.
   virtual void set_profile(StepProfile* /*profile*/) {}
   // Of a mixture of experts: its expert count and the tokens routed so far
@@ -57,6 +60,7 @@ class LocalModelRunner : public ModelRunner {
   Status forward(std::span<const SequenceChunk> chunks, ForwardOutput& out) override;
   WeightsMemory weights_memory() const override { return model_.weights_memory(); }
   int64_t kv_reserved_bytes() const override { return kv_.total_bytes(); }
+  int64_t discard_kv_blocks(std::span<const int32_t> blocks) override { return kv_.discard_blocks(blocks); }
   void set_profile(StepProfile* profile) override {
     state_.set_profile(profile);
     pool_.set_wait_counter(profile ? profile->wait_counter() : nullptr);

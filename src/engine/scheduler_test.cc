@@ -338,6 +338,41 @@ TEST(SchedulerTest, WatermarkHysteresis) {
   EXPECT_TRUE(a.state().overloaded);
   a.update_usage(0.1, 0.5);
   EXPECT_FALSE(a.state().overloaded);
+  // The reason gives the figures of now, not those of when the breaker opened.
+  a.update_usage(0.1, 0.95);
+  a.update_usage(0.1, 0.93);
+  EXPECT_NE(a.state().reason.find("process memory 93%"), std::string::npos) << a.state().reason;
+  // Closed with nothing running: it reopens only past the use then plus the marks' gap
+  // (0.93 + 0.1), until use falls under the low mark.
+  a.close_idle();
+  EXPECT_FALSE(a.state().overloaded);
+  EXPECT_TRUE(a.admit(1, &retry).ok());
+  a.update_usage(0.1, 0.98);
+  EXPECT_FALSE(a.state().overloaded);
+  a.update_usage(0.1, 1.04);
+  EXPECT_TRUE(a.state().overloaded);
+  EXPECT_EQ(a.admit(1, &retry).code(), StatusCode::kUnavailable);
+  EXPECT_GE(retry, 1);  // a 503 says when to come back
+  a.update_usage(0.1, 0.5);  // under the low mark: the ordinary marks again
+  a.update_usage(0.1, 0.95);
+  EXPECT_TRUE(a.state().overloaded);
+}
+
+// A busy KV pool is absorbed by the queue: with the default (off) KV marks, a full
+// pool neither refuses nor says overloaded; a full queue is reported for /ready.
+TEST(SchedulerTest, KvUseAloneNeverOpensTheBreaker) {
+  AdmissionConfig c;
+  c.max_waiting_requests = 2;
+  AdmissionController a(c);
+  double retry;
+  a.update_usage(1.0, 0.1);
+  EXPECT_FALSE(a.state().overloaded);
+  EXPECT_TRUE(a.admit(1, &retry).ok());
+  EXPECT_FALSE(a.state().queue_full);
+  EXPECT_TRUE(a.admit(1, &retry).ok());
+  EXPECT_TRUE(a.state().queue_full);
+  a.release_waiting(1);
+  EXPECT_FALSE(a.state().queue_full);
 }
 
 TEST(SchedulerTest, DynamicWaitsForBatchOrDelayThenRunsToCompletion) {
@@ -392,6 +427,12 @@ TEST(SchedulerTest, LongJobLaneTakesABoundedShare) {
   EXPECT_EQ(call[1].n, 30);  // the small job is not stalled behind it
   h.engine->run_until_idle();
   EXPECT_EQ(collect(*huge).tokens, expected_tokens(prompt_of(400), 2));
+  // The lane's own metrics count the one long job, its queue time and its latency.
+  const std::string m = h.engine->registry().render();
+  for (const char* line : {"llmserve_long_jobs_total 1\n", "llmserve_long_job_queue_time_seconds_count 1\n",
+                           "llmserve_long_job_e2e_latency_seconds_count 1\n", "llmserve_long_jobs_waiting 0\n"}) {
+    EXPECT_NE(m.find(line), std::string::npos) << line;
+  }
 }
 
 }  // namespace

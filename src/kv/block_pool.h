@@ -23,6 +23,7 @@ class BlockPool {
   int32_t num_free() const { return static_cast<int32_t>(free_.size()); }
   int32_t num_used() const { return num_blocks() - num_free(); }
   int32_t ref_count(int32_t block) const { return ref_counts_[static_cast<size_t>(block)]; }
+  std::span<const int32_t> free_blocks() const { return free_; }
 
   // A free block with ref count 1, or nullopt when none is left.
   std::optional<int32_t> allocate();

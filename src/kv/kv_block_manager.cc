@@ -31,6 +31,10 @@ std::optional<int32_t> KvBlockManager::allocate() {
   if (lru_.empty()) return std::nullopt;
   // Evict the least recently used idle cached block; it keeps its pool reference,
   // which now belongs to the caller.
+  return evict_oldest();
+}
+
+int32_t KvBlockManager::evict_oldest() {
   const int32_t b = lru_.front();
   lru_.pop_front();
   in_lru_[static_cast<size_t>(b)] = false;
@@ -39,6 +43,12 @@ std::optional<int32_t> KvBlockManager::allocate() {
   hash_of_[static_cast<size_t>(b)].reset();
   ++stats_.evictions;
   return b;
+}
+
+int32_t KvBlockManager::evict_idle() {
+  int32_t n = 0;
+  for (; !lru_.empty(); ++n) pool_.release(evict_oldest());
+  return n;
 }
 
 void KvBlockManager::drop_reference(int32_t b) {

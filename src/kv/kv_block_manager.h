@@ -89,8 +89,14 @@ class KvBlockManager {
   // Releases every block of the sequence and empties it.
   void release(SequenceBlocks& seq);
 
+  // Drops every idle cached block (memory pressure): they become free. Returns how many.
+  int32_t evict_idle();
+  // The blocks no sequence owns and no cache entry holds: their bytes may be discarded.
+  std::span<const int32_t> free_blocks() const { return pool_.free_blocks(); }
+
  private:
   std::optional<int32_t> allocate();
+  int32_t evict_oldest();  // the LRU idle cached block, out of the cache, still referenced once
   void drop_reference(int32_t block);
   Hash128 chain(const Hash128& parent, std::span<const int32_t> tokens) const;
   // The parent of a sequence's first block: the seed, salted.

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace llms {
 
 int64_t KvCacheConfig::bytes_per_block() const {
@@ -44,6 +46,20 @@ KvLayerView KvCache::layer(int l) {
                                          config_.n_kv_heads, config_.head_dim);
   view.k_block_stride = view.v_block_stride = config_.bytes_per_block();
   return view;
+}
+
+int64_t KvCache::discard_blocks(std::span<const int32_t> blocks) {
+  std::vector<int32_t> ids(blocks.begin(), blocks.end());
+  std::sort(ids.begin(), ids.end());
+  const auto per_block = static_cast<size_t>(config_.bytes_per_block());
+  int64_t discarded = 0;
+  for (size_t i = 0; i < ids.size();) {
+    size_t j = i + 1;
+    while (j < ids.size() && ids[j] == ids[j - 1] + 1) ++j;  // a run of adjacent blocks
+    discarded += storage_.discard(static_cast<size_t>(ids[i]) * per_block, (j - i) * per_block);
+    i = j;
+  }
+  return discarded;
 }
 
 }  // namespace llms

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "base/aligned_buffer.h"
@@ -51,6 +52,11 @@ class KvCache {
   int64_t total_bytes() const { return static_cast<int64_t>(storage_.size()); }
 
   KvLayerView layer(int l);
+
+  // Returns the memory of `blocks` (ids no sequence holds: their contents are never
+  // read again before being written) to the operating system, runs of adjacent ids at
+  // once. Returns the bytes given back (whole pages only).
+  int64_t discard_blocks(std::span<const int32_t> blocks);
 
  private:
   KvCacheConfig config_;

@@ -33,7 +33,8 @@ ApiError api_error_from_status(const Status& s, bool draining, double retry_afte
     case StatusCode::kResourceExhausted:
       return ApiError{429, "rate_limit_error", s.message(), "", "queue_full", std::max(1.0, retry_after_s)};
     case StatusCode::kUnavailable:
-      return ApiError{503, "service_unavailable", s.message(), "", draining ? "draining" : "overloaded", 0};
+      return ApiError{503, "service_unavailable", s.message(), "", draining ? "draining" : "overloaded",
+                      std::max(1.0, retry_after_s)};
     case StatusCode::kFailedPrecondition:
     case StatusCode::kAlreadyExists:
       return ApiError{409, "conflict", s.message(), "", "conflict", 0};
@@ -54,9 +55,9 @@ HttpResponse api_error_response(const ApiError& e) {
   HttpResponse r;
   r.status = e.status;
   r.body = api_error_json(e);
-  if (e.retry_after_s > 0) {
-    r.headers.emplace_back("Retry-After", std::to_string(static_cast<int64_t>(std::ceil(e.retry_after_s))));
-  }
+  // Every 503 says when to come back (a client or balancer that backs off reads it).
+  const double retry = e.status == 503 ? std::max(1.0, e.retry_after_s) : e.retry_after_s;
+  if (retry > 0) r.headers.emplace_back("Retry-After", std::to_string(static_cast<int64_t>(std::ceil(retry))));
   return r;
 }
 

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "base/clock.h"
+#include "server/access_log.h"
 #include "server/api_error.h"
 #include "server/endpoints.h"
 #include "server/sse.h"
@@ -134,6 +135,7 @@ void CompletionJob::start() {
   if (err) {
     HttpResponse r = api_error_response(*err);
     for (auto& h : version_headers()) r.headers.push_back(std::move(h));
+    exchange_->set_note(access_note(meta_.id, 0, 0, -1, ""));
     exchange_->respond(std::move(r));
     return;  // the destructor cancels what was queued and uncounts the request
   }
@@ -384,6 +386,7 @@ void CompletionJob::complete() {
     if (c.handle) c.handle->set_notify(nullptr);
   }
   record_for_review();
+  exchange_->set_note(note());
   if (!client_gone_ && request_.stream) {
     std::string out;
     if (request_.include_usage) out += sse_event(usage_chunk(meta_, usage()));
@@ -422,6 +425,19 @@ void CompletionJob::respond_whole(const std::vector<ChoiceResult>& results) {
     return;
   }
   exchange_->respond(HttpResponse{200, "application/json", std::move(body), version_headers()});
+}
+
+std::string CompletionJob::note() const {
+  const UsageTotals u = usage();
+  double ttft = -1;
+  std::string reasons;
+  for (const auto& c : choices_) {
+    if (!c.finish) continue;
+    if (c.finish->completion_tokens > 0 && (ttft < 0 || c.finish->timings.ttft_s < ttft)) ttft = c.finish->timings.ttft_s;
+    if (!reasons.empty()) reasons += ',';
+    reasons += finish_reason_name(c.finish->reason);
+  }
+  return access_note(meta_.id, u.prompt_tokens, u.completion_tokens, ttft, reasons);
 }
 
 void CompletionJob::cancel_all() {

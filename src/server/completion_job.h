@@ -96,6 +96,8 @@ class CompletionJob : public std::enable_shared_from_this<CompletionJob> {
   void respond_whole(const std::vector<ChoiceResult>& results);
   void cancel_all();
   UsageTotals usage() const;
+  // The access log's part of this request (access_log.h).
+  std::string note() const;
   HttpHeaders version_headers() const;
 
   ServerContext& ctx_;

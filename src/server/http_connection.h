@@ -159,6 +159,7 @@ class ConnectionExchange : public HttpExchange, public std::enable_shared_from_t
   void post(std::function<void()> fn) override;
   void set_on_close(std::function<void()> fn) override;
   void when_writable(std::function<void()> fn) override;
+  void set_note(std::string note) override;
 
   // Touched on the strand only.
   HttpExchangeRecord record;

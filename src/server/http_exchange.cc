@@ -63,6 +63,10 @@ void ConnectionExchange::set_on_close(std::function<void()> fn) {
   });
 }
 
+void ConnectionExchange::set_note(std::string note) {
+  asio::post(strand_, [self = shared_from_this(), n = std::move(note)]() mutable { self->record.note = std::move(n); });
+}
+
 void ConnectionExchange::when_writable(std::function<void()> fn) {
   asio::post(strand_, [self = shared_from_this(), fn = std::move(fn)]() mutable {
     auto c = self->conn_.lock();

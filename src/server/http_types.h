@@ -56,6 +56,9 @@ class HttpExchange {
   // (the client went away, a write stalled, the server shut down). Runs at once
   // (posted) when the connection is already closed.
   virtual void set_on_close(std::function<void()> fn) = 0;
+  // Attaches `note` to the exchange's record (HttpExchangeRecord::note: the access
+  // log's line); call before the call that ends the exchange.
+  virtual void set_note(std::string /*note*/) {}
 };
 
 using HttpHandler = std::function<void(HttpRequest request, std::shared_ptr<HttpExchange> exchange)>;
@@ -68,6 +71,7 @@ struct HttpExchangeRecord {
   double seconds = 0;
   bool client_gone = false;  // the connection closed before the exchange ended
   std::string header_value;  // the response's HttpServerOptions::recorded_header, if it had one
+  std::string note;          // what the handler attached (HttpExchange::set_note)
 };
 
 }  // namespace llms

@@ -28,11 +28,18 @@ void handle_health(ServerContext&, const HttpRequest&, std::shared_ptr<HttpExcha
   ex->respond(json_response(200, Json{{"status", "ok"}}));
 }
 
+// 503 only while this server should get no new work: loading (no version yet),
+// draining, the engine stopped or stalled, the memory breaker open, or the waiting
+// queue full. A busy KV pool is not a reason: the queue absorbs it. The reason holds
+// the figures of now.
 void handle_ready(ServerContext& ctx, const HttpRequest&, std::shared_ptr<HttpExchange> ex) {
+  auto not_ready = [&](const std::string& reason) {
+    HttpResponse r = json_response(503, Json{{"status", "not_ready"}, {"reason", reason}});
+    r.headers.emplace_back("Retry-After", "1");
+    ex->respond(std::move(r));
+  };
   const VersionPtr current = ctx.versions.current();
-  if (!current) {
-    return ex->respond(json_response(503, Json{{"status", "not_ready"}, {"reason", "swapping model versions"}}));
-  }
+  if (!current) return not_ready("loading: no model version is serving yet (or versions are being swapped)");
   const EngineSnapshot s = current->engine().snapshot();
   std::string reason;
   const double since_step = s.last_step_ns > 0 ? static_cast<double>(now_ns() - s.last_step_ns) * 1e-9 : 0;
@@ -44,13 +51,13 @@ void handle_ready(ServerContext& ctx, const HttpRequest&, std::shared_ptr<HttpEx
     reason = "the engine is not running";
   } else if (since_step > kStallSeconds) {
     reason = fmt::format("the engine has not stepped for {:.0f} s", since_step);
-  } else if (s.admission.overloaded) {
-    reason = "above a memory watermark: " + s.admission.reason;
+  } else if (const AdmissionState a = current->engine().admission_state(); a.overloaded) {
+    reason = "above a memory watermark: " + a.reason;
+  } else if (a.queue_full) {
+    reason = fmt::format("the waiting queue is full ({} requests)", a.waiting_requests);
   }
-  if (reason.empty()) {
-    return ex->respond(json_response(200, Json{{"status", "ready"}, {"model", ctx.model_name}, {"version", current->name()}}));
-  }
-  ex->respond(json_response(503, Json{{"status", "not_ready"}, {"reason", reason}}));
+  if (!reason.empty()) return not_ready(reason);
+  ex->respond(json_response(200, Json{{"status", "ready"}, {"model", ctx.model_name}, {"version", current->name()}}));
 }
 
 void handle_metrics(ServerContext& ctx, const HttpRequest&, std::shared_ptr<HttpExchange> ex) {

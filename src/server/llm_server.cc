@@ -13,6 +13,7 @@
 #include "base/log.h"
 #include "deploy/admin_client.h"
 #include "server/api_error.h"
+#include "server/config_reload.h"
 #include "server/endpoints.h"
 #include "server/prompt_builder.h"
 
@@ -70,10 +71,17 @@ HttpServerOptions transport_options(const ServerConfig& sc) {
   return o;
 }
 
+Status apply_log_settings(const ServerConfig& c) {
+  if (!c.log_level.empty()) set_log_level(*parse_log_level(c.log_level));
+  set_log_format(*parse_log_format(c.log_format));
+  return set_log_file(c.log_file);
+}
+
 }  // namespace
 
 Result<std::unique_ptr<LlmServer>> LlmServer::start(const ServeConfig& config) {
   LLMS_RETURN_IF_ERROR(config.validate());
+  LLMS_RETURN_IF_ERROR(apply_log_settings(config.server));
   std::unique_ptr<LlmServer> s(new LlmServer(config));
   LLMS_RETURN_IF_ERROR(s->init());
   return s;
@@ -101,6 +109,7 @@ Status LlmServer::init() {
     if (!loaded.ok()) return loaded.status().with_context("review_exclude_key_file");
     review_excluded = std::move(loaded).value();
   }
+  LLMS_RETURN_IF_ERROR(open_access_log());
   registry_ = std::make_unique<Registry>();
   if (!config_.server.kv_events.empty()) {
     KvEventPublisherOptions ko;
@@ -151,11 +160,12 @@ Status LlmServer::init() {
   // The version that answered (its response header), "-" for answers no version gave
   // (health, admin, errors before routing).
   o.recorded_header = kVersionHeader;
-  o.on_exchange = [m, routes](const HttpExchangeRecord& r) {
+  o.on_exchange = [this, m, routes](const HttpExchangeRecord& r) {
     const std::string endpoint(routes->endpoint_label(r.path));
     const std::string version = r.header_value.empty() ? "-" : r.header_value;
     m->http_requests.with({endpoint, std::string(method_label(r.method)), std::to_string(r.status), version}).inc();
     m->http_duration.with({endpoint, version}).observe(r.seconds);
+    log_exchange(r, endpoint);
   };
   o.on_connection = [m](int delta) { m->open_connections.add(delta); };
   o.on_event = [m](HttpEvent e) { count_transport_event(*m, e); };
@@ -164,6 +174,52 @@ Status LlmServer::init() {
     router->handle(std::move(req), std::move(ex));
   });
   return http_->start();
+}
+
+Status LlmServer::open_access_log() {
+  std::shared_ptr<AccessLog> log;
+  if (!config_.server.access_log.empty()) {
+    LLMS_ASSIGN_OR_RETURN(std::unique_ptr<AccessLog> opened, AccessLog::open(config_.server.access_log));
+    log = std::move(opened);
+  }
+  std::lock_guard<std::mutex> lock(access_mu_);
+  access_log_ = std::move(log);
+  return ok_status();
+}
+
+void LlmServer::log_exchange(const HttpExchangeRecord& r, std::string_view endpoint) {
+  std::shared_ptr<AccessLog> log;
+  {
+    std::lock_guard<std::mutex> lock(access_mu_);
+    log = access_log_;
+  }
+  if (log) log->write(r, endpoint);
+}
+
+Status LlmServer::reload(const ServeConfig& next) {
+  LLMS_RETURN_IF_ERROR(next.validate());
+  const std::vector<ConfigChange> changes = config_changes(config_, next);
+  ServerConfig& s = config_.server;
+  s.log_level = next.server.log_level;
+  s.log_format = next.server.log_format;
+  s.log_file = next.server.log_file;
+  s.access_log = next.server.access_log;
+  s.shutdown_delay_s = next.server.shutdown_delay_s;
+  s.shutdown_timeout_s = next.server.shutdown_timeout_s;
+  // The new log settings first, so that what changed is logged where and as they say.
+  LLMS_RETURN_IF_ERROR(apply_log_settings(s));  // reopens the log file too
+  LLMS_RETURN_IF_ERROR(open_access_log());
+  int applied = 0;
+  for (const ConfigChange& c : changes) {
+    if (!c.reloadable) {
+      log_warn("config reload: {} changed ({} -> {}) but takes a restart; kept {}", c.key, c.before, c.after, c.before);
+      continue;
+    }
+    ++applied;
+    log_info("config reload: {}: {} -> {}", c.key, c.before, c.after);
+  }
+  log_info("config reload: {} key(s) applied; log file and access log reopened", applied);
+  return ok_status();
 }
 
 void LlmServer::shutdown() {

@@ -7,17 +7,23 @@
 // requests in flight get up to shutdown_timeout seconds to finish; the rest are
 // cancelled (clients get finish_reason "cancelled"); then connections close.
 //
-// Thread-safety: start() once; shutdown() from one thread (idempotent); port(),
-// context() from any thread.
+// Logging: start() applies log_level, log_format and log_file; every exchange goes to
+// the access log when one is set.
+//
+// Thread-safety: start() once; shutdown() and reload() from one thread (shutdown()
+// idempotent); port(), context() from any thread.
 #pragma once
 
 #include <memory>
+#include <mutex>
+#include <string_view>
 
 #include "base/status.h"
 #include "deploy/deployer.h"
 #include "deploy/version_set.h"
 #include "kvevents/kv_event_publisher.h"
 #include "metrics/metrics.h"
+#include "server/access_log.h"
 #include "server/http_server.h"
 #include "server/router.h"
 #include "server/server_config.h"
@@ -36,10 +42,17 @@ class LlmServer {
   int port() const { return http_->port(); }
   ServerContext& context() { return *ctx_; }
   void shutdown();
+  // SIGHUP: applies `next`'s reloadable keys (config_reload.h), reopens the log file
+  // and the access log, and logs every key that changed. INVALID_ARGUMENT (nothing
+  // applied) when `next` is not valid. Call from the thread that calls shutdown().
+  Status reload(const ServeConfig& next);
 
  private:
   explicit LlmServer(const ServeConfig& config) : config_(config) {}
   Status init();
+  // Opens (or reopens, or closes) the access log for config_.server.access_log.
+  Status open_access_log();
+  void log_exchange(const HttpExchangeRecord& r, std::string_view endpoint);
 
   ServeConfig config_;
   std::unique_ptr<Registry> registry_;
@@ -51,6 +64,8 @@ class LlmServer {
   std::unique_ptr<Router> router_;
   std::unique_ptr<HttpServer> http_;
   bool shut_down_ = false;
+  std::mutex access_mu_;                   // guards access_log_ (I/O threads write, reload() swaps)
+  std::shared_ptr<AccessLog> access_log_;  // null: no access log
 };
 
 }  // namespace llms

@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "server/browser_policy.h"
+#include "base/log.h"
 
 namespace llms {
 
@@ -51,6 +52,10 @@ Status ServerConfig::validate() const {
   if (!(g.compile_seconds >= 0 && g.point_seconds >= 0 && g.mask_seconds >= 0)) {
     return bad("grammar_*_seconds", "budgets must be >= 0 (0: no limit)");
   }
+  if (!log_level.empty() && !parse_log_level(log_level)) {
+    return bad("log_level", "must be debug, info, warn, error or off, not \"" + log_level + "\"");
+  }
+  if (!parse_log_format(log_format)) return bad("log_format", "must be text or json, not \"" + log_format + "\"");
   if (!(shutdown_timeout_s >= 0)) return bad("shutdown_timeout", "must be >= 0");
   if (!(shutdown_delay_s >= 0 && shutdown_delay_s <= 3600)) return bad("shutdown_delay", "must be between 0 and 3600 seconds");
   return ok_status();

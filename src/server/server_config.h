@@ -68,6 +68,10 @@ struct ServerConfig {
   // With API keys: "key" keeps each key's prefix-cache (and result-cache) entries to
   // itself; "global" shares them across keys. cache_salt scopes them further.
   std::string prefix_cache_scope = "key";
+  std::string log_level;             // debug, info, warn, error, off ("" = $LLMSERVE_LOG, else info)
+  std::string log_format = "text";   // text or json (one object a line)
+  std::string log_file;              // append the log here ("" = stderr); reopened on SIGHUP
+  std::string access_log;            // one JSON line per HTTP exchange ("" = none); reopened on SIGHUP
 
   Status validate() const;
 };

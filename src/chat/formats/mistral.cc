@@ -7,6 +7,7 @@
 //                      [TOOL_RESULTS] {"content": ..., "call_id": ...}[/TOOL_RESULTS]
 #include <fmt/format.h>
 
+#include "base/log.h"
 #include "chat/formats/format.h"
 #include "chat/formats/template_util.h"
 #include "chat/formats/tool_util.h"
@@ -23,22 +24,8 @@ constexpr std::string_view kOnlyUserAssistant =
 // A JSON string literal (what tojson writes for a string; non-ASCII kept).
 std::string json_quote(std::string_view s) {
   std::string out = "\"";
-  for (const char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          out += fmt::format("\\u{:04x}", static_cast<unsigned char>(c));
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
+  out += json_escape(s);
+  return out + '"';
 }
 
 // A tool result: [TOOL_RESULTS] {"content": ..., "call_id": ...}[/TOOL_RESULTS].
