@@ -118,6 +118,9 @@ TEST(OperationsReadiness, KvSaturationKeepsReady) {
         Json{{"prompt", "a long story " + std::to_string(i)}, {"max_tokens", 900}, {"ignore_eos", true}, {"stream", true}}
             .dump());
   }
+  // Observations of /ready while the pool is saturated: each one a check that can fail
+  // (a slow, shared machine gets fewer of them in the time the load lasts).
+  constexpr int kSaturatedChecks = 8;
   int saturated_checks = 0, not_ready = 0;
   std::string reason;
   poll_until(
@@ -128,10 +131,10 @@ TEST(OperationsReadiness, KvSaturationKeepsReady) {
           ++saturated_checks;
           if (ready.status != 200) ++not_ready, reason = ready.body;
         }
-        return saturated_checks >= 20;
+        return saturated_checks >= kSaturatedChecks;
       },
-      30);
-  EXPECT_GE(saturated_checks, 20) << "the load never held the KV pool at 95%";
+      60);
+  EXPECT_GE(saturated_checks, kSaturatedChecks) << "the load never held the KV pool at 95%";
   EXPECT_EQ(not_ready, 0) << reason;
   for (auto& h : hogs) h->close();
 }
