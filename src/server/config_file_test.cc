@@ -150,6 +150,7 @@ TEST(ConfigFileTest, TheApiKeyIsNeverPrinted) {
 // canary decision (deploy/deployer.h).
 TEST(ConfigFileTest, CanaryFeedbackKeys) {
   ServeConfig c;
+  c.server.model_path = "model.gguf";
   EXPECT_EQ(c.deploy.canary_auto.feedback_min, 0);  // off unless asked for
   ASSERT_TRUE(load_config_text("canary_feedback_min = 25\ncanary_feedback_margin = 0.4\n", "f.toml", c).ok());
   EXPECT_EQ(c.deploy.canary_auto.feedback_min, 25);
