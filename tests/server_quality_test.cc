@@ -2,7 +2,9 @@
 // --canary-auto aborts a canary whose weights are damaged (2% of the signs flipped) and
 // one that loops (every input reads as one token), each well before 100 of its
 // requests, with the reason in the log and in llmserve_quality_decisions_total; it
-// promotes a Q8_0 requantization of the same model. With --auto-rollback a deployed
+// promotes a Q8_0 requantization of the same model. With --canary-feedback-min a
+// canary that people rate worse (POST /v1/feedback) is aborted on feedback, and one
+// rated as well as the stable version is promoted. With --auto-rollback a deployed
 // version whose validation perplexity drifts (the validation text changes under it)
 // is rolled back.
 #include <unistd.h>
@@ -14,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <functional>
 #include <random>
 
 #include "deploy/model_root.h"
@@ -214,6 +217,97 @@ TEST(QualityScenarioTest, RequantizedCanaryIsPromoted) {
   EXPECT_NE(decision_line(log).find("canary q8 promoted automatically"), std::string::npos) << log;
   EXPECT_EQ(r.root.current(), "q8");
   fs::remove(q8);
+}
+
+// The feedback rule's server: a canary of the same weights (only the ratings tell the
+// versions apart), decided on errors, abnormal outputs and feedback (no cross-scoring;
+// latency off, as above); feedback decides once each side has 20 ratings, within a
+// margin of half a rating point.
+constexpr int kFeedbackMin = 20;
+constexpr int kFeedbackRequests = 30;
+
+std::unique_ptr<LlmServer> feedback_canary_server(const std::string& name) {
+  Root r = make_root(name);
+  EXPECT_TRUE(r.root.install("v2", stories_path(), true).ok());
+  auto server = start_on_root(r.dir, [&](ServeConfig& c) {
+    c.deploy.canary_auto.requests = kFeedbackRequests;
+    c.deploy.canary_auto.max_latency_ratio = 1e9;
+    c.deploy.canary_auto.feedback_min = kFeedbackMin;
+    c.deploy.canary_auto.feedback_margin = 0.5;
+    c.deploy.cross.share = 0;
+  });
+  const HttpResult d = admin(server->port(), "deploy", {{"version", "v2"}, {"canary", 0.5}});
+  EXPECT_EQ(d.status, 200) << d.body;
+  return server;
+}
+
+// Thumbs a person gives the k-th answer of a version: three in four up and one neutral
+// (`good`), or three in four down and one neutral.
+int thumbs(bool good, int k) { return k % 4 == 0 ? 0 : good ? 1 : -1; }
+
+// Sends completions and rates each answer through POST /v1/feedback, the candidate's
+// by `candidate_good` and the stable version's always good, until no canary runs;
+// returns the candidate's ratings by then (-1: still undecided after `max_requests`).
+// A rating wakes the deployer, which decides on it before the next tick.
+int rate_until_decided(int port, bool candidate_good, int max_requests) {
+  int rated[2] = {0, 0};  // [stable, candidate]
+  for (int i = 0; i < max_requests; ++i) {
+    const HttpResult r = http_post(port, "/v1/completions",
+                                   Json{{"prompt", "Once upon a time " + std::to_string(i)}, {"max_tokens", 8},
+                                        {"temperature", 0.8}, {"seed", i}});
+    EXPECT_EQ(r.status, 200) << r.body;
+    const bool cand = r.header("x-llmserve-model-version") == "v2";
+    const int rating = thumbs(!cand || candidate_good, rated[cand]++);
+    const HttpResult f = http_post(port, "/v1/feedback", Json{{"id", r.json()["id"]}, {"rating", rating}});
+    EXPECT_EQ(f.status, 200) << f.body;
+    if (http_get(port, "/admin/versions", kAuth).json()["state"]["candidate"].is_null()) return rated[1];
+  }
+  ADD_FAILURE() << "undecided after " << max_requests << " requests, " << rated[1] << " of them the candidate's: "
+                << http_get(port, "/admin/versions", kAuth).body;
+  return -1;
+}
+
+struct FeedbackOutcome {
+  int rated = -1;    // the candidate's ratings when the test saw the canary decided
+  std::string line;  // the log's line of the decision
+};
+
+// A feedback canary server's scenario, until the automatic decision (`decision`,
+// `reason`) is counted.
+FeedbackOutcome feedback_scenario(bool candidate_good, const std::string& decision, const std::string& reason) {
+  auto server = feedback_canary_server(candidate_good ? "feedback_good" : "feedback_bad");
+  const int port = server->port();
+  ::testing::internal::CaptureStderr();
+  FeedbackOutcome o;
+  o.rated = rate_until_decided(port, candidate_good, 600);
+  EXPECT_TRUE(poll_until([&] { return decisions(port, decision, reason) == 1; }, 10));
+  o.line = decision_line(::testing::internal::GetCapturedStderr());
+  // Only the one decision, and the figures a dashboard or an alert compares.
+  EXPECT_EQ(decisions(port, "aborted", "feedback") + decisions(port, "promoted", "all_within_margins"), 1);
+  EXPECT_EQ(http_get(port, "/admin/versions", kAuth).json()["state"]["current"], candidate_good ? "v2" : "v1");
+  EXPECT_GT(metric(port, "llmserve_feedback_rating_mean{version=\"v1\"}"), 0);
+  const double candidate_mean = metric(port, "llmserve_feedback_rating_mean{version=\"v2\"}");
+  EXPECT_TRUE(candidate_good ? candidate_mean > 0 : candidate_mean < 0) << candidate_mean;
+  return o;
+}
+
+TEST(QualityScenarioTest, CanaryRatedWorseIsAbortedOnFeedback) {
+  if (!have_stories()) GTEST_SKIP() << "needs ../shared/models/stories260K.gguf";
+  const FeedbackOutcome o = feedback_scenario(false, "aborted", "feedback");
+  EXPECT_GE(o.rated, kFeedbackMin) << "decided before the minimum of ratings";
+  EXPECT_LT(o.rated, 100);
+  EXPECT_NE(o.line.find("canary v2 aborted automatically"), std::string::npos) << o.line;
+  EXPECT_NE(o.line.find("feedback is worse"), std::string::npos) << o.line;
+}
+
+// The control: rated as the stable version is, the canary is promoted on its ratings,
+// not before feedback_min of them, nor before canary_auto's requests.
+TEST(QualityScenarioTest, CanaryRatedAsWellIsPromoted) {
+  if (!have_stories()) GTEST_SKIP() << "needs ../shared/models/stories260K.gguf";
+  const FeedbackOutcome o = feedback_scenario(true, "promoted", "all_within_margins");
+  EXPECT_GE(o.rated, std::max(kFeedbackMin, kFeedbackRequests));
+  EXPECT_NE(o.line.find("canary v2 promoted automatically"), std::string::npos) << o.line;
+  EXPECT_NE(o.line.find("feedback: no_worse"), std::string::npos) << o.line;
 }
 
 // The drift rule: the validation text is read again at each check, so a text the

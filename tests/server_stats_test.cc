@@ -1,6 +1,6 @@
 // GET /v1/stats (the dashboard's data) and the dashboard's files at / and /ui/...: the
 // stats body's keys and types, its window bounded by stats_window, values that move
-// with requests; the page's CSP, content types and caching; --no-ui; API keys.
+// with requests and ratings; the page's CSP, content types and caching; --no-ui; API keys.
 #include <gtest/gtest.h>
 
 #include <regex>
@@ -68,8 +68,9 @@ TEST(ServerStatsTest, SchemaWindowBoundAndValuesThatMoveWithRequests) {
   EXPECT_EQ(expect_columns(before["requests"], kRequestKeys, "requests"), 0u);
   ASSERT_EQ(before["versions"].size(), 1u);
   expect_keys(before["versions"][0], {"name", "role", "share", "completed", "failed", "abnormal", "quality_kl",
-                                      "quality_perplexity"},
+                                      "quality_perplexity", "ratings", "rating_mean", "negative_share"},
               "versions[0]");
+  EXPECT_EQ(before["versions"][0]["ratings"], 0);
   EXPECT_EQ(before["versions"][0]["role"], "current");
   EXPECT_EQ(before["versions"][0]["share"], 1.0);
 
@@ -122,6 +123,23 @@ TEST(ServerStatsTest, SchemaWindowBoundAndValuesThatMoveWithRequests) {
   EXPECT_GE(sum["generation_tokens_per_s"].get<double>(), 0);
   // The engine's snapshot is published after the step that answered the last request.
   EXPECT_TRUE(poll_until([&] { return stats(server->port())["versions"][0]["completed"] == kRequests; }));
+}
+
+// The versions' feedback beside their other figures: count, mean rating and the share
+// of negative ratings (thumbs: -1).
+TEST(ServerStatsTest, VersionsCarryTheirFeedback) {
+  auto server = start_server(synthetic_path());
+  const int port = server->port();
+  for (int rating : {-1, 1, 1, 0}) {
+    const HttpResult r = http_post(port, "/v1/completions", Json{{"prompt", "rate me"}, {"max_tokens", 2},
+                                                                  {"temperature", 1.0}});
+    ASSERT_EQ(r.status, 200) << r.body;
+    ASSERT_EQ(http_post(port, "/v1/feedback", Json{{"id", r.json()["id"]}, {"rating", rating}}).status, 200);
+  }
+  const Json v = stats(port)["versions"][0];
+  EXPECT_EQ(v["ratings"], 4);
+  EXPECT_DOUBLE_EQ(v["rating_mean"].get<double>(), 0.25);     // (-1 + 1 + 1 + 0) / 4
+  EXPECT_DOUBLE_EQ(v["negative_share"].get<double>(), 0.25);  // one -1 in four
 }
 
 TEST(ServerStatsTest, ZeroWindowKeepsTotalsOnly) {

@@ -23,6 +23,18 @@ MeanStream MeanStream::bernoulli(int64_t k, int64_t n) {
   return s;
 }
 
+MeanStream MeanStream::since(const MeanStream& earlier) const {
+  MeanStream s;
+  s.n = n - earlier.n;
+  if (s.n <= 0) return {};
+  if (earlier.n == 0) return *this;
+  const auto total = static_cast<double>(n), before = static_cast<double>(earlier.n), after = static_cast<double>(s.n);
+  s.mean = (total * mean - before * earlier.mean) / after;
+  const double d = s.mean - earlier.mean;
+  s.m2 = std::max(0.0, m2 - earlier.m2 - d * d * before * after / total);
+  return s;
+}
+
 Interval confidence_sequence(const MeanStream& s, double alpha, double t_star) {
   if (s.n == 0) return {-INFINITY, INFINITY};
   const double t = static_cast<double>(s.n);

@@ -37,6 +37,12 @@ struct MeanStream {
   double variance() const { return n > 1 ? m2 / static_cast<double>(n - 1) : 0; }
   // k successes in n trials as a stream of 0/1 observations.
   static MeanStream bernoulli(int64_t k, int64_t n);
+  // The observations added to this stream since it was `earlier` (a copy taken then):
+  // the pooled-moments formula run backwards.
+  MeanStream since(const MeanStream& earlier) const;
+  // The same observations with their signs flipped (a "higher is better" stream as a
+  // signal, where higher is worse).
+  MeanStream negated() const { return {n, -mean, m2}; }
 };
 
 struct Interval {

@@ -28,6 +28,25 @@ TEST(CanaryJudgeTest, MeanStreamMatchesTheTwoPassFormulas) {
   EXPECT_NEAR(b.variance(), direct.variance(), 1e-12);
 }
 
+TEST(CanaryJudgeTest, SinceIsTheStreamOfTheLaterObservations) {
+  const double xs[] = {3, -1, 4, 1, 5, 9, 2, 6};
+  MeanStream all, earlier, later;
+  for (int i = 0; i < 8; ++i) {
+    all.add(xs[i]);
+    (i < 3 ? earlier : later).add(xs[i]);
+    if (i == 2) EXPECT_EQ(all.since(all).n, 0);
+  }
+  const MeanStream s = all.since(earlier);
+  EXPECT_EQ(s.n, 5);
+  EXPECT_NEAR(s.mean, later.mean, 1e-12);
+  EXPECT_NEAR(s.variance(), later.variance(), 1e-12);
+  EXPECT_NEAR(all.since(MeanStream{}).variance(), all.variance(), 1e-12);
+  const MeanStream minus = later.negated();
+  EXPECT_EQ(minus.n, later.n);
+  EXPECT_DOUBLE_EQ(minus.mean, -later.mean);
+  EXPECT_DOUBLE_EQ(minus.variance(), later.variance());
+}
+
 // Anytime validity, checked by simulation: watched after every observation up to 400,
 // the sequence excludes the true mean in at most about alpha of the runs (a fixed-n
 // interval looked at this often would exclude it in far more).

@@ -67,7 +67,7 @@ Deployer::Deployer(std::unique_ptr<ModelRoot> root, VersionSet& versions, Deploy
       quality_decisions_(registry.counter_family(
           "llmserve_quality_decisions_total",
           "Automatic decisions on quality signals: promoted, aborted, rolled_back, by the signal that decided "
-          "(quality, errors, latency, abnormal, drift; all_within_margins for a promotion).",
+          "(quality, errors, latency, abnormal, feedback, drift; all_within_margins for a promotion).",
           {"decision", "reason"})),
       pool_(config_.threads) {}
 
@@ -208,6 +208,9 @@ DeployOutcome Deployer::deploy(const std::string& name, double canary_share) {
     return switched(v, *g, config_.keep_previous && fits_beside(serving->model_path()), "");
   }
   versions_.start_canary(v, canary_share);
+  if (feedback_) {
+    feedback_start_ = {serving->name(), name, feedback_->stats(serving->name()).ratings, feedback_->stats(name).ratings};
+  }
   DeployOutcome o{true, name, "canary", fmt::format("{} takes {:.0f}% of new requests; {}", name, 100 * canary_share,
                                                     g->reason), *g};
   deploys_.with({o.result}).inc();

@@ -25,6 +25,7 @@
 
 #include "base/status.h"
 #include "base/thread_pool.h"
+#include "deploy/feedback.h"
 #include "deploy/model_root.h"
 #include "deploy/quality_gate.h"
 #include "deploy/quality_monitor.h"
@@ -39,8 +40,12 @@ namespace llms {
 //   errors    share of requests that ended "error"
 //   latency   log of each request's mean inter-token latency
 //   abnormal  share of completed outputs with an abnormal kind (a guard: aborts only)
+//   feedback  people's ratings (POST /v1/feedback) received since the canary began,
+//             with feedback_min > 0 (feedback.h: feedback_signal); a lower mean
+//             rating is worse
 // The candidate is aborted as soon as one signal says worse, and promoted once every
-// signal but the guard says no worse and it has served at least `requests`.
+// signal but the guard says no worse and it has served at least `requests` (with the
+// feedback signal on, a canary nobody rates is never promoted by itself).
 struct CanaryAutoConfig {
   int requests = 0;                 // promote after at least this many candidate requests; 0: by hand
   double max_nll_increase = 0.3;    // nats per output token
@@ -49,6 +54,8 @@ struct CanaryAutoConfig {
   double max_latency_ratio = 1.5;   // candidate / stable inter-token latency (geometric means)
   double alpha = 0.05;              // the test's level, over all signals
   int min_samples = 8;              // per side and signal, before it may decide
+  int feedback_min = 0;             // ratings per side before feedback may decide; 0: not a signal
+  double feedback_margin = 0.2;     // how much lower the candidate's mean rating may be (rating points)
 };
 
 // How a deploy makes room for the candidate.
@@ -93,6 +100,9 @@ class Deployer {
   Deployer(const Deployer&) = delete;
   Deployer& operator=(const Deployer&) = delete;
 
+  // The ratings the canary decision reads (feedback_min > 0); call before start().
+  // `book` outlives the deployer.
+  void set_feedback(const FeedbackBook* book) { feedback_ = book; }
   // Starts the background thread and the quality monitor (and measures the serving
   // version's validation perplexity, when checks are on).
   void start();
@@ -118,6 +128,8 @@ class Deployer {
   void tick();
   void decide_canary();
   std::vector<CanarySignal> canary_signals(ServingVersion& cand, ServingVersion& stable) const;
+  // The feedback signal of the pair, from the ratings since the canary began.
+  CanarySignal canary_feedback(const std::string& cand, const std::string& stable) const;
   void count_decision(const std::string& decision, const std::string& reason);
   // The validation text's tokens now (quality_text_path read again, or the gate text).
   Result<std::vector<int32_t>> validation_tokens(ServingVersion& v);
@@ -141,6 +153,13 @@ class Deployer {
   int64_t last_quality_ns_ = 0;
   std::string rollback_eligible_;  // the version a deploy or promotion made current; "" after a rollback
   std::unique_ptr<QualityMonitor> monitor_;
+  const FeedbackBook* feedback_ = nullptr;
+  // Each side's ratings when the canary began: the feedback signal counts those since.
+  struct FeedbackStart {
+    std::string stable, candidate;
+    MeanStream stable_ratings, candidate_ratings;
+  };
+  FeedbackStart feedback_start_;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

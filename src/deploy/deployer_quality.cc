@@ -2,6 +2,7 @@
 // drift rule (auto_rollback), and the automatic canary decision (canary_judge.h).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "base/clock.h"
@@ -110,7 +111,19 @@ std::vector<CanarySignal> Deployer::canary_signals(ServingVersion& cand, Serving
   signals.push_back({"errors", a.errors, b.errors, c.max_error_rate_increase, false, c.min_samples});
   signals.push_back({"latency", a.log_itl, b.log_itl, std::log(c.max_latency_ratio), false, c.min_samples});
   signals.push_back({"abnormal", a.abnormal, b.abnormal, c.max_abnormal_rate_increase, true, c.min_samples});
+  if (c.feedback_min > 0 && feedback_) signals.push_back(canary_feedback(cand.name(), stable.name()));
   return signals;
+}
+
+CanarySignal Deployer::canary_feedback(const std::string& cand, const std::string& stable) const {
+  const CanaryAutoConfig& c = config_.canary_auto;
+  const int64_t min_ratings = std::max(c.feedback_min, c.min_samples);  // the intervals are asymptotic
+  if (feedback_start_.stable != stable || feedback_start_.candidate != cand) {
+    return feedback_signal({}, {}, c.feedback_margin, min_ratings);  // not this canary's start: undecided
+  }
+  return feedback_signal(feedback_->stats(cand).ratings.since(feedback_start_.candidate_ratings),
+                         feedback_->stats(stable).ratings.since(feedback_start_.stable_ratings), c.feedback_margin,
+                         min_ratings);
 }
 
 void Deployer::decide_canary() {

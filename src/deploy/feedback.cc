@@ -72,8 +72,7 @@ Result<std::string> FeedbackBook::record(const Feedback& f) {
   }
   const std::string& version = it->second.version;
   VersionFeedback& v = per_version_[version];
-  ++v.ratings;
-  v.rating_sum += f.rating;
+  v.ratings.add(f.rating);
   v.negative += is_negative(config_.scale, f.rating) ? 1 : 0;
   ratings_.with({version, std::to_string(f.rating)}).inc();
   rating_mean_.with({version}).set(v.mean());
@@ -85,6 +84,10 @@ Result<std::string> FeedbackBook::record(const Feedback& f) {
     labels_.with({version, label}).inc();
   }
   return version;
+}
+
+CanarySignal feedback_signal(const MeanStream& candidate, const MeanStream& stable, double margin, int64_t min_ratings) {
+  return {"feedback", candidate.negated(), stable.negated(), margin, false, min_ratings};
 }
 
 VersionFeedback FeedbackBook::stats(const std::string& version) const {

@@ -6,8 +6,8 @@
 // The figures are Prometheus series of the registry it is given —
 // llmserve_feedback_ratings_total{version,rating} (one counter per rating value),
 // llmserve_feedback_rating_mean{version}, llmserve_feedback_labels_total{version,label}
-// — and, for decisions (a canary judged on its feedback), stats(version) returns the
-// same numbers as values.
+// — and, for decisions (a canary judged on its feedback: feedback_signal below),
+// stats(version) returns the same numbers as values.
 //
 // Thread-safety: every member takes the internal mutex; any thread.
 #pragma once
@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "deploy/canary_judge.h"
 #include "metrics/metrics.h"
 
 namespace llms {
@@ -47,12 +48,20 @@ struct Feedback {
 
 // One version's feedback so far.
 struct VersionFeedback {
-  int64_t ratings = 0;
-  double rating_sum = 0;
+  MeanStream ratings;    // every rating: count (n), mean and variance
   int64_t negative = 0;  // thumbs -1, or stars 1-2
   std::map<std::string, int64_t> labels;
-  double mean() const { return ratings > 0 ? rating_sum / ratings : 0; }
+  int64_t count() const { return ratings.n; }
+  double mean() const { return ratings.mean; }
+  double negative_share() const { return ratings.n > 0 ? static_cast<double>(negative) / ratings.n : 0; }
 };
+
+// The canary decision's feedback signal (canary_judge.h): each side's ratings received
+// since the comparison began, negated so that higher is worse: the candidate is worse
+// when its mean rating is lower than the stable version's by more than `margin` (in
+// rating points) with confidence, and no worse when it is shown within the margin.
+// Undecided until each side has `min_ratings`.
+CanarySignal feedback_signal(const MeanStream& candidate, const MeanStream& stable, double margin, int64_t min_ratings);
 
 class FeedbackBook {
  public:

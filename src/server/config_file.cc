@@ -197,6 +197,10 @@ std::vector<ConfigKey> make_keys() {
               DEP(canary_auto.max_latency_ratio)),
       num_key("canary_alpha", "canary_auto: the sequential test's level (chance of a wrong decision)",
               DEP(canary_auto.alpha)),
+      int_key("canary_feedback_min", "canary_auto: ratings (POST /v1/feedback) per version before feedback may decide; "
+              "0: feedback is not a signal", DEP(canary_auto.feedback_min), 0, 1 << 30),
+      num_key("canary_feedback_margin", "canary_auto: how much lower the candidate's mean rating may be (rating points)",
+              DEP(canary_auto.feedback_margin)),
       num_key("quality_sample_share",
               "Share of each version's completed requests cross-scored by the other version while a canary runs (0: off)",
               DEP(cross.share)),

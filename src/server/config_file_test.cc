@@ -146,6 +146,23 @@ TEST(ConfigFileTest, TheApiKeyIsNeverPrinted) {
   EXPECT_NE(config_to_toml(ServeConfig{}).find("api_key = \"\""), std::string::npos);
 }
 
+// --canary-feedback-min and --canary-feedback-margin: the feedback signal of the
+// canary decision (deploy/deployer.h).
+TEST(ConfigFileTest, CanaryFeedbackKeys) {
+  ServeConfig c;
+  c.server.model_path = "model.gguf";
+  EXPECT_EQ(c.deploy.canary_auto.feedback_min, 0);  // off unless asked for
+  ASSERT_TRUE(load_config_text("canary_feedback_min = 25\ncanary_feedback_margin = 0.4\n", "f.toml", c).ok());
+  EXPECT_EQ(c.deploy.canary_auto.feedback_min, 25);
+  EXPECT_DOUBLE_EQ(c.deploy.canary_auto.feedback_margin, 0.4);
+  EXPECT_TRUE(c.validate().ok());
+  EXPECT_FALSE(set_config_value(c, "canary_feedback_min", "-1").ok());
+  ASSERT_TRUE(set_config_value(c, "canary_feedback_margin", "-0.1").ok());
+  const Status s = c.validate();
+  EXPECT_NE(s.message().find("canary_feedback_margin"), std::string::npos) << s.message();
+  EXPECT_EQ(config_flag_name("canary_feedback_min"), "canary-feedback-min");
+}
+
 TEST(ConfigFileTest, EveryKeyHasAFlagName) {
   for (const auto& k : config_keys()) {
     EXPECT_EQ(config_flag_name(k.name).find('_'), std::string::npos);

@@ -3,8 +3,9 @@
 //    "labels": ["complaint", ...], "comment": "..."}
 // 200 {"id", "version", "recorded": true}; 400 for a bad body or rating, 404 for an id
 // not served recently, 409 when the same key rated it already. It counts in the
-// version's feedback metrics (deploy/feedback.h) and, with review sampling on, is
-// written to the review log beside the answers.
+// version's feedback metrics (deploy/feedback.h), in the canary decision when
+// canary_feedback_min is set, and, with review sampling on, is written to the review
+// log beside the answers.
 #include <fmt/format.h>
 
 #include "base/sha256.h"
@@ -57,6 +58,9 @@ void handle_feedback(ServerContext& ctx, const HttpRequest& req, std::shared_ptr
     return fail(e);
   }
   if (ctx.review) ctx.review->write_feedback(f, *version);
+  // A rating of a canary's pair is new evidence: the deployer decides again now
+  // rather than at its next tick.
+  if (ctx.config.deploy.canary_auto.feedback_min > 0 && ctx.versions.candidate()) ctx.deployer.run([] {});
   ex->respond(json_response(200, Json{{"id", f.request_id}, {"version", *version}, {"recorded", true}}));
 }
 

@@ -151,6 +151,7 @@ Status LlmServer::init() {
   ctx_->review = std::move(review);
   ctx_->review_excluded = std::move(review_excluded);
   router_ = std::make_unique<Router>(*ctx_, std::move(keys), std::move(browser));
+  deployer_->set_feedback(&ctx_->feedback);
   deployer_->start();
 
   HttpServerOptions o = transport_options(config_.server);

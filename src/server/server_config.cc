@@ -80,6 +80,7 @@ Status ServeConfig::validate() const {
   if (!(deploy.cross.tokens_per_s > 0)) return bad("quality_score_tokens_per_s", "must be > 0");
   if (!(deploy.canary_auto.alpha > 0 && deploy.canary_auto.alpha < 1)) return bad("canary_alpha", "must be in (0, 1)");
   if (!(deploy.canary_auto.max_latency_ratio >= 1)) return bad("canary_max_latency_ratio", "must be >= 1");
+  if (!(deploy.canary_auto.feedback_margin >= 0)) return bad("canary_feedback_margin", "must be >= 0");
   if (!(deploy.max_ppl_drift > 1)) return bad("quality_max_drift", "must be > 1");
   return ok_status();
 }

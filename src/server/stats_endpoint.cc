@@ -30,7 +30,7 @@ void handle_stats(ServerContext& ctx, const HttpRequest&, std::shared_ptr<HttpEx
                   {"engine", engine_json(current->engine().snapshot(), process_rss_bytes())},
                   {"totals", std::move(totals)},
                   {"summary", window_summary(w)},
-                  {"versions", versions_json(ctx.versions.state(), ctx.versions.loaded())},
+                  {"versions", versions_json(ctx.versions.state(), ctx.versions.loaded(), ctx.feedback)},
                   {"steps", step_columns(w.steps)},
                   {"requests", request_columns(w.requests)}};
   HttpResponse resp = json_response(200, body);

@@ -87,7 +87,7 @@ Json window_summary(const StatsWindowSnapshot& w) {
               {"finish_reasons", reasons}};
 }
 
-Json versions_json(const VersionSetState& state, const std::vector<VersionPtr>& loaded) {
+Json versions_json(const VersionSetState& state, const std::vector<VersionPtr>& loaded, const FeedbackBook& feedback) {
   Json out = Json::array();
   for (const VersionPtr& v : loaded) {
     std::string role = "loaded";
@@ -102,6 +102,7 @@ Json versions_json(const VersionSetState& state, const std::vector<VersionPtr>& 
       role = "previous";
     }
     const EngineSnapshot s = v->engine().snapshot();
+    const VersionFeedback f = feedback.stats(v->name());
     out.push_back(Json{{"name", v->name()},
                        {"role", role},
                        {"share", share},
@@ -109,7 +110,10 @@ Json versions_json(const VersionSetState& state, const std::vector<VersionPtr>& 
                        {"failed", s.failed},
                        {"abnormal", s.abnormal},
                        {"quality_kl", v->quality_kl().value()},
-                       {"quality_perplexity", v->quality_perplexity().value()}});
+                       {"quality_perplexity", v->quality_perplexity().value()},
+                       {"ratings", f.count()},
+                       {"rating_mean", f.mean()},
+                       {"negative_share", f.negative_share()}});
   }
   return out;
 }

@@ -51,6 +51,16 @@ async function complete(base, prompt, maxTokens) {
     body: JSON.stringify({ prompt, max_tokens: maxTokens, temperature: 0.8 }),
   });
   if (r.status !== 200) throw new Error(`completion: ${r.status} ${await r.text()}`);
+  return (await r.json()).id;
+}
+
+async function rate(base, id, rating) {
+  const r = await fetch(`${base}/v1/feedback`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ id, rating }),
+  });
+  if (r.status !== 200) throw new Error(`feedback: ${r.status} ${await r.text()}`);
 }
 
 // A slow network between the page and a server: a TCP relay that passes what the page
@@ -112,6 +122,8 @@ try {
   for (let round = 0; round < 3; round++) {
     await Promise.all(answerTokens.map((n, i) => complete(base, `Once upon a time ${round} ${i}`, n)));
   }
+  // One thumbs-down, which the versions table shows beside the version.
+  await rate(base, await complete(base, "A rated answer", 4), -1);
 
   context = await chromium.launchPersistentContext(profile, {
     executablePath: browserPath,
@@ -149,9 +161,11 @@ try {
   check(points.length >= 6, `every chart is filled: ${points.join(" ")}`);
   check(await page.locator("canvas").count() >= 6, "the charts are drawn on canvases");
   const tiles = await page.locator("#tiles").innerText();
-  check(/requests\s+12/.test(tiles), "the tiles count the 12 requests");
+  check(/requests\s+13/.test(tiles), "the tiles count the 13 requests");
   check(await page.locator("#reasons .bar-row").count() >= 1, "finish reasons are shown");
   check(await page.locator("#versions tbody tr").count() === 1, "the serving version is listed");
+  const feedback = await page.$$eval("#versions tbody tr td", (tds) => tds.slice(-3).map((td) => td.textContent));
+  check(feedback.join(" ") === "1 -1.00 100.0 %", `its feedback is shown: ${feedback.join(" ")}`);
   await page.screenshot({ path: join(outDir, "dashboard.png"), fullPage: true });
 
   // The playground: answers that arrive piece by piece, from both endpoints.

@@ -1,5 +1,5 @@
 // The dashboard: polls GET /v1/stats once a second and draws it — headline numbers,
-// the charts, finish reasons and the loaded versions. Text goes in through
+// the charts, finish reasons and the loaded versions with their ratings. Text goes in through
 // textContent only: nothing from the server is parsed as HTML.
 import { apiFetch, errorMessage } from "./api";
 import { Charts } from "./charts";
@@ -66,8 +66,10 @@ function drawVersions(body: HTMLElement, s: Stats): void {
   body.replaceChildren(
     ...s.versions.map((v) => {
       const tr = el("tr");
+      const rated = v.ratings > 0;
       const cells = [v.name, v.role, `${(100 * v.share).toFixed(0)} %`, String(v.completed), String(v.failed),
-        String(v.abnormal), v.quality_kl.toFixed(4), v.quality_perplexity.toFixed(2)];
+        String(v.abnormal), v.quality_kl.toFixed(4), v.quality_perplexity.toFixed(2), String(v.ratings),
+        rated ? v.rating_mean.toFixed(2) : "-", rated ? `${(100 * v.negative_share).toFixed(1)} %` : "-"];
       tr.append(...cells.map((c) => el("td", c)));
       return tr;
     }),

@@ -43,6 +43,9 @@ export interface VersionRow {
   abnormal: number;
   quality_kl: number;
   quality_perplexity: number;
+  ratings: number; // POST /v1/feedback ratings of its answers
+  rating_mean: number;
+  negative_share: number; // of its ratings: thumbs -1, or stars 1-2
 }
 
 export interface Stats {
