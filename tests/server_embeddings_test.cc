@@ -170,7 +170,7 @@ TEST_F(Embeddings, Refusals) {
   EXPECT_EQ(param(embed(port, {{"input", "x"}, {"truncate_prompt_tokens", 8}}, 400)), "truncate_prompt_tokens");
   EXPECT_EQ(embed(port, {{"input", "x"}, {"model", "other"}}, 404)["error"]["code"], "model_not_found");
   std::string long_text;
-  for (int i = 0; i < 600; ++i) long_text += "dog ";
+  for (int i = 0; i < 1200; ++i) long_text += "dog ";  // 2 tokens each: past the 2,048 context
   const Json too_long = embed(port, {{"input", long_text}}, 400);
   EXPECT_EQ(param(too_long), "input");
   EXPECT_EQ(too_long["error"]["code"], "context_length_exceeded");

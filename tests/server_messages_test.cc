@@ -9,19 +9,16 @@
 namespace llms::test {
 namespace {
 
-const Json kWeather = {{"type", "object"},
-                       {"properties", {{"city", {{"type", "string"}, {"minLength", 1}, {"maxLength", 8}}}}},
-                       {"required", {"city"}},
-                       {"additionalProperties", false}};
+const Json kWeather = city_schema();
 const Json kTool = {{"name", "get_weather"}, {"description", "Weather"}, {"input_schema", kWeather}};
 
 class Messages : public StoriesServerTest {
  protected:
   static Json tool_body() {
-    return {{"max_tokens", 64},
+    return {{"max_tokens", 200},
             {"messages", {{{"role", "user"}, {"content", "Weather in Paris?"}}}},
             {"tools", {kTool}},
-            {"tool_choice", {{"type", "any"}}},
+            {"tool_choice", {{"type", "any"}, {"disable_parallel_tool_use", true}}},
             {"temperature", 0}};
   }
 };
@@ -84,7 +81,7 @@ TEST_F(Messages, ToolUseRoundTrip) {
   next["messages"].push_back({{"role", "assistant"}, {"content", m["content"]}});
   next["messages"].push_back(
       {{"role", "user"},
-       {"content", {{{"type", "tool_result"}, {"tool_use_id", use["id"]}, {"content", "Sunny, 21 C"}}}}}});
+       {"content", Json::array({{{"type", "tool_result"}, {"tool_use_id", use["id"]}, {"content", "Sunny, 21 C"}}})}});
   const Json answer = post("/v1/messages", next);
   EXPECT_EQ(answer["type"], "message");
 }

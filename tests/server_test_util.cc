@@ -148,6 +148,13 @@ std::vector<std::string> parse_sse(const std::string& raw) {
   return events;
 }
 
+Json city_schema() {
+  return {{"type", "object"},
+          {"properties", {{"city", {{"type", "string"}, {"minLength", 1}, {"maxLength", 8}}}}},
+          {"required", {"city"}},
+          {"additionalProperties", false}};
+}
+
 std::unique_ptr<LlmServer> StoriesServerTest::server_;
 
 void StoriesServerTest::SetUpTestSuite() {

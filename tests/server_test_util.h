@@ -108,6 +108,10 @@ struct ServeChild {
 };
 ServeChild spawn_serve(const std::string& args);
 
+// {"city": a string of 1..8 characters}, nothing else: a schema (a tool's parameters,
+// an answer's format) that a weak model fills within a few dozen tokens.
+Json city_schema();
+
 // A suite sharing one server on stories260K (default settings), skipped where the
 // model is absent; post() checks the status it expects.
 class StoriesServerTest : public ::testing::Test {

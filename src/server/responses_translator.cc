@@ -64,13 +64,18 @@ class ResponsesTranslator : public AnswerTranslator {
     ChatDelta d;
     read_chat_chunk(c, &d, &usage_, &finish_);
     if (!d.reasoning.empty()) out += reasoning_delta(d.reasoning);
-    if (!d.content.empty()) out += close_reasoning() + text_delta(d.content);
+    if (!d.content.empty()) {
+      out += close_reasoning();  // (each event takes the next sequence number: one call at a time)
+      out += text_delta(d.content);
+    }
     for (const Json& tc : d.tool_calls) out += call_delta(tc);
     return out;
   }
 
   std::string done() override {
-    std::string out = start() + close_reasoning() + close_message();
+    std::string out = start();
+    out += close_reasoning();
+    out += close_message();
     for (auto& [index, call] : calls_) out += close_call(call);
     const std::string status = final_status();
     out += event(status == "completed" ? "response.completed" : "response.incomplete", {{"response", response(status)}});
@@ -146,8 +151,8 @@ class ResponsesTranslator : public AnswerTranslator {
   std::string start() {
     if (started_) return "";
     started_ = true;
-    return event("response.created", {{"response", response("in_progress")}}) +
-           event("response.in_progress", {{"response", response("in_progress")}});
+    std::string out = event("response.created", {{"response", response("in_progress")}});
+    return out + event("response.in_progress", {{"response", response("in_progress")}});
   }
 
   std::string text_delta(const std::string& delta) {
@@ -198,8 +203,9 @@ class ResponsesTranslator : public AnswerTranslator {
     Json text_done = where, part_done = where;
     text_done["text"] = reasoning_;
     part_done["part"] = item["content"][0];
-    return event("response.reasoning_text.done", text_done) + event("response.content_part.done", part_done) +
-           event("response.output_item.done", {{"output_index", reasoning_index_}, {"item", item}});
+    std::string out = event("response.reasoning_text.done", text_done);
+    out += event("response.content_part.done", part_done);
+    return out + event("response.output_item.done", {{"output_index", reasoning_index_}, {"item", item}});
   }
 
   std::string close_message() {
@@ -211,7 +217,9 @@ class ResponsesTranslator : public AnswerTranslator {
     text_done["logprobs"] = Json::array();
     part_done["part"] = output_text(text_);
     output_[static_cast<size_t>(message_index_)] = message_item(text_, "completed");
-    return event("response.output_text.done", text_done) + event("response.content_part.done", part_done) +
+    std::string out = event("response.output_text.done", text_done);
+    out += event("response.content_part.done", part_done);
+    return out +
            event("response.output_item.done",
                  {{"output_index", message_index_}, {"item", output_[static_cast<size_t>(message_index_)]}});
   }
@@ -221,7 +229,8 @@ class ResponsesTranslator : public AnswerTranslator {
     std::string out;
     auto it = calls_.find(index);
     if (it == calls_.end()) {
-      out += close_reasoning() + close_message();  // the text before the calls is done
+      out += close_reasoning();  // the text before the calls is done
+      out += close_message();
       Call c;
       c.output_index = output_.size();
       c.call_id = tc.value("id", fmt::format("call_{}", index));
@@ -245,9 +254,11 @@ class ResponsesTranslator : public AnswerTranslator {
 
   std::string close_call(const Call& c) {
     output_[c.output_index] = call_item(c.call_id, c.name, c.arguments, "completed");
-    return event("response.function_call_arguments.done",
-                 {{"item_id", c.item_id}, {"output_index", c.output_index}, {"name", c.name}, {"arguments", c.arguments}}) +
-           event("response.output_item.done", {{"output_index", c.output_index}, {"item", output_[c.output_index]}});
+    std::string out = event("response.function_call_arguments.done", {{"item_id", c.item_id},
+                                                                      {"output_index", c.output_index},
+                                                                      {"name", c.name},
+                                                                      {"arguments", c.arguments}});
+    return out + event("response.output_item.done", {{"output_index", c.output_index}, {"item", output_[c.output_index]}});
   }
 
   const Json request_;

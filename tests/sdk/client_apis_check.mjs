@@ -61,7 +61,7 @@ async function responsesSchema() {
 async function responsesTools() {
   const tools = [{ type: "function", name: "get_weather", description: "Weather", parameters: weather, strict: true }];
   const input = [{ role: "user", content: "Weather in Paris?" }];
-  const first = await client.responses.create({ model, input, tools, tool_choice: "required", max_output_tokens: 64 });
+  const first = await client.responses.create({ model, input, tools, tool_choice: "required", parallel_tool_calls: false, max_output_tokens: 200 });
   const call = first.output.find((o) => o.type === "function_call");
   assert.ok(call, JSON.stringify(first.output));
   assert.equal(call.name, "get_weather");
@@ -99,10 +99,10 @@ async function continueFinal() {
 
 async function anthropicTool() {
   const request = {
-    model, max_tokens: 64, temperature: 0,
+    model, max_tokens: 200, temperature: 0,
     messages: [{ role: "user", content: "Weather in Paris?" }],
     tools: [{ name: "get_weather", description: "Weather", input_schema: weather }],
-    tool_choice: { type: "any" },
+    tool_choice: { type: "any", disable_parallel_tool_use: true },
   };
   const m = await anthropic.messages.create(request);
   assert.equal(m.stop_reason, "tool_use");
