@@ -44,7 +44,9 @@ TEST_F(Responses, PlainTextEqualsTheChatAnswer) {
   EXPECT_EQ(output_text(r), chat["choices"][0]["message"]["content"]);
   const bool cut = chat["choices"][0]["finish_reason"] == "length";
   EXPECT_EQ(r["status"], cut ? "incomplete" : "completed");
-  if (cut) EXPECT_EQ(r["incomplete_details"]["reason"], "max_output_tokens");
+  if (cut) {
+    EXPECT_EQ(r["incomplete_details"]["reason"], "max_output_tokens");
+  }
   EXPECT_EQ(r["usage"]["input_tokens"], chat["usage"]["prompt_tokens"]);
   EXPECT_EQ(r["usage"]["output_tokens"], chat["usage"]["completion_tokens"]);
   EXPECT_EQ(r["usage"]["total_tokens"], chat["usage"]["total_tokens"]);
@@ -95,7 +97,9 @@ TEST_F(Responses, StreamEventsInOrder) {
   EXPECT_EQ(output_text(final_response), deltas);
   EXPECT_EQ(final_response["usage"], whole["usage"]);
   for (const auto& [name, data] : events) {
-    if (name == "response.output_text.done") EXPECT_EQ(data["text"], deltas);
+    if (name == "response.output_text.done") {
+      EXPECT_EQ(data["text"], deltas);
+    }
   }
 }
 
