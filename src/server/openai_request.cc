@@ -60,7 +60,15 @@ std::optional<ApiError> refuse_unsupported(const Json& b, ApiKind kind) {
   if (best_of != 1 && (!b.contains("n") || b.at("n") != best_of)) {
     return bad_request("'best_of' other than n is not supported", "best_of");
   }
-  (void)kind;
+  // The chat templating fields mean nothing to a completion: refused there as above.
+  if (kind == ApiKind::kCompletion) {
+    if (has_field(b, "chat_template_kwargs") && b.at("chat_template_kwargs") != Json::object()) {
+      return bad_request("'chat_template_kwargs' applies to chat requests only", "chat_template_kwargs");
+    }
+    if (has_field(b, "continue_final_message") && b.at("continue_final_message") != false) {
+      return bad_request("'continue_final_message' applies to chat requests only", "continue_final_message");
+    }
+  }
   return std::nullopt;
 }
 
