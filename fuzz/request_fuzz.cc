@@ -59,7 +59,7 @@ void build_prompts(const CompletionRequest& r, const Tokenizer& tok) {
   if (r.messages.empty()) fail("a chat request without messages");
   for (const char* tmpl : {kPlainChatTemplate, "chatml"}) {
     PromptInput p;
-    if (auto e = chat_prompt(r.messages, tok, tmpl, r.add_generation_prompt, &p)) {
+    if (auto e = chat_prompt(r.messages, tok, tmpl, ChatPromptOptions{.add_generation_prompt = r.add_generation_prompt}, &p)) {
       if (e->status != 400) fail("a chat prompt refusal that is not a 400");
       continue;
     }

@@ -12,16 +12,13 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=scripts/server-lib.sh
 source "$here/scripts/server-lib.sh"
-bin=${LLAMA_BIN:-$here/../shared/peers/llama.cpp/bin}
 model=${1:-$here/../shared/models/stories260K.gguf}
 out=${2:-$here/tests/data/prompt_logprobs_stories260K.json}
 port=18861
 log=$(mktemp)
-LD_LIBRARY_PATH=$bin "$bin/llama-server" -m "$model" -c 512 -np 1 -t 1 -ctk f32 -ctv f32 --port $port \
-  >"$log" 2>&1 &
-pid=$!
-trap 'stop $pid; rm -f "$log"' EXIT
-wait_ready localhost:$port/health $pid || { tail -5 "$log"; exit 1; }
+pid=
+trap 'if [ -n "$pid" ]; then stop $pid; fi; rm -f "$log"' EXIT
+reference_server "$model" $port "$log" || exit 1
 python3 - "$port" "$out" <<'PY'
 import json, sys, urllib.request
 url, out = f"http://localhost:{sys.argv[1]}", sys.argv[2]

@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # The official OpenAI Node SDK against `llmserve serve` on stories260K: response_format
-# json_schema, tools with tool_choice "required", a streamed tool call. Needs node (20+)
-# and npm with access to the npm registry (the SDK is installed into tests/sdk).
+# json_schema, tools with tool_choice "required", a streamed tool call
+# (tests/sdk/openai_sdk_check.mjs); then embeddings, the Responses API (create, json
+# schema, a function tool round trip, stream), chat with continue_final_message, and
+# Anthropic's SDK on /v1/messages with a streamed tool call (tests/sdk/client_apis_check.mjs).
+# Needs node (20+) and npm with access to the npm registry (the SDKs are installed into
+# tests/sdk).
 #   scripts/sdk-openai-check.sh [MODEL.gguf]   (default ../shared/models/stories260K.gguf)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,4 +27,7 @@ for _ in $(seq 600); do
   sleep 0.1
 done
 [[ -n "$URL" ]] || { echo "the server did not start:"; cat "$LOG"; exit 1; }
-LLMSERVE_URL="$URL/v1" node tests/sdk/openai_sdk_check.mjs
+status=0
+LLMSERVE_URL="$URL/v1" node tests/sdk/openai_sdk_check.mjs || status=1
+LLMSERVE_URL="$URL/v1" node tests/sdk/client_apis_check.mjs || status=1
+exit $status

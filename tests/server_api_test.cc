@@ -264,6 +264,7 @@ TEST_F(StoriesServer, ModelsTokenizeHealthReadyMetrics) {
   EXPECT_EQ(tok["tokens"][0], 1);  // BOS
   EXPECT_EQ(tok["token_strs"].size(), 5u);
   EXPECT_GT(tok["max_model_len"].get<int>(), 5);
+  EXPECT_EQ(r.json()["max_model_len"], tok["max_model_len"]);  // the card of /v1/models/stories260K
   const Json no_bos = http_post(port(), "/tokenize", Json{{"prompt", "Once upon a time"}, {"add_special_tokens", false}}).json();
   EXPECT_EQ(no_bos["count"], 4);
   const Json chat_tok = http_post(port(), "/tokenize", Json{{"messages", {{{"role", "user"}, {"content", "Hi"}}}}}).json();

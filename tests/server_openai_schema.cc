@@ -242,7 +242,14 @@ Violations check_error(const Json& j) {
 
 Violations check_model(const Json& j) {
   Checker c;
-  c.object(j, "$", {{"id", {T::kString}}, {"object", {T::kString}}, {"created", {T::kInt}}, {"owned_by", {T::kString}}},
+  // max_model_len is vLLM's field; version is llmserve's.
+  c.object(j, "$",
+           {{"id", {T::kString}},
+            {"object", {T::kString}},
+            {"created", {T::kInt}},
+            {"owned_by", {T::kString}},
+            {"max_model_len", {T::kInt}},
+            {"version", {T::kString}}},
            {"id", "object", "created", "owned_by"});
   if (j.value("object", "") != "model") c.fail("object", "expected 'model'");
   return c.out;

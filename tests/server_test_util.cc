@@ -1,5 +1,7 @@
 #include "server_test_util.h"
 
+#include <sstream>
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -142,6 +144,49 @@ std::vector<std::string> parse_sse(const std::string& raw) {
     const std::string block = raw.substr(pos, end - pos);
     pos = end + 2;
     if (block.rfind("data: ", 0) == 0) events.push_back(block.substr(6));
+  }
+  return events;
+}
+
+Json city_schema() {
+  return {{"type", "object"},
+          {"properties", {{"city", {{"type", "string"}, {"minLength", 1}, {"maxLength", 8}}}}},
+          {"required", {"city"}},
+          {"additionalProperties", false}};
+}
+
+std::unique_ptr<LlmServer> StoriesServerTest::server_;
+
+void StoriesServerTest::SetUpTestSuite() {
+  if (have_stories()) server_ = start_server(stories_path());
+}
+
+void StoriesServerTest::TearDownTestSuite() { server_.reset(); }
+
+void StoriesServerTest::SetUp() {
+  if (!have_stories()) GTEST_SKIP() << "needs " << shared_dir() << "/models/stories260K.gguf";
+}
+
+int StoriesServerTest::port() { return server_->port(); }
+
+Json StoriesServerTest::post(const std::string& path, const Json& body, int status) {
+  const HttpResult r = http_post(port(), path, body);
+  EXPECT_EQ(r.status, status) << r.body;
+  return r.json();
+}
+
+std::vector<std::pair<std::string, Json>> parse_named_sse(const std::string& raw) {
+  std::vector<std::pair<std::string, Json>> events;
+  size_t pos = 0;
+  for (size_t end; (end = raw.find("\n\n", pos)) != std::string::npos; pos = end + 2) {
+    std::string name;
+    Json data = nullptr;
+    std::istringstream block(raw.substr(pos, end - pos));
+    for (std::string line; std::getline(block, line);) {
+      if (line.rfind("event: ", 0) == 0) name = line.substr(7);
+      if (line.rfind("data: ", 0) == 0) data = Json::parse(line.substr(6), nullptr, false);
+    }
+    events.emplace_back(std::move(name), std::move(data));
   }
   return events;
 }

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "server/llm_server.h"
@@ -59,6 +60,9 @@ struct SseResult {
 };
 SseResult http_stream(int port, const std::string& path, const Json& body);
 std::vector<std::string> parse_sse(const std::string& raw);
+// Named SSE events (`event: NAME` then `data: JSON`, as the Responses and Messages APIs
+// frame them): each name with its parsed data (null when an event has no data).
+std::vector<std::pair<std::string, Json>> parse_named_sse(const std::string& raw);
 
 // A client on a plain socket, for leaving abruptly, sending slowly or not reading.
 class RawClient {
@@ -103,6 +107,24 @@ struct ServeChild {
   int stdout_fd = -1;  // kept open: the server prints again when it stops
 };
 ServeChild spawn_serve(const std::string& args);
+
+// {"city": a string of 1..8 characters}, nothing else: a schema (a tool's parameters,
+// an answer's format) that a weak model fills within a few dozen tokens.
+Json city_schema();
+
+// A suite sharing one server on stories260K (default settings), skipped where the
+// model is absent; post() checks the status it expects.
+class StoriesServerTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite();
+  static void TearDownTestSuite();
+  void SetUp() override;
+  static int port();
+  static Json post(const std::string& path, const Json& body, int status = 200);
+
+ private:
+  static std::unique_ptr<LlmServer> server_;
+};
 
 // Calls `cond` until it returns true or `timeout_s` passes.
 bool poll_until(const std::function<bool()>& cond, double timeout_s = 20.0);

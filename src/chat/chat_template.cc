@@ -68,10 +68,11 @@ Result<std::string> render_chat_template(ChatTemplateKind kind, const std::vecto
 
 Result<std::string> apply_chat_template(const std::string& template_name_or_jinja_source,
                                         const std::vector<ChatMessage>& msgs, bool add_generation_prompt,
-                                        const ChatTemplateTokens& tokens, const nlohmann::ordered_json& tools) {
+                                        const ChatTemplateTokens& tokens, const nlohmann::ordered_json& tools,
+                                        const nlohmann::ordered_json& kwargs) {
   if (!is_family_name(template_name_or_jinja_source)) {
     auto parsed = parse_chat_template_cached(template_name_or_jinja_source);
-    if (parsed.ok()) return parsed->render(chat_template_context(msgs, add_generation_prompt, tokens, tools));
+    if (parsed.ok()) return parsed->render(chat_template_context(msgs, add_generation_prompt, tokens, tools, kwargs));
   }
   LLMS_ASSIGN_OR_RETURN(const ChatTemplateKind kind, detect_chat_template(template_name_or_jinja_source));
   return render_chat_template(kind, msgs, add_generation_prompt, tokens);
@@ -79,7 +80,7 @@ Result<std::string> apply_chat_template(const std::string& template_name_or_jinj
 
 Result<std::string> apply_model_chat_template(const Tokenizer& tok, const std::vector<ChatMessage>& msgs,
                                               bool add_generation_prompt, const std::string& override_name,
-                                              const nlohmann::ordered_json& tools) {
+                                              const nlohmann::ordered_json& tools, const nlohmann::ordered_json& kwargs) {
   const std::string& source = override_name.empty() ? tok.chat_template() : override_name;
   if (source.empty()) {
     return invalid_argument(
@@ -89,7 +90,7 @@ Result<std::string> apply_model_chat_template(const Tokenizer& tok, const std::v
   ChatTemplateTokens tokens;
   tokens.bos = tok.token_text(tok.bos_id());
   tokens.eos = tok.token_text(tok.eos_id());
-  return apply_chat_template(source, msgs, add_generation_prompt, tokens, tools);
+  return apply_chat_template(source, msgs, add_generation_prompt, tokens, tools, kwargs);
 }
 
 std::vector<int32_t> encode_chat_prompt(const Tokenizer& tok, std::string_view prompt) {

@@ -104,10 +104,14 @@ Result<ChatTemplateKind> detect_chat_template(std::string_view name_or_source);
 // With `add_generation_prompt` the prompt ends with the assistant's turn opening.
 // `tools`: the request's tools in the OpenAI shape ([{"type": "function", ...}]),
 // given to Jinja templates as `tools`; null for none (the template sees None).
+// `kwargs`: more variables for a Jinja template (vLLM's chat_template_kwargs, e.g.
+// enable_thinking), an object or null; they never replace the ones above. The
+// hand-written families take none.
 Result<std::string> apply_chat_template(const std::string& template_name_or_jinja_source,
                                         const std::vector<ChatMessage>& msgs, bool add_generation_prompt,
                                         const ChatTemplateTokens& tokens = {},
-                                        const nlohmann::ordered_json& tools = nullptr);
+                                        const nlohmann::ordered_json& tools = nullptr,
+                                        const nlohmann::ordered_json& kwargs = nullptr);
 Result<std::string> render_chat_template(ChatTemplateKind kind, const std::vector<ChatMessage>& msgs,
                                          bool add_generation_prompt, const ChatTemplateTokens& tokens = {});
 
@@ -115,14 +119,17 @@ Result<std::string> render_chat_template(ChatTemplateKind kind, const std::vecto
 // tokenizer.chat_template; BOS/EOS texts come from the vocabulary.
 Result<std::string> apply_model_chat_template(const Tokenizer& tok, const std::vector<ChatMessage>& msgs,
                                               bool add_generation_prompt, const std::string& override_name = "",
-                                              const nlohmann::ordered_json& tools = nullptr);
+                                              const nlohmann::ordered_json& tools = nullptr,
+                                              const nlohmann::ordered_json& kwargs = nullptr);
 
 // The variables a Jinja chat template sees, as transformers passes them: messages as
 // dicts (content None when null; tool_calls with their arguments parsed from JSON
 // text, as vLLM passes them; tool_call_id and name where set), tools (None when
-// null), add_generation_prompt, bos_token, eos_token.
+// null), add_generation_prompt, bos_token, eos_token; then each of `kwargs` (an
+// object, or null) that names none of these.
 jinja::Value chat_template_context(const std::vector<ChatMessage>& msgs, bool add_generation_prompt,
-                                   const ChatTemplateTokens& tokens, const nlohmann::ordered_json& tools);
+                                   const ChatTemplateTokens& tokens, const nlohmann::ordered_json& tools,
+                                   const nlohmann::ordered_json& kwargs = nullptr);
 
 // JinjaTemplate::parse(source), once per distinct source: the results (templates or
 // errors) of the last 8 sources are kept, so that a server parses its template once,

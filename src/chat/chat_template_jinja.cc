@@ -46,7 +46,8 @@ constexpr const char* kProbeTool = "llmserve_probe_tool_7f3a";
 }  // namespace
 
 Value chat_template_context(const std::vector<ChatMessage>& msgs, bool add_generation_prompt,
-                            const ChatTemplateTokens& tokens, const nlohmann::ordered_json& tools) {
+                            const ChatTemplateTokens& tokens, const nlohmann::ordered_json& tools,
+                            const nlohmann::ordered_json& kwargs) {
   jinja::ValueList messages;
   for (const ChatMessage& m : msgs) messages.push_back(message_value(m));
   Value ctx = Value::dict();
@@ -56,6 +57,11 @@ Value chat_template_context(const std::vector<ChatMessage>& msgs, bool add_gener
   d.set(Value("add_generation_prompt"), Value(add_generation_prompt));
   d.set(Value("bos_token"), Value(tokens.bos));
   d.set(Value("eos_token"), Value(tokens.eos));
+  if (kwargs.is_object()) {
+    for (const auto& [key, value] : kwargs.items()) {
+      if (d.find(std::string_view(key)) == nullptr) d.set(Value(key), Value::from_json(value));
+    }
+  }
   return ctx;
 }
 

@@ -2,6 +2,8 @@
 // registry (formats/format.h) and runs that format's part.
 #include "chat/tool_calls.h"
 
+#include "chat/tool_call_stream.h"
+
 #include "chat/formats/format.h"
 #include "chat/formats/tool_util.h"
 #include "grammar/json_schema.h"
@@ -39,6 +41,23 @@ ParsedOutput parse_tool_calls(ToolCallFormat f, std::string_view text) {
     return out;
   }
   out.calls = std::move(*calls);
+  return out;
+}
+
+ParsedOutput parse_cut_tool_calls(ToolCallFormat f, std::string_view text) {
+  ParsedOutput out;
+  const size_t start = tool_call_start(f, text);
+  if (start != std::string_view::npos) {
+    ToolCallStreamer streamer;
+    for (ToolCallDelta& d : streamer.feed(text.substr(start))) {
+      if (d.head) {
+        out.calls.push_back(ParsedToolCall{std::move(d.name), ""});
+      } else if (!out.calls.empty()) {
+        out.calls.back().arguments += d.arguments;
+      }
+    }
+  }
+  out.content = std::string(out.calls.empty() ? text : text.substr(0, start));
   return out;
 }
 

@@ -57,6 +57,13 @@ struct ParsedOutput {
 // all content. Hermes blocks after the last closed one (a cut answer) are dropped.
 ParsedOutput parse_tool_calls(ToolCallFormat f, std::string_view text);
 
+// An answer cut short (max_tokens) read as its stream sends it (ToolCallStreamer):
+// the text before the first call's marker is content, and every call the marker
+// starts is a call — the last one with the arguments written so far, so not always
+// whole JSON; with no call whose name is complete, it is all content. A whole answer
+// and its stream thus report a cut call alike.
+ParsedOutput parse_cut_tool_calls(ToolCallFormat f, std::string_view text);
+
 // Streaming: where the first call starts in `text` (npos: not yet), and how many
 // bytes at the end may still turn out to start one (held back from content deltas).
 size_t tool_call_start(ToolCallFormat f, std::string_view text);

@@ -309,6 +309,10 @@ Status Engine::execute(const SchedulePlan& plan) {
     ch.block_table = s.blocks.table.blocks;
     ch.logits = s.computed + c.n == static_cast<int64_t>(s.tokens.size()) ? LogitsWanted::kLast : LogitsWanted::kNone;
     if (s.params.prompt_logprobs && s.computed < s.prompt_len) ch.logits = LogitsWanted::kAll;
+    if (s.params.pooling != Pooling::kNone) {  // an embedding: hidden states, no logits
+      ch.hidden = true;
+      ch.logits = LogitsWanted::kNone;
+    }
     if (s.early_exit) ch.early_exit_from = s.prompt_len;  // generated positions only
     if (c.n_draft > 0) {  // the decode token and the proposed ones, every position scored
       s.verify_input.assign(ch.tokens.begin(), ch.tokens.end());
@@ -331,7 +335,9 @@ Status Engine::execute(const SchedulePlan& plan) {
       verify(s, i, plan.chunks[i].n_draft, done);
       continue;
     }
-    {
+    if (s.params.pooling != Pooling::kNone) {
+      pool_hidden(s, i);  // and its blocks stay out of the prefix cache
+    } else {
       const ScopedStepPart part(&profile_, StepPart::kSchedule);
       kv_.commit(s.blocks, s.committable());
     }

@@ -173,6 +173,8 @@ class Engine {
   // Records the log-probabilities of the prompt tokens that chunk `chunk` (computed
   // with every position's logits) predicts, into s.prompt_scores.
   void score_prompt(Sequence& s, size_t chunk);
+  // An embedding's chunk `chunk` of this step into s.pooled (RequestParams::pooling).
+  void pool_hidden(Sequence& s, size_t chunk);
   void finish(Sequence& s, FinishReason reason, const std::string& message = "", double retry_after_s = 0);
   // Publishes the status; with the memory breaker open, releases memory when due
   // and closes the breaker when nothing is left running.

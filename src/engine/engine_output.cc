@@ -60,6 +60,31 @@ void Engine::score_prompt(Sequence& s, size_t chunk) {
   }
 }
 
+void Engine::pool_hidden(Sequence& s, size_t chunk) {
+  const SequenceChunk& ch = chunks_[chunk];
+  const int64_t d = fwd_.n_embd, n = static_cast<int64_t>(ch.tokens.size());
+  const float* rows = fwd_.hidden_row(fwd_.first_hidden_row[chunk]);  // [n, n_embd]
+  if (ch.start_pos == 0) s.pooled.assign(static_cast<size_t>(d), 0.0f);  // the first chunk (again after a preemption)
+  switch (s.params.pooling) {
+    case Pooling::kMean:
+      for (int64_t j = 0; j < n; ++j) {
+        for (int64_t e = 0; e < d; ++e) s.pooled[static_cast<size_t>(e)] += rows[j * d + e];
+      }
+      if (ch.start_pos + n == s.prompt_len) {
+        for (float& v : s.pooled) v /= static_cast<float>(s.prompt_len);
+      }
+      break;
+    case Pooling::kCls:
+      if (ch.start_pos == 0) std::copy(rows, rows + d, s.pooled.begin());
+      break;
+    case Pooling::kLast:
+      if (ch.start_pos + n == s.prompt_len) std::copy(rows + (n - 1) * d, rows + n * d, s.pooled.begin());
+      break;
+    case Pooling::kNone:
+      break;
+  }
+}
+
 void Engine::on_token(Sequence& s, int32_t token, const float* logits, int64_t now) {
   s.sampler->accept(token);
   s.tokens.push_back(token);
@@ -123,6 +148,7 @@ void Engine::finish(Sequence& s, FinishReason reason, const std::string& message
   fe.cached_prompt_tokens = s.cached_prompt_tokens;
   fe.preemptions = s.preemptions;
   fe.prompt_logprobs = std::move(s.prompt_scores);
+  if (s.params.pooling != Pooling::kNone && s.computed >= s.prompt_len) fe.embedding = std::move(s.pooled);
   fe.timings.queue_s = s.first_scheduled_ns ? static_cast<double>(s.first_scheduled_ns - s.arrival_ns) * 1e-9 : 0;
   fe.timings.ttft_s = s.first_token_ns ? static_cast<double>(s.first_token_ns - s.arrival_ns) * 1e-9 : 0;
   fe.timings.e2e_s = static_cast<double>(now - s.arrival_ns) * 1e-9;

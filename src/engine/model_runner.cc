@@ -17,9 +17,12 @@ void LocalModelRunner::for_each(int64_t n, const std::function<void(int64_t)>& f
 }
 
 Status LocalModelRunner::forward(std::span<const SequenceChunk> chunks, ForwardOutput& out) {
-  const bool exits = exit_.enabled() && std::any_of(chunks.begin(), chunks.end(), [](const SequenceChunk& c) {
-    return c.early_exit_from != kNoEarlyExit;
-  });
+  // Hidden states (embeddings) come from the plain pass only: a step that has such a
+  // chunk runs every token to full depth (right, only not shortened).
+  const bool exits = exit_.enabled() &&
+                     std::any_of(chunks.begin(), chunks.end(),
+                                 [](const SequenceChunk& c) { return c.early_exit_from != kNoEarlyExit; }) &&
+                     std::none_of(chunks.begin(), chunks.end(), [](const SequenceChunk& c) { return c.hidden; });
   Status st = exits ? model_.forward(chunks, kv_, state_, pool_, exit_, out) : model_.forward(chunks, kv_, state_, pool_, out);
   pool_.park();
   return st;

@@ -28,8 +28,12 @@ std::optional<ParamError> check_prompt(std::span<const int32_t> prompt, int voca
 std::optional<ParamError> check_request(const RequestParams& p, int vocab_size, int context_length) {
   if (auto e = p.sampling.check(vocab_size)) return e;
   if (auto e = check_prompt(p.prompt, vocab_size, context_length)) return e;
-  if (p.max_tokens < (p.prompt_logprobs ? 0 : 1)) {
-    return ParamError{"max_tokens", fmt::format("max_tokens must be >= {}, got {}", p.prompt_logprobs ? 0 : 1, p.max_tokens)};
+  const int min_tokens = p.computes_whole_prompt() ? 0 : 1;
+  if (p.max_tokens < min_tokens) {
+    return ParamError{"max_tokens", fmt::format("max_tokens must be >= {}, got {}", min_tokens, p.max_tokens)};
+  }
+  if (p.pooling != Pooling::kNone && (p.max_tokens != 0 || p.prompt_logprobs)) {
+    return ParamError{"max_tokens", "an embedding generates nothing: max_tokens must be 0, without prompt logprobs"};
   }
   if (p.prompt_logprobs && p.top_logprobs < 0) {
     return ParamError{"top_logprobs", "prompt logprobs need top_logprobs >= 0"};

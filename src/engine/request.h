@@ -31,6 +31,10 @@ enum class Lane {
   kBatch,        // throughput work
 };
 
+// How an embedding pools a prompt's last hidden states (after the final norm), as
+// llama.cpp names them: their mean, the first token's (cls) or the last token's.
+enum class Pooling { kNone, kMean, kCls, kLast };
+
 struct RequestParams {
   std::vector<int32_t> prompt;  // token ids, BOS included when wanted
   int max_tokens = 16;
@@ -50,6 +54,10 @@ struct RequestParams {
   // Needs top_logprobs >= 0; allows max_tokens 0 (score the prompt, generate nothing).
   // Such a request never reads the prefix cache: a position it skipped has no logits.
   bool prompt_logprobs = false;
+  // An embedding (kNone: none): the prompt's hidden states pooled into
+  // FinishEvent::embedding, not normalized. Needs max_tokens 0; such a request neither
+  // reads the prefix cache (every position's state is pooled) nor leaves blocks in it.
+  Pooling pooling = Pooling::kNone;
   bool speculative = true;   // false: never speculate for this request (when the engine does)
   // false: never exit early (when the engine does, for greedy requests:
   // engine/early_exit_policy.h).
@@ -57,6 +65,8 @@ struct RequestParams {
   // true: each token event carries the entropy of the distribution it was drawn from
   // (the precision router watches it: serving/precision_router.h).
   bool report_entropy = false;
+  // Every prompt position is computed in this request's own pass (prompt scoring, embeddings).
+  bool computes_whole_prompt() const { return prompt_logprobs || pooling != Pooling::kNone; }
   // Constrains the output (Engine::compile_grammar() makes it for this engine's
   // vocabulary); null: unconstrained. Shared and immutable.
   std::shared_ptr<const CompiledGrammar> grammar;
@@ -94,6 +104,8 @@ struct FinishEvent {
   // With RequestParams::prompt_logprobs: one entry per prompt token after the first
   // (token, logprob, top; no text), in prompt order.
   std::vector<TokenEvent> prompt_logprobs;
+  // With RequestParams::pooling: the pooled hidden state [n_embd], not normalized.
+  std::vector<float> embedding;
 };
 
 using RequestEvent = std::variant<TokenEvent, FinishEvent>;
@@ -107,7 +119,8 @@ inline constexpr int kMaxTopLogprobs = 20;
 // context by at least the first generated token.
 std::optional<ParamError> check_prompt(std::span<const int32_t> prompt, int vocab_size, int context_length);
 // The whole rule: the sampling values (SamplingParams::check, with the vocabulary), the
-// prompt (check_prompt), max_tokens >= 1 (>= 0 with prompt_logprobs), top_logprobs <= kMaxTopLogprobs, timeout >= 0.
+// prompt (check_prompt), max_tokens >= 1 (>= 0 with prompt_logprobs, exactly 0 with pooling),
+// top_logprobs <= kMaxTopLogprobs, timeout >= 0.
 std::optional<ParamError> check_request(const RequestParams& p, int vocab_size, int context_length);
 
 class RequestHandle {

@@ -20,7 +20,7 @@ std::optional<Hash128> ResultCache::key_for(const Hash128& model_identity, const
   h.add_pod(s.greedy() ? uint64_t{0} : *s.seed);
   h.add_pod(p.stop.size());
   for (const auto& stop : p.stop) h.add(stop);
-  h.add_pod(p.ignore_eos).add_pod(p.top_logprobs).add_pod(p.report_entropy).add_pod(p.prompt_logprobs).add_pod(
+  h.add_pod(p.ignore_eos).add_pod(p.top_logprobs).add_pod(p.report_entropy).add_pod(p.prompt_logprobs).add_pod(p.pooling).add_pod(
       p.cache_salt);
   h.add_pod(s.logit_bias.size());
   for (const auto& [id, bias] : s.logit_bias) h.add_pod(id).add_pod(bias);

@@ -107,7 +107,8 @@ void schedule_running(SchedulerContext& ctx, SchedulePlan& plan, int64_t& budget
 }
 
 bool waits_for_shared_prefix(const Sequence& s, const std::vector<Sequence*>& running, int block_size) {
-  if (s.computed > 0 || !s.blocks.table.blocks.empty() || s.prompt_len < block_size || s.params.prompt_logprobs) {
+  if (s.computed > 0 || !s.blocks.table.blocks.empty() || s.prompt_len < block_size ||
+      s.params.computes_whole_prompt()) {
     return false;  // (a sequence that scores its prompt shares nothing)
   }
   for (const Sequence* r : running) {

@@ -42,6 +42,9 @@ struct Sequence {
   // With params.prompt_logprobs: entry p-1 scores prompt token p (filled as the prompt's
   // chunks are computed, again after a preemption).
   std::vector<TokenEvent> prompt_scores;
+  // With params.pooling: the pooled hidden state so far [n_embd] (mean: the sum of the
+  // rows computed; restarted with the prompt's first chunk, after a preemption too).
+  std::vector<float> pooled;
 
   std::unique_ptr<Sampler> sampler;
   std::unique_ptr<StreamingDecoder> decoder;
@@ -75,7 +78,7 @@ struct Sequence {
   }
   // What the prefix cache is searched with when the sequence (re)starts.
   std::span<const int32_t> prefix_key() const {
-    if (params.prompt_logprobs) return {};  // every prompt position must be computed
+    if (params.computes_whole_prompt()) return {};  // every prompt position must be computed
     return early_exit ? std::span<const int32_t>(tokens).first(static_cast<size_t>(prompt_len)) : tokens;
   }
   // Predicted cost in tokens, for the long-job lane.

@@ -26,6 +26,9 @@ struct SequenceChunk {
   // Tokens at positions from here on may stop at an exit layer (model/early_exit.h);
   // only the overload of Model::forward that takes exit settings reads it.
   int64_t early_exit_from = kNoEarlyExit;
+  // Every token's last hidden state, after the final norm (the rows an embedding pools),
+  // into ForwardOutput::hidden. Only the plain Model::forward writes them.
+  bool hidden = false;
 };
 
 struct ForwardOutput {
@@ -35,8 +38,14 @@ struct ForwardOutput {
   // Per row of logits, with early exit: the blocks run before the head read it
   // (n_layer: all of them). Empty after a pass without early exit.
   std::vector<int32_t> exit_layer;
+  // The chunks with SequenceChunk::hidden: their tokens' final-normed hidden states,
+  // [num_hidden_rows, n_embd], chunk i's from row first_hidden_row[i] (-1 if none).
+  std::vector<float> hidden;
+  std::vector<int64_t> first_hidden_row;
+  int64_t n_embd = 0;
 
   const float* row(int64_t r) const { return logits.data() + r * n_vocab; }
+  const float* hidden_row(int64_t r) const { return hidden.data() + r * n_embd; }
   // Logits of the last token of chunk i (requires kLast or kAll).
   const float* last_of(size_t chunk, const SequenceChunk& c) const {
     const int64_t r = first_row[chunk] + (c.logits == LogitsWanted::kAll ? static_cast<int64_t>(c.tokens.size()) - 1 : 0);

@@ -430,6 +430,33 @@ void Model::compute_logits(std::span<const SequenceChunk> chunks, ForwardState& 
   }
   out.logits.resize(src.size() * static_cast<size_t>(c.n_vocab));
   if (!src.empty()) head_rows(src, out.logits.data(), s, pool);
+  hidden_rows(chunks, s, pool, out);
+}
+
+void Model::hidden_rows(std::span<const SequenceChunk> chunks, ForwardState& s, ThreadPool& pool,
+                        ForwardOutput& out) const {
+  const ModelConfig& c = config_;
+  out.first_hidden_row.assign(chunks.size(), -1);
+  out.n_embd = c.n_embd;
+  std::vector<int64_t> src;  // the token rows of s.x_ asked for
+  int64_t t = 0;
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    const int64_t len = static_cast<int64_t>(chunks[i].tokens.size());
+    if (chunks[i].hidden) {
+      out.first_hidden_row[i] = static_cast<int64_t>(src.size());
+      for (int64_t j = 0; j < len; ++j) src.push_back(t + j);
+    }
+    t += len;
+  }
+  out.hidden.resize(src.size() * static_cast<size_t>(c.n_embd));  // [rows, n_embd]
+  const float* x = s.x_.as<float>();
+  float* h = out.hidden.data();
+  for_rows(pool, static_cast<int64_t>(src.size()), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      norm_rows(x + src[static_cast<size_t>(r)] * c.n_embd, weights_.output_norm, weights_.output_norm_b, 1,
+                h + r * c.n_embd);
+    }
+  });
 }
 
 void Model::head_rows(std::span<const int64_t> src, float* logits, ForwardState& s, ThreadPool& pool) const {

@@ -163,6 +163,9 @@ class Model {
   void add_residual(float* x, float* y, const std::vector<float>& bias, const std::vector<float>& post_norm, int64_t n,
                     ThreadPool& pool, NormWeights next = {}, float* xn = nullptr) const;
   void compute_logits(std::span<const SequenceChunk> chunks, ForwardState& s, ThreadPool& pool, ForwardOutput& out) const;
+  // The final-normed hidden states of the chunks that ask for them (SequenceChunk::hidden)
+  // into out.hidden.
+  void hidden_rows(std::span<const SequenceChunk> chunks, ForwardState& s, ThreadPool& pool, ForwardOutput& out) const;
   // The final norm, the output head and its soft-capping of the hidden rows `src` (of
   // s.x_) into `logits` [src.size(), n_vocab].
   void head_rows(std::span<const int64_t> src, float* logits, ForwardState& s, ThreadPool& pool) const;

@@ -5,6 +5,7 @@
 
 #include "base/clock.h"
 
+#include "server/api_translation.h"
 #include "server/completion_job.h"
 #include "server/endpoints.h"
 #include "server/output_constraints.h"
@@ -73,6 +74,16 @@ void apply_generation_defaults(const GenerationDefaults& d, GivenSampling given,
   if (d.temperature && !given.temperature) sp->temperature = *d.temperature;
   if (d.top_p && !given.top_p) sp->top_p = *d.top_p;
   if (d.top_k && !given.top_k) sp->top_k = *d.top_k;
+}
+
+// A chat request's prompt on version `v`, with its tools' format and grammar parts.
+std::optional<ApiError> build_chat_prompt(CompletionRequest& r, ServingVersion& v, PromptInput* prompt,
+                                          std::optional<ToolCallFormat>* tool_format, GrammarSpec* spec) {
+  ChatPromptOptions options{.add_generation_prompt = r.add_generation_prompt,
+                            .continue_final_message = r.continue_final_message,
+                            .kwargs = r.chat_template_kwargs};
+  prepare_tools(r, v, tool_format, &options.tools, spec);
+  return chat_prompt(r.messages, v.tokenizer(), v.chat_template(), options, prompt);
 }
 
 // The request once its grammar (if any) is compiled: the job that answers it.
@@ -144,13 +155,8 @@ void start_on(ServerContext& ctx, const std::shared_ptr<HttpExchange>& ex, Compl
   GrammarSpec spec;
   spec.constraint = r.constraint;
   if (r.kind == ApiKind::kChat) {
-    Json template_tools;
-    prepare_tools(r, v, &p->tool_format, &template_tools, &spec);
     PromptInput prompt;
-    if (auto e = chat_prompt(r.messages, v.tokenizer(), v.chat_template(), r.add_generation_prompt, &prompt,
-                             template_tools)) {
-      return fail(*e);
-    }
+    if (auto e = build_chat_prompt(r, v, &prompt, &p->tool_format, &spec)) return fail(*e);
     p->prompts.push_back(std::move(prompt));
   } else if (auto e = completion_prompts(r.prompts, v.tokenizer(), !r.split_special_tokens, &p->prompts)) {
     return fail(*e);
@@ -161,6 +167,21 @@ void start_on(ServerContext& ctx, const std::shared_ptr<HttpExchange>& ex, Compl
 }
 
 }  // namespace
+
+std::optional<ApiError> chat_prompt_tokens(ServerContext& ctx, const HttpRequest& req, const Json& chat_body,
+                                           int64_t* tokens) {
+  CompletionRequest r;
+  LLMS_API_TRY(parse_completion_request(chat_body, ApiKind::kChat, &r));
+  LLMS_API_TRY(check_model(ctx, r.model));
+  Result<VersionPtr> v = ctx.versions.pick(req.header(kVersionPinHeader));
+  if (!v.ok()) return api_error_from_status(v.status());
+  PromptInput prompt;
+  std::optional<ToolCallFormat> format;
+  GrammarSpec spec;
+  LLMS_API_TRY(build_chat_prompt(r, *v.value(), &prompt, &format, &spec));
+  *tokens = static_cast<int64_t>(prompt.tokens.size());
+  return std::nullopt;
+}
 
 void handle_completions(ServerContext& ctx, const HttpRequest& req, std::shared_ptr<HttpExchange> ex, ApiKind kind) {
   auto fail = [&](const ApiError& e) { ex->respond(api_error_response(e)); };

@@ -100,6 +100,9 @@ std::optional<ApiError> CompletionJob::submit_all() {
       c.index = pi * request_.n + ni;
       c.prompt_index = pi;
       c.params = choice_params(pi, ni);
+      if (request_.kind == ApiKind::kChat && ctx_.config.server.reasoning_format == "deepseek") {
+        c.thinking.emplace(ReasoningSplitter::prompt_opens_thinking(prompts_[static_cast<size_t>(pi)].text));
+      }
       if (request_.echo) {
         c.text = prompts_[static_cast<size_t>(pi)].text;
         c.chars = static_cast<int64_t>(c.text.size());
@@ -217,6 +220,7 @@ void CompletionJob::on_token(Choice& c, TokenEvent& t, std::string* out) {
     if (request_.logprobs) c.logprobs.push_back(std::move(lp));
     return;
   }
+  stream_reasoning(c, &t.text, false, out);
   if (tools_) {
     c.text += t.text;
     stream_tool_text(c, out);
@@ -226,6 +230,18 @@ void CompletionJob::on_token(Choice& c, TokenEvent& t, std::string* out) {
   StreamChunk chunk{.index = c.index, .text = t.text};
   if (request_.logprobs) chunk.logprobs = logprobs_json(request_.kind, version_->tokenizer(), {lp});
   emit(chunk, out);
+}
+
+void CompletionJob::stream_reasoning(Choice& c, std::string* text, bool last, std::string* out) {
+  if (!c.thinking) return;
+  ReasoningSplitter::Split s = c.thinking->push(*text);
+  if (last) {
+    ReasoningSplitter::Split rest = c.thinking->finish();
+    s.reasoning += rest.reasoning;
+    s.content += rest.content;
+  }
+  if (!s.reasoning.empty()) emit(StreamChunk{.index = c.index, .reasoning = s.reasoning}, out);
+  *text = std::move(s.content);
 }
 
 void CompletionJob::emit(StreamChunk chunk, std::string* out) {
@@ -262,8 +278,10 @@ void CompletionJob::stream_tool_text(Choice& c, std::string* out) {
   for (Json& call : calls) emit(StreamChunk{.index = c.index, .tool_calls = Json::array({std::move(call)})}, out);
 }
 
-std::vector<ToolCallResult> CompletionJob::read_calls(const std::string& text, std::string* content) {
-  ParsedOutput parsed = parse_tool_calls(*tools_, text);
+std::vector<ToolCallResult> CompletionJob::read_calls(const std::string& text, FinishReason reason,
+                                                      std::string* content) {
+  // A cut answer as its stream reported it: the partial call is a call there too.
+  ParsedOutput parsed = reason == FinishReason::kStop ? parse_tool_calls(*tools_, text) : parse_cut_tool_calls(*tools_, text);
   *content = std::move(parsed.content);
   std::vector<ToolCallResult> calls;
   for (auto& p : parsed.calls) calls.push_back(ToolCallResult{ctx_.next_id("call_"), std::move(p.name), std::move(p.arguments)});
@@ -286,6 +304,7 @@ void CompletionJob::finish_tool_stream(Choice& c, const FinishEvent& f, std::str
 void CompletionJob::on_finish(Choice& c, FinishEvent& f, std::string* out) {
   const bool failed = f.reason == FinishReason::kError || f.reason == FinishReason::kRejected;
   if (reviewed_) c.answer += f.text;
+  if (request_.stream && !failed) stream_reasoning(c, &f.text, true, out);
   if (tools_ && request_.stream && !failed) {
     finish_tool_stream(c, f, out);
     c.finish = std::move(f);
@@ -402,9 +421,14 @@ void CompletionJob::complete() {
         break;
       }
       ChoiceResult r{c.index, std::move(c.text), request_.logprobs, std::move(c.logprobs), c.finish->reason, {}};
+      if (c.thinking) {
+        ReasoningSplitter::Split a = c.thinking->push(r.text), b = c.thinking->finish();
+        r.reasoning = a.reasoning + b.reasoning;
+        r.text = a.content + b.content;
+      }
       if (tools_) {
         std::string content;
-        r.tool_calls = read_calls(r.text, &content);
+        r.tool_calls = read_calls(r.text, c.finish->reason, &content);
         r.text = std::move(content);
       }
       results.push_back(std::move(r));

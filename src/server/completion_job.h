@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "chat/reasoning.h"
 #include "chat/tool_call_stream.h"
 #include "chat/tool_calls.h"
 #include "server/http_types.h"
@@ -65,6 +66,7 @@ class CompletionJob : public std::enable_shared_from_this<CompletionJob> {
     bool in_call = false;  // tools: a call has started at call_start
     size_t call_start = 0;
     ToolCallStreamer streamer;  // tools: delta.tool_calls from the text after call_start
+    std::optional<ReasoningSplitter> thinking;  // chat with --reasoning-format deepseek
     std::string answer;         // the whole text, kept for the review log (drawn requests only)
   };
 
@@ -80,13 +82,18 @@ class CompletionJob : public std::enable_shared_from_this<CompletionJob> {
   bool take_events(Choice& c, std::string* out);
   void on_token(Choice& c, TokenEvent& t, std::string* out);
   void on_finish(Choice& c, FinishEvent& f, std::string* out);
+  // Streams: sends the reasoning part of `text` as delta.reasoning_content and leaves
+  // the content part in it (`last`: the answer's end, nothing more comes).
+  void stream_reasoning(Choice& c, std::string* text, bool last, std::string* out);
   void prepend_prompt_logprobs(Choice& c, const FinishEvent& f);
   void open_choice(Choice& c, std::string* out);
   // Tools, streaming: sends the content that can no longer be part of a call.
   void stream_tool_text(Choice& c, std::string* out);
   // Tools, streaming, at the end: the rest of the content, then every call.
   void finish_tool_stream(Choice& c, const FinishEvent& f, std::string* out);
-  std::vector<ToolCallResult> read_calls(const std::string& text, std::string* content);
+  // The calls of a whole answer: parsed when it ended normally, else (cut by
+  // max_tokens) as its stream would have sent them, the partial call included.
+  std::vector<ToolCallResult> read_calls(const std::string& text, FinishReason reason, std::string* content);
   // Appends one SSE chunk of the stream to `out` and counts it.
   void emit(StreamChunk chunk, std::string* out);
   void complete();

@@ -15,6 +15,13 @@ namespace llms {
 
 // POST /v1/completions, POST /v1/chat/completions
 void handle_completions(ServerContext& ctx, const HttpRequest& req, std::shared_ptr<HttpExchange> ex, ApiKind kind);
+// POST /v1/embeddings (embeddings.h)
+void handle_embeddings(ServerContext& ctx, const HttpRequest& req, std::shared_ptr<HttpExchange> ex);
+// POST /v1/responses (OpenAI's Responses API), POST /v1/messages and
+// /v1/messages/count_tokens (Anthropic's Messages API): over the chat path, api_translation.h
+void handle_responses(ServerContext& ctx, const HttpRequest& req, std::shared_ptr<HttpExchange> ex);
+void handle_messages(ServerContext& ctx, const HttpRequest& req, std::shared_ptr<HttpExchange> ex);
+void handle_count_tokens(ServerContext& ctx, const HttpRequest& req, std::shared_ptr<HttpExchange> ex);
 // GET /v1/models, GET /v1/models/{id}
 void handle_models(ServerContext& ctx, const HttpRequest& req, std::shared_ptr<HttpExchange> ex);
 // POST /tokenize, POST /detokenize (vLLM's bodies)

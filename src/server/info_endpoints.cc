@@ -8,8 +8,15 @@ namespace {
 
 constexpr double kStallSeconds = 30.0;
 
+// vLLM's card: max_model_len (the serving version's context) and, as an extension, the
+// version that serves (absent while versions are being swapped).
 Json model_card(const ServerContext& ctx) {
-  return Json{{"id", ctx.model_name}, {"object", "model"}, {"created", ctx.created}, {"owned_by", "llmserve"}};
+  Json card = {{"id", ctx.model_name}, {"object", "model"}, {"created", ctx.created}, {"owned_by", "llmserve"}};
+  if (const VersionPtr v = ctx.versions.current()) {
+    card["max_model_len"] = v->engine().context_length();
+    card["version"] = v->name();
+  }
+  return card;
 }
 
 }  // namespace

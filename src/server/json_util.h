@@ -26,6 +26,12 @@ std::string dump_json(const Json& j);
 // Parses a request body that must be a JSON object.
 std::optional<ApiError> parse_json_object(const std::string& body, Json* out);
 
+// Returns the ApiError of `expr` (an std::optional<ApiError>) when it has one.
+#define LLMS_API_TRY(expr)           \
+  do {                               \
+    if (auto _e = (expr)) return _e; \
+  } while (0)
+
 // Typed readers of an optional field of `obj`. Absent or null leaves *out unchanged
 // and returns nullopt; a wrong type or a value outside [lo, hi] is a 400 naming `key`.
 std::optional<ApiError> read_bool(const Json& obj, const char* key, bool* out);

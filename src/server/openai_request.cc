@@ -11,11 +11,6 @@
 namespace llms {
 namespace {
 
-#define LLMS_API_TRY(expr)             \
-  do {                                 \
-    if (auto _e = (expr)) return _e;   \
-  } while (0)
-
 // obj[key] when it is a string, else "". Json::value() would throw for another type.
 std::string string_or_empty(const Json& obj, const char* key) {
   const auto it = obj.find(key);
@@ -39,8 +34,9 @@ const std::initializer_list<UnsupportedField>& unsupported_fields() {
       // OpenAI.
       {"functions", {kEmptyList}}, {"function_call", {"\"\"", "\"none\""}}, {"suffix", {"\"\""}},
       {"prediction", {}}, {"audio", {}}, {"modalities", {kEmptyList, "[\"text\"]"}}, {"web_search_options", {}},
-      // vLLM's chat templating (vLLM's structured outputs are honoured: structured_outputs.h).
-      {"chat_template_kwargs", {kEmptyObject}}, {"continue_final_message", {"false"}}, {"chat_template", {}},
+      // vLLM's chat templating beyond chat_template_kwargs and continue_final_message (vLLM's
+      // structured outputs are honoured too: structured_outputs.h).
+      {"chat_template", {}},
       // vLLM's sampling extensions.
       {"min_tokens", {"0"}}, {"stop_token_ids", {kEmptyList}}, {"bad_words", {kEmptyList}},
       {"allowed_token_ids", {}}, {"prompt_logprobs", {}}, {"use_beam_search", {"false"}}, {"length_penalty", {"1", "1.0"}},
@@ -64,7 +60,15 @@ std::optional<ApiError> refuse_unsupported(const Json& b, ApiKind kind) {
   if (best_of != 1 && (!b.contains("n") || b.at("n") != best_of)) {
     return bad_request("'best_of' other than n is not supported", "best_of");
   }
-  (void)kind;
+  // The chat templating fields mean nothing to a completion: refused there as above.
+  if (kind == ApiKind::kCompletion) {
+    if (has_field(b, "chat_template_kwargs") && b.at("chat_template_kwargs") != Json::object()) {
+      return bad_request("'chat_template_kwargs' applies to chat requests only", "chat_template_kwargs");
+    }
+    if (has_field(b, "continue_final_message") && b.at("continue_final_message") != false) {
+      return bad_request("'continue_final_message' applies to chat requests only", "continue_final_message");
+    }
+  }
   return std::nullopt;
 }
 
@@ -311,13 +315,13 @@ std::optional<ApiError> read_extensions(const Json& b, CompletionRequest* r) {
   return std::nullopt;
 }
 
-std::optional<ApiError> token_list(const Json& arr, PromptSpec* out) {
+std::optional<ApiError> token_list(const Json& arr, PromptSpec* out, const char* field) {
   out->is_tokens = true;
   for (const Json& t : arr) {
-    if (!t.is_number_integer()) return bad_request("'prompt' token lists must hold integers", "prompt");
+    if (!t.is_number_integer()) return bad_request(fmt::format("'{}' token lists must hold integers", field), field);
     out->tokens.push_back(t.get<int64_t>());
   }
-  if (out->tokens.empty()) return bad_request("'prompt' must not be empty", "prompt");
+  if (out->tokens.empty()) return bad_request(fmt::format("'{}' must not be empty", field), field);
   return std::nullopt;
 }
 
@@ -337,11 +341,30 @@ std::optional<ApiError> message_content(const Json& content, std::string* out) {
   return std::nullopt;
 }
 
+// add_generation_prompt, continue_final_message (vLLM's rule: not both; given alone it
+// turns the generation prompt off) and chat_template_kwargs.
+std::optional<ApiError> read_chat_template_options(const Json& b, CompletionRequest* r) {
+  LLMS_API_TRY(read_bool(b, "continue_final_message", &r->continue_final_message));
+  if (r->continue_final_message) r->add_generation_prompt = false;
+  LLMS_API_TRY(read_bool(b, "add_generation_prompt", &r->add_generation_prompt));
+  if (r->continue_final_message && r->add_generation_prompt) {
+    return bad_request("continue_final_message and add_generation_prompt cannot both be true",
+                       "continue_final_message");
+  }
+  if (has_field(b, "chat_template_kwargs")) {
+    if (!b.at("chat_template_kwargs").is_object()) {
+      return bad_request("'chat_template_kwargs' must be an object", "chat_template_kwargs");
+    }
+    r->chat_template_kwargs = b.at("chat_template_kwargs");
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
-std::optional<ApiError> parse_prompts(const Json& body, std::vector<PromptSpec>* out) {
-  if (!has_field(body, "prompt")) return bad_request("'prompt' is required", "prompt");
-  const Json& p = body.at("prompt");
+std::optional<ApiError> parse_prompts(const Json& body, std::vector<PromptSpec>* out, const char* field) {
+  if (!has_field(body, field)) return bad_request(fmt::format("'{}' is required", field), field);
+  const Json& p = body.at(field);
   out->clear();
   auto text = [](const Json& s) { return PromptSpec{false, s.get<std::string>(), {}}; };
   if (p.is_string()) {
@@ -349,11 +372,11 @@ std::optional<ApiError> parse_prompts(const Json& body, std::vector<PromptSpec>*
     return std::nullopt;
   }
   if (!p.is_array() || p.empty()) {
-    return bad_request("'prompt' must be a string, a list of strings, or token ids", "prompt");
+    return bad_request(fmt::format("'{}' must be a string, a list of strings, or token ids", field), field);
   }
   if (p.front().is_number_integer()) {
     PromptSpec spec;
-    LLMS_API_TRY(token_list(p, &spec));
+    LLMS_API_TRY(token_list(p, &spec, field));
     out->push_back(std::move(spec));
     return std::nullopt;
   }
@@ -362,10 +385,10 @@ std::optional<ApiError> parse_prompts(const Json& body, std::vector<PromptSpec>*
       out->push_back(text(item));
     } else if (item.is_array()) {
       PromptSpec spec;
-      LLMS_API_TRY(token_list(item, &spec));
+      LLMS_API_TRY(token_list(item, &spec, field));
       out->push_back(std::move(spec));
     } else {
-      return bad_request("'prompt' lists must hold strings or token id lists", "prompt");
+      return bad_request(fmt::format("'{}' lists must hold strings or token id lists", field), field);
     }
   }
   return std::nullopt;
@@ -446,7 +469,7 @@ std::optional<ApiError> parse_completion_request(const Json& b, ApiKind kind, Co
   LLMS_API_TRY(read_string(b, "user", &user));  // accepted; carries no meaning here
   LLMS_API_TRY(read_extensions(b, &r));
   LLMS_API_TRY(read_bool(b, "review", &r.review));
-  if (kind == ApiKind::kChat) LLMS_API_TRY(read_bool(b, "add_generation_prompt", &r.add_generation_prompt));
+  if (kind == ApiKind::kChat) LLMS_API_TRY(read_chat_template_options(b, &r));
   if (r.echo && r.logprobs && r.stream) {
     return bad_request("'echo' with 'logprobs' (prompt logprobs) is not supported with 'stream'", "echo");
   }
@@ -456,6 +479,9 @@ std::optional<ApiError> parse_completion_request(const Json& b, ApiKind kind, Co
   if (r.params.prompt_logprobs) r.params.top_logprobs = std::max(r.params.top_logprobs, 0);
   if (kind == ApiKind::kChat) {
     LLMS_API_TRY(parse_messages(b, &r.messages));
+    if (r.continue_final_message && r.messages.back().role != "assistant") {
+      return bad_request("continue_final_message needs an assistant message last", "continue_final_message");
+    }
   } else {
     LLMS_API_TRY(parse_prompts(b, &r.prompts));
   }

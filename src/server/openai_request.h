@@ -59,6 +59,8 @@ struct CompletionRequest {
   std::vector<PromptSpec> prompts;    // completions: at least one
   std::vector<ChatMessage> messages;  // chat: at least one
   bool add_generation_prompt = true;  // chat: end the prompt with the assistant's turn
+  bool continue_final_message = false;  // chat: the answer continues the last (assistant) message
+  Json chat_template_kwargs = nullptr;  // chat: more variables for a Jinja template (an object)
   OutputConstraint constraint;
   ToolRequest tools;                  // chat only
   std::string precision;              // "" or "auto": the router's choice; else a precision variant's name
@@ -81,8 +83,9 @@ std::optional<ApiError> parse_completion_request(const Json& body, ApiKind kind,
 // 400 naming it (structured_outputs.cc).
 std::optional<ApiError> read_vllm_constraint(const Json& body, OutputConstraint* out);
 
-// `prompt`: a string, a list of strings, a list of token ids, or a list of such lists.
-std::optional<ApiError> parse_prompts(const Json& body, std::vector<PromptSpec>* out);
+// `prompt` (or `field`: embeddings' `input`): a string, a list of strings, a list of
+// token ids, or a list of such lists.
+std::optional<ApiError> parse_prompts(const Json& body, std::vector<PromptSpec>* out, const char* field = "prompt");
 // `tools`, `tool_choice`, `parallel_tool_calls` (chat only; on completions a 400).
 std::optional<ApiError> parse_tools(const Json& body, ApiKind kind, ToolRequest* out);
 // A message's `tool_calls` (assistant messages only).

@@ -196,7 +196,9 @@ TEST(OpenAiRequestTest, ConstraintErrorsNameTheParameter) {
 }
 
 // docs/api.md, "Unknown fields": unsupported fields that change the answer are a 400
-// naming them, unless null or neutral; other unknown fields are ignored.
+// naming them, unless null or neutral; other unknown fields are ignored. The chat
+// templating fields are honoured on chat (tests/server_chat_options_test.cc) and
+// refused on completions.
 TEST(OpenAiRequestTest, UnknownFieldsPolicy) {
   for (const char* f : {R"("chat_template_kwargs":{"x":1})", R"("continue_final_message":true)", R"("min_tokens":3)",
                         R"("stop_token_ids":[2])", R"("skip_special_tokens":false)", R"("length_penalty":2)"}) {
@@ -208,6 +210,13 @@ TEST(OpenAiRequestTest, UnknownFieldsPolicy) {
     const std::string key = std::string(f).substr(1, std::string(f).find('"', 1) - 1);
     EXPECT_EQ(e->param, key) << body;
   }
+  CompletionRequest chat;
+  ASSERT_FALSE(parse(R"({"messages":[{"role":"user","content":"x"},{"role":"assistant","content":"y"}],
+      "chat_template_kwargs":{"x":1},"continue_final_message":true})",
+                     ApiKind::kChat, &chat));
+  EXPECT_TRUE(chat.continue_final_message);
+  EXPECT_FALSE(chat.add_generation_prompt);
+  EXPECT_EQ(chat.chat_template_kwargs, Json::parse(R"({"x":1})"));
   CompletionRequest r;
   auto e = parse(R"({"prompt":"x","guided_json":null,"chat_template_kwargs":{},"continue_final_message":false,
       "min_tokens":0,"stop_token_ids":[],"skip_special_tokens":true,"length_penalty":1.0,"store":true,

@@ -103,6 +103,7 @@ Json whole_response(const ResponseMeta& meta, const Tokenizer& tok, const std::v
       const bool calls = !c.tool_calls.empty();
       Json msg = {{"role", "assistant"}, {"content", calls && c.text.empty() ? Json(nullptr) : Json(c.text)},
                   {"refusal", nullptr}};
+      if (!c.reasoning.empty()) msg["reasoning_content"] = c.reasoning;
       if (calls) {
         msg["tool_calls"] = Json::array();
         for (const auto& t : c.tool_calls) msg["tool_calls"].push_back(tool_call_json(t));
@@ -126,6 +127,7 @@ Json stream_chunk(const ResponseMeta& meta, const StreamChunk& c) {
   if (meta.kind == ApiKind::kChat) {
     Json delta = Json::object();
     if (c.role) delta["role"] = "assistant";
+    if (c.reasoning) delta["reasoning_content"] = *c.reasoning;
     if (c.text) delta["content"] = *c.text;
     if (!c.tool_calls.is_null()) delta["tool_calls"] = c.tool_calls;
     choice["delta"] = std::move(delta);

@@ -51,6 +51,7 @@ struct ChoiceResult {
   // Chat with tools: the calls (finish_reason "tool_calls" when the answer ended
   // normally; content null when there is no text besides them).
   std::vector<ToolCallResult> tool_calls;
+  std::string reasoning;  // chat: the thinking split off (reasoning_content when not empty)
 };
 
 // An upper bound, in bytes, of one choice of a whole (non-streamed) response, before
@@ -87,6 +88,7 @@ struct StreamChunk {
   bool role = false;                     // chat: the delta names the assistant role
   bool usage_null = false;               // "usage": null (stream_options.include_usage)
   Json tool_calls = nullptr;             // chat: delta.tool_calls, when not null
+  std::optional<std::string_view> reasoning = std::nullopt;  // chat: delta.reasoning_content
 };
 
 // finish_reason of a chat choice that made tool calls.

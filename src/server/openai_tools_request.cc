@@ -8,11 +8,6 @@
 namespace llms {
 namespace {
 
-#define LLMS_API_TRY(expr)             \
-  do {                                 \
-    if (auto _e = (expr)) return _e;   \
-  } while (0)
-
 bool valid_function_name(const std::string& n) {
   if (n.empty() || n.size() > 64) return false;
   return n.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") == std::string::npos;

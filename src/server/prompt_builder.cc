@@ -17,9 +17,9 @@ std::optional<ApiError> token_prompt(const std::vector<int64_t>& ids, const Toke
   return std::nullopt;
 }
 
-PromptInput text_prompt(const std::string& text, const Tokenizer& tok, bool parse_special) {
+PromptInput text_prompt(const std::string& text, const Tokenizer& tok, bool parse_special, bool add_eos = false) {
   EncodeOptions enc;
-  enc.add_bos = tok.add_bos();
+  enc.add_bos = tok.add_bos() || add_eos;
   enc.parse_special = parse_special;
   return PromptInput{tok.encode(text, enc), text};
 }
@@ -27,11 +27,11 @@ PromptInput text_prompt(const std::string& text, const Tokenizer& tok, bool pars
 }  // namespace
 
 std::optional<ApiError> completion_prompts(const std::vector<PromptSpec>& prompts, const Tokenizer& tok,
-                                           bool parse_special, std::vector<PromptInput>* out) {
+                                           bool parse_special, std::vector<PromptInput>* out, bool add_eos) {
   out->clear();
   for (const PromptSpec& p : prompts) {
     if (!p.is_tokens) {
-      out->push_back(text_prompt(p.text, tok, parse_special));
+      out->push_back(text_prompt(p.text, tok, parse_special, add_eos));
       continue;
     }
     PromptInput in;
@@ -42,22 +42,37 @@ std::optional<ApiError> completion_prompts(const std::vector<PromptSpec>& prompt
 }
 
 std::optional<ApiError> chat_prompt(const std::vector<ChatMessage>& msgs, const Tokenizer& tok,
-                                    const std::string& chat_template, bool add_generation_prompt, PromptInput* out,
-                                    const nlohmann::ordered_json& tools) {
+                                    const std::string& chat_template, const ChatPromptOptions& options,
+                                    PromptInput* out) {
+  const bool gen = options.add_generation_prompt && !options.continue_final_message;
+  std::string rendered;
   if (chat_template == kPlainChatTemplate) {
-    std::string text;
     for (const auto& m : msgs) {
       if (m.content.empty()) continue;
-      if (!text.empty()) text += "\n\n";
-      text += m.content;
+      if (!rendered.empty()) rendered += "\n\n";
+      rendered += m.content;
     }
-    if (text.empty()) return bad_request("the messages hold no text", "messages");
-    *out = text_prompt(text, tok, /*parse_special=*/true);
-    return std::nullopt;
+    if (rendered.empty()) return bad_request("the messages hold no text", "messages");
+  } else {
+    auto r = apply_model_chat_template(tok, msgs, gen, chat_template, options.tools, options.kwargs);
+    if (!r.ok()) return bad_request(r.status().message(), "messages");
+    rendered = std::move(r).value();
   }
-  auto rendered = apply_model_chat_template(tok, msgs, add_generation_prompt, chat_template, tools);
-  if (!rendered.ok()) return bad_request(rendered.status().message(), "messages");
-  *out = PromptInput{encode_chat_prompt(tok, rendered.value()), rendered.value()};
+  if (options.continue_final_message) {
+    // The template closes the turn after the text (end-of-turn tokens): cut there.
+    const std::string& last = msgs.back().content;
+    const size_t at = last.empty() ? std::string::npos : rendered.rfind(last);
+    if (at == std::string::npos) {
+      return bad_request("continue_final_message: the chat template does not write the final message's text as it is",
+                         "continue_final_message");
+    }
+    rendered.resize(at + last.size());
+  }
+  if (chat_template == kPlainChatTemplate) {
+    *out = text_prompt(rendered, tok, /*parse_special=*/true);
+  } else {
+    *out = PromptInput{encode_chat_prompt(tok, rendered), rendered};
+  }
   return std::nullopt;
 }
 

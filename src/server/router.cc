@@ -26,6 +26,10 @@ Router::Router(ServerContext& ctx, ApiKeys keys, BrowserPolicy browser)
   routes_ = {
       {"POST", "/v1/completions", completions, kJson},
       {"POST", "/v1/chat/completions", chat, kJson},
+      {"POST", "/v1/embeddings", handle_embeddings, kJson},
+      {"POST", "/v1/responses", handle_responses, kJson},
+      {"POST", "/v1/messages", handle_messages, kJson},
+      {"POST", "/v1/messages/count_tokens", handle_count_tokens, kJson},
       {"GET", "/v1/models", handle_models},
       {"GET", "/v1/models/", handle_models},
       {"POST", "/tokenize", handle_tokenize, kJson},
@@ -68,7 +72,10 @@ void Router::handle(HttpRequest req, std::shared_ptr<HttpExchange> ex) const {
   if (auto e = browser_.check_origin(req)) return ex->respond(api_error_response(*e));
   ex = browser_.with_cors(req, std::move(ex));
   if (keys_.protects(req.path)) {
-    if (auto e = keys_.check(req.header("authorization"))) {
+    // Anthropic's clients send the key as x-api-key.
+    std::string authorization = req.header("authorization");
+    if (authorization.empty() && !req.header("x-api-key").empty()) authorization = "Bearer " + req.header("x-api-key");
+    if (auto e = keys_.check(authorization)) {
       HttpResponse resp = api_error_response(*e);
       resp.headers.emplace_back("WWW-Authenticate", "Bearer");
       return ex->respond(std::move(resp));

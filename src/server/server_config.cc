@@ -42,6 +42,12 @@ Status ServerConfig::validate() const {
   if (grammar_threads < 1 || grammar_threads > 64) return bad("grammar_threads", "must be in 1..64");
   if (grammar_queue < 0) return bad("grammar_queue", "must be >= 0");
   if (max_response_bytes < (1 << 20)) return bad("max_response_bytes", "must be >= 1 MiB");
+  if (!pooling.empty() && pooling != "mean" && pooling != "cls" && pooling != "last") {
+    return bad("pooling", "must be mean, cls or last (or empty: the model's), not \"" + pooling + "\"");
+  }
+  if (reasoning_format != "deepseek" && reasoning_format != "none") {
+    return bad("reasoning_format", "must be deepseek or none, not \"" + reasoning_format + "\"");
+  }
   if (prefix_cache_scope != "key" && prefix_cache_scope != "global") {
     return bad("prefix_cache_scope", "must be key or global, not \"" + prefix_cache_scope + "\"");
   }

@@ -46,6 +46,12 @@ struct ServerConfig {
   std::string prefix_hash_seed;      // sha256-cbor's seed (vLLM's PYTHONHASHSEED, llm-d's hashSeed)
   std::string metrics_compat = "vllm";  // also show the gateway-read metrics under vLLM's names; "none": not
   std::string chat_template;         // "" = the model's (or "plain" when it has none), a family name, a Jinja source, or "plain"
+  // Embeddings: how a prompt's hidden states are pooled, mean, cls or last ("": the
+  // model's <arch>.pooling_type, else mean).
+  std::string pooling;
+  // Chat answers of reasoning models: "deepseek" moves <think>...</think> into
+  // reasoning_content, "none" leaves it in content (llama-server's --reasoning-format).
+  std::string reasoning_format = "deepseek";
   bool ui = true;                    // the dashboard and playground at / (docs/ui.md); --no-ui: 404 there
   // Review sampling and feedback (server/review_log.h, deploy/feedback.h).
   double review_sample = 0;          // share of finished requests written to review_log, per version

@@ -33,7 +33,9 @@ void handle_tokenize(ServerContext& ctx, const HttpRequest& req, std::shared_ptr
     std::vector<ChatMessage> messages;
     if (auto e = parse_messages(body, &messages)) return fail(*e);
     PromptInput p;
-    if (auto e = chat_prompt(messages, tok, v->chat_template(), gen, &p)) return fail(*e);
+    if (auto e = chat_prompt(messages, tok, v->chat_template(), ChatPromptOptions{.add_generation_prompt = gen}, &p)) {
+      return fail(*e);
+    }
     tokens = std::move(p.tokens);
   } else {
     std::string prompt;

@@ -6,6 +6,7 @@
 //   LLMSERVE_URL=http://127.0.0.1:PORT/v1 node openai_sdk_check.mjs
 import OpenAI from "openai";
 import assert from "node:assert/strict";
+import { runChecks } from "./run_checks.mjs";
 
 const client = new OpenAI({ baseURL: process.env.LLMSERVE_URL, apiKey: "unused", maxRetries: 0 });
 const messages = [{ role: "user", content: "What is the weather in Paris?" }];
@@ -118,13 +119,4 @@ async function streamedTool() {
   return `streamed tool call: ${pieces} deltas assemble into a valid call, as the SDK's stream helper assembles it`;
 }
 
-let failed = false;
-for (const check of [jsonSchema, requiredTool, streamedTool]) {
-  try {
-    console.log(`ok   ${await check()}`);
-  } catch (e) {
-    failed = true;
-    console.log(`FAIL ${check.name}: ${e.stack ?? e}`);
-  }
-}
-process.exit(failed ? 1 : 0);
+await runChecks([jsonSchema, requiredTool, streamedTool]);
