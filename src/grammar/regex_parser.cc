@@ -134,6 +134,7 @@ class RegexParser {
         break;
       }
       if (peek() == '^') return error("'^' is only supported at the start of the pattern");
+      if (opt_.meter != nullptr && !opt_.meter->charge()) return compile_stop_status(*opt_.meter);
       GrammarExpr atom;
       LLMS_RETURN_IF_ERROR(parse_atom(depth, &atom));
       LLMS_RETURN_IF_ERROR(parse_quantifiers(&atom));
@@ -400,12 +401,12 @@ Result<GrammarExpr> regex_to_expr(std::string_view pattern, const RegexOptions& 
 }
 
 Result<Grammar> parse_regex(std::string_view pattern, const GrammarLimits& limits) {
-  LLMS_ASSIGN_OR_RETURN(GrammarExpr body, regex_to_expr(pattern, RegexOptions{}));
+  LLMS_ASSIGN_OR_RETURN(GrammarExpr body, regex_to_expr(pattern, RegexOptions{.meter = limits.meter}));
   GrammarBuilder b(limits);
   const int32_t root = b.declare("root");
   b.define(root, std::move(body));
   auto g = b.build(root);
-  if (!g.ok()) return invalid_argument("regex: " + g.status().message());
+  if (!g.ok()) return g.status().with_context("regex");
   return g;
 }
 
