@@ -94,7 +94,8 @@ TEST(GrammarBuilder, LargeMergedCountsAreExactInFewElements) {
     EXPECT_LT(cg->grammar().num_elements(), 50'000) << c.pattern;  // x{1,16777216} as a chain: 67M
     for (const int n : {c.lo - 1, c.lo, c.lo + 1, 70, 71, 4096, 4097, 4970, 4999, c.hi, c.hi + 1}) {
       if (n < 0 || n > 20'000) continue;
-      EXPECT_EQ(full_match(cg, std::string(static_cast<size_t>(n), 'x')), n >= c.lo && n <= c.hi) << c.pattern << " " << n;
+      EXPECT_EQ(full_match(cg, std::string(static_cast<size_t>(n), 'x')), n >= c.lo && n <= c.hi)
+          << c.pattern << " " << n;
     }
   }
   auto r = parse_regex("((x{0,4096}){0,4096}){0,2}");

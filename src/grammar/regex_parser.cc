@@ -138,6 +138,13 @@ class RegexParser {
       GrammarExpr atom;
       LLMS_RETURN_IF_ERROR(parse_atom(depth, &atom));
       LLMS_RETURN_IF_ERROR(parse_quantifiers(&atom));
+      // A run of plain characters is one literal, not a node per character (a 4 MB
+      // pattern would take ~150 bytes of nodes per character).
+      const bool literal = atom.kind == GrammarExpr::Kind::kLiteral;
+      if (literal && !items.empty() && items.back().kind == GrammarExpr::Kind::kLiteral) {
+        items.back().literal += atom.literal;
+        continue;
+      }
       items.push_back(std::move(atom));
     }
     *out = items.empty() ? GrammarExpr::empty() : GrammarExpr::seq(std::move(items));

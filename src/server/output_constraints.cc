@@ -18,7 +18,9 @@ namespace {
 // compile's result for metrics.
 std::optional<ApiError> refusal(const Status& s, const std::string& param, std::string_view* result) {
   const StatusCode code = s.code();
-  *result = code == StatusCode::kCancelled ? "cancelled" : code == StatusCode::kResourceExhausted ? "over_budget" : "invalid";
+  *result = code == StatusCode::kCancelled           ? "cancelled"
+            : code == StatusCode::kResourceExhausted ? "over_budget"
+                                                     : "invalid";
   return bad_request(fmt::format("'{}': {}", param, s.message()), param,
                      code == StatusCode::kResourceExhausted ? "grammar_budget_exceeded" : "");
 }
@@ -49,7 +51,8 @@ CompileOutcome compile_spec(const GrammarSpec& spec, Engine& engine, const Gramm
   WorkMeter meter(budget.compile_work, budget.compile_seconds, budget.cancel);
   GrammarLimits limits;
   limits.meter = &meter;
-  auto g = spec.tools ? tool_call_grammar(*spec.tools, spec.format, limits) : constraint_grammar(spec.constraint, &meter);
+  auto g = spec.tools ? tool_call_grammar(*spec.tools, spec.format, limits)
+                      : constraint_grammar(spec.constraint, &meter);
   if (!g.ok()) {
     o.error = refusal(g.status(), param, &o.result);
     return o;
