@@ -7,9 +7,10 @@
 // The budget below is tight in work units, so that most inputs stop on work; its
 // wall-time limits are the backstop. A step that runs past its wall-time limit by
 // more than kSlackSeconds did work the meter does not count (the meter looks at the
-// clock on every charge) — a broken property. Parsing has no meter (GrammarLimits
-// bounds the size of its output) and must finish within kParseSeconds. libFuzzer's
-// -timeout catches what never returns.
+// clock on every charge) — a broken property. Parsing runs under the compile budget
+// as the server runs it (GrammarLimits::meter), and the compile gets what it left:
+// together they must end within compile_seconds. libFuzzer's -timeout catches what
+// never returns.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -29,7 +30,6 @@ namespace llms::fuzz {
 namespace {
 
 constexpr double kSlackSeconds = 1.0;  // sanitizers, a loaded machine
-constexpr double kParseSeconds = 2.0;
 constexpr size_t kMaxPoints = 64;      // points classified per input, spread over the grammar
 constexpr int kMaxSteps = 16;          // masks made along a walk
 
@@ -96,13 +96,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   fuzz::GrammarInput in;
   if (!fuzz::split_grammar_input(data, size, &in)) return 0;
   const GrammarBudget budget = fuzz::budget();
-  Stopwatch watch;
-  auto g = fuzz::parse_grammar_input(in, GrammarLimits{});
-  fuzz::check_time(watch, fuzz::kParseSeconds, "parsing");
+  const Stopwatch watch;
+  WorkMeter meter(budget.compile_work, budget.compile_seconds);
+  GrammarLimits limits;
+  limits.meter = &meter;
+  auto g = fuzz::parse_grammar_input(in, limits);
+  fuzz::check_time(watch, budget.compile_seconds, "parsing");
   if (!g.ok()) return 0;
-  watch.reset();
-  auto cg = CompiledGrammar::compile(std::make_shared<const Grammar>(std::move(g).value()), fuzz::vocab(), budget);
-  fuzz::check_time(watch, budget.compile_seconds, "compiling");
+  GrammarBudget rest = budget;
+  rest.compile_work = std::max<int64_t>(1, budget.compile_work - meter.used());
+  rest.compile_seconds = std::max(1e-3, budget.compile_seconds - watch.elapsed_s());
+  auto cg = CompiledGrammar::compile(std::make_shared<const Grammar>(std::move(g).value()), fuzz::vocab(), rest);
+  fuzz::check_time(watch, budget.compile_seconds, "parsing and compiling");
   if (!cg.ok()) {
     if (cg.status().code() != StatusCode::kResourceExhausted) fuzz::fail("compile: " + cg.status().to_string());
     return 0;

@@ -17,14 +17,15 @@ ToolCallFormat tool_call_format_for(std::string_view t) {
   return chat::default_tool_syntax().format;
 }
 
-Result<std::shared_ptr<const Grammar>> tool_call_grammar(const ToolRequest& r, ToolCallFormat f) {
-  GrammarBuilder b;
+Result<std::shared_ptr<const Grammar>> tool_call_grammar(const ToolRequest& r, ToolCallFormat f,
+                                                         const GrammarLimits& limits) {
+  GrammarBuilder b(limits);
   const int32_t root = b.declare("root");
   JsonSchemaCompiler c(b);
   LLMS_ASSIGN_OR_RETURN(GrammarExpr body, chat::tool_syntax(f).grammar(b, c, r));
   b.define(root, std::move(body));
   auto g = b.build(root);
-  if (!g.ok()) return invalid_argument("tools: " + g.status().message());
+  if (!g.ok()) return g.status().with_context("tools");
   return std::make_shared<const Grammar>(std::move(g).value());
 }
 

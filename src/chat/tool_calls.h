@@ -30,6 +30,7 @@
 #include "chat/chat_template.h"
 #include "chat/tool_request.h"
 #include "grammar/grammar.h"
+#include "grammar/grammar_builder.h"
 
 namespace llms {
 
@@ -39,8 +40,10 @@ enum class ToolCallFormat { kHermes, kLlama3, kMistral };
 ToolCallFormat tool_call_format_for(std::string_view template_name_or_source);
 
 // The grammar of the assistant's output under `r` (r.active() must hold). Errors
-// (a parameter schema the compiler refuses) name the function.
-Result<std::shared_ptr<const Grammar>> tool_call_grammar(const ToolRequest& r, ToolCallFormat f);
+// (a parameter schema the compiler refuses) name the function; past `limits` (its
+// meter included) they are the builder's.
+Result<std::shared_ptr<const Grammar>> tool_call_grammar(const ToolRequest& r, ToolCallFormat f,
+                                                         const GrammarLimits& limits = {});
 
 struct ParsedToolCall {
   std::string name;

@@ -34,11 +34,12 @@ class GbnfParser {
     if (root < 0 || !builder_.defined(root)) return invalid_argument("grammar: there is no 'root' rule");
     for (int32_t r = 0; r < static_cast<int32_t>(used_at_.size()); ++r) {
       if (!builder_.defined(r)) {
-        return invalid_argument(fmt::format("grammar: rule '{}' is used at {} but never defined", builder_.name(r), used_at_[r]));
+        return invalid_argument(fmt::format("grammar: rule '{}' is used at {} but never defined", builder_.name(r),
+                                            where(used_at_[static_cast<size_t>(r)])));
       }
     }
     auto g = builder_.build(root);
-    if (!g.ok()) return invalid_argument("grammar: " + g.status().message());
+    if (!g.ok()) return g.status().with_context("grammar");
     return g;
   }
 
@@ -105,8 +106,8 @@ class GbnfParser {
   int32_t rule_id(const std::string& name) {
     int32_t id = builder_.find(name);
     if (id < 0) id = builder_.declare(name);
-    if (used_at_.size() <= static_cast<size_t>(id)) used_at_.resize(static_cast<size_t>(id) + 1);
-    if (used_at_[static_cast<size_t>(id)].empty()) used_at_[static_cast<size_t>(id)] = where(pos_);
+    if (used_at_.size() <= static_cast<size_t>(id)) used_at_.resize(static_cast<size_t>(id) + 1, kNotUsed);
+    if (used_at_[static_cast<size_t>(id)] == kNotUsed) used_at_[static_cast<size_t>(id)] = pos_;
     return id;
   }
 
@@ -151,6 +152,7 @@ class GbnfParser {
     while (!at_end()) {
       const char c = peek();
       if (c == '|' || c == ')' || c == '\n' || c == '\r') break;
+      if (!builder_.charge()) return builder_.stop_status();
       GrammarExpr item;
       LLMS_RETURN_IF_ERROR(parse_primary(depth, &item));
       LLMS_RETURN_IF_ERROR(parse_postfix(&item));
@@ -317,7 +319,10 @@ class GbnfParser {
   std::string_view src_;
   size_t pos_ = 0;
   GrammarBuilder builder_;
-  std::vector<std::string> used_at_;
+  // Per rule: the offset of its first use (where() is only worked out for an error:
+  // it scans the text).
+  static constexpr size_t kNotUsed = ~size_t{0};
+  std::vector<size_t> used_at_;
 };
 
 }  // namespace

@@ -28,8 +28,11 @@
 //     finish reason "error". A generation thus never stalls the engine thread for
 //     more than about one mask budget plus one point budget per step.
 //
-// Parsing (the front ends) is not metered: GrammarLimits (grammar_builder.h) bounds
-// the size of what it makes, and its cost is linear in that size.
+//   parse (the front ends and GrammarBuilder::build, given GrammarLimits::meter): a
+//     unit per character or node parsed, per element lowered, per element of each
+//     pass of the checks and of the hash, under the same compile_work /
+//     compile_seconds and `cancel` (the server gives the compile what the parse left
+//     of them). Past them the front end fails the same way as compile().
 //
 // A limit of 0 means no limit. The defaults, measured with the release build on a
 // loaded 2-core machine, where one unit took 20 to 60 ns (up to 500 ns where each

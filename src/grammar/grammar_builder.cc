@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <map>
+#include <optional>
 
 #include "grammar/grammar_checks.h"
 
@@ -133,6 +135,7 @@ class GrammarBuilder::Lowering {
   }
 
   Status append(const GrammarExpr& e, Alt* out) {
+    if (!charge(1)) return compile_stop_status(*b_.limits_.meter);
     switch (e.kind) {
       case GrammarExpr::Kind::kEmpty: return ok_status();
       case GrammarExpr::Kind::kLiteral:
@@ -196,35 +199,161 @@ class GrammarBuilder::Lowering {
     return alternatives_of(item, alts);
   }
 
-  Status append_repeat(const GrammarExpr& e, Alt* out) {
+  Status check_bounds(const GrammarExpr& e) const {
     if (e.min < 0 || e.min > b_.limits_.max_repeat || e.max > b_.limits_.max_repeat ||
         (e.max != GrammarExpr::kUnbounded && e.max < e.min)) {
       return invalid_argument(fmt::format("repetition {{{},{}}} is out of range (bounds must be 0..{}, min <= max)", e.min,
                                           e.max, b_.limits_.max_repeat));
     }
-    std::vector<Alt> unit;
-    LLMS_RETURN_IF_ERROR(unit_alternatives(e.items[0], &unit));
-    if (e.min > 0) {
-      Element once;
-      if (unit.size() == 1 && unit[0].size() == 1) {
-        once = unit[0][0];
-      } else {
-        LLMS_ASSIGN_OR_RETURN(const int32_t aux, aux_rule("item", unit));
-        once = {ElementKind::kRule, aux};
-      }
-      out->insert(out->end(), static_cast<size_t>(e.min), once);
+    return ok_status();
+  }
+
+  // The counts of a repetition; max kOpen when unbounded. or_empty: zero copies too,
+  // below a gap (min > 1).
+  static constexpr int64_t kOpen = -1;
+  struct Counts {
+    int64_t min = 0;
+    int64_t max = 0;
+    bool or_empty = false;
+  };
+
+  // The counts of (x{a1,a2}){outer} as one repetition of x, when the counts
+  // k*[a1,a2] over the outer's k form one interval (possibly with 0 below a gap);
+  // false when they do not. The intervals of k and k+1 touch when
+  // a1 <= k*(a2-a1) + 1, which only gets easier as k grows: the smallest k decides.
+  static bool merge(const Counts& outer, int64_t a1, int64_t a2, Counts* out) {
+    if (outer.or_empty) return false;
+    const int64_t b1 = outer.min, b2 = outer.max;
+    if (b2 == 0 || a2 == 0) {
+      *out = Counts{};
+      return true;
     }
-    if (e.max == GrammarExpr::kUnbounded) {
+    const int64_t k0 = std::max<int64_t>(b1, 1);
+    if (b2 != k0 && a2 != kOpen && a1 > k0 * (a2 - a1) + 1) return false;
+    const bool gap = b1 == 0 && a1 > 1;  // {0} and [a1, ...] do not touch
+    out->min = b1 == 0 && !gap ? 0 : k0 * a1;
+    out->max = a2 == kOpen || b2 == kOpen ? kOpen : b2 * a2;
+    out->or_empty = gap;
+    return true;
+  }
+
+  Status append_repeat(const GrammarExpr& e, Alt* out) {
+    LLMS_RETURN_IF_ERROR(check_bounds(e));
+    Counts c{e.min, e.max == GrammarExpr::kUnbounded ? kOpen : e.max, false};
+    const GrammarExpr* item = &e.items[0];
+    while (item->kind == GrammarExpr::Kind::kRepeat) {
+      LLMS_RETURN_IF_ERROR(check_bounds(*item));
+      Counts merged;
+      if (!merge(c, item->min, item->max == GrammarExpr::kUnbounded ? kOpen : item->max, &merged)) break;
+      if (merged.min > kMaxMergedRepeat || merged.max > kMaxMergedRepeat) {
+        return resource_exhausted(fmt::format(
+            "the grammar is too complex: nested repetitions allow more than {} copies of an item; lower their bounds",
+            kMaxMergedRepeat));
+      }
+      c = merged;
+      item = &item->items[0];
+    }
+    std::vector<Alt> unit;
+    LLMS_RETURN_IF_ERROR(unit_alternatives(*item, &unit));
+    if (!c.or_empty) return append_counted(unit, c.min, c.max, out);
+    Alt some;
+    LLMS_RETURN_IF_ERROR(append_counted(unit, c.min, c.max, &some));
+    LLMS_ASSIGN_OR_RETURN(const int32_t aux, aux_rule("opt", {std::move(some), Alt{}}));
+    out->push_back({ElementKind::kRule, aux});
+    return ok_status();
+  }
+
+  // One element for one copy of `unit`: its only element, or a rule of its alternatives.
+  Result<Element> once_of(const std::vector<Alt>& unit) {
+    if (unit.size() == 1 && unit[0].size() == 1) return unit[0][0];
+    LLMS_ASSIGN_OR_RETURN(const int32_t aux, aux_rule("item", unit));
+    return Element{ElementKind::kRule, aux};
+  }
+
+  // `count` copies of `x`; past max_repeat as blocks of ~sqrt(count) copies.
+  Status append_copies(Element x, int64_t count, Alt* out) {
+    if (count > b_.limits_.max_repeat) {
+      const int64_t a = ceil_sqrt(count);
+      LLMS_ASSIGN_OR_RETURN(const int32_t block, aux_rule("block", {Alt(static_cast<size_t>(a), x)}));
+      out->insert(out->end(), static_cast<size_t>(count / a), Element{ElementKind::kRule, block});
+      count %= a;
+    }
+    out->insert(out->end(), static_cast<size_t>(count), x);
+    return ok_status();
+  }
+
+  // unit{lo,hi}, hi kOpen: unbounded.
+  Status append_counted(const std::vector<Alt>& unit, int64_t lo, int64_t hi, Alt* out) {
+    std::optional<Element> once;
+    auto item = [&]() -> Result<Element> {
+      if (!once) {
+        LLMS_ASSIGN_OR_RETURN(const Element x, once_of(unit));
+        once = x;
+      }
+      return *once;
+    };
+    if (lo > 0) {
+      LLMS_ASSIGN_OR_RETURN(const Element x, item());
+      LLMS_RETURN_IF_ERROR(append_copies(x, lo, out));
+    }
+    if (hi == kOpen) {
       LLMS_ASSIGN_OR_RETURN(const int32_t loop, loop_rule("star", unit, kSelfTail));
       out->push_back({ElementKind::kRule, loop});
       return ok_status();
     }
-    int32_t next = kNoTail;  // O_1 ::= unit | ε, then O_k ::= unit O_{k-1} | ε
-    for (int k = 1; k <= e.max - e.min; ++k) {
-      LLMS_ASSIGN_OR_RETURN(next, loop_rule("opt", unit, next));
+    const int64_t n = hi - lo;
+    // A chain of a large unit refers to it rather than copying it into every rule.
+    std::vector<Alt> single;
+    if (n > 1 && alts_size(unit) > static_cast<size_t>(kInlineLimit)) {
+      LLMS_ASSIGN_OR_RETURN(const Element x, item());
+      single = {Alt{x}};
     }
-    if (next >= 0) out->push_back({ElementKind::kRule, next});
+    const std::vector<Alt>& chained = single.empty() ? unit : single;
+    std::vector<int32_t> opt;  // opt[k - 1] = O_k, unit{0,k}
+    if (n <= b_.limits_.max_repeat) {
+      LLMS_RETURN_IF_ERROR(chain(chained, n, &opt));
+      if (n > 0) out->push_back({ElementKind::kRule, opt.back()});
+      return ok_status();
+    }
+    // x{0,n} = B{0,q-1} x{0,a-1} | B{q} x{0,r}, B = x^a: the first counts 0..qa-1, the
+    // second qa..n. x{0,r} is a link of x{0,a-1}'s chain (r < a).
+    const int64_t a = ceil_sqrt(n), q = n / a, r = n % a;
+    LLMS_ASSIGN_OR_RETURN(const Element x, item());
+    LLMS_ASSIGN_OR_RETURN(const int32_t block, aux_rule("block", {Alt(static_cast<size_t>(a), x)}));
+    const Element b{ElementKind::kRule, block};
+    std::vector<int32_t> blocks;
+    LLMS_RETURN_IF_ERROR(chain({Alt{b}}, q - 1, &blocks));
+    LLMS_RETURN_IF_ERROR(chain(chained, a - 1, &opt));
+    Alt fewer, most(static_cast<size_t>(q), b);
+    if (!blocks.empty()) fewer.push_back({ElementKind::kRule, blocks.back()});
+    fewer.push_back({ElementKind::kRule, opt.back()});
+    if (r > 0) most.push_back({ElementKind::kRule, opt[static_cast<size_t>(r - 1)]});
+    LLMS_ASSIGN_OR_RETURN(const int32_t count, aux_rule("count", {std::move(fewer), std::move(most)}));
+    out->push_back({ElementKind::kRule, count});
     return ok_status();
+  }
+
+  // unit{0,k} for k = 1..n as a chain: O_1 ::= unit | ε, then O_k ::= unit O_{k-1} | ε.
+  Status chain(const std::vector<Alt>& unit, int64_t n, std::vector<int32_t>* rules) {
+    int32_t next = kNoTail;
+    for (int64_t k = 1; k <= n; ++k) {
+      LLMS_ASSIGN_OR_RETURN(next, loop_rule("opt", unit, next));
+      rules->push_back(next);
+    }
+    return ok_status();
+  }
+
+  static int64_t ceil_sqrt(int64_t n) {
+    auto a = static_cast<int64_t>(std::sqrt(static_cast<double>(n)));
+    while (a * a < n) ++a;
+    while (a > 1 && (a - 1) * (a - 1) >= n) --a;
+    return a;
+  }
+
+  static size_t alts_size(const std::vector<Alt>& alts) {
+    size_t n = 0;
+    for (const Alt& a : alts) n += a.size() + 1;
+    return n;
   }
 
   static constexpr int32_t kSelfTail = -1;
@@ -260,6 +389,7 @@ class GrammarBuilder::Lowering {
   Status commit(int32_t rule, const std::vector<Alt>& alts) {
     std::vector<int32_t> starts;
     for (const Alt& a : alts) {
+      if (!charge(static_cast<int64_t>(a.size()) + 1)) return compile_stop_status(*b_.limits_.meter);
       starts.push_back(static_cast<int32_t>(g_.elements_.size()));
       g_.elements_.insert(g_.elements_.end(), a.begin(), a.end());
       g_.elements_.push_back({ElementKind::kEnd, 0});
@@ -272,6 +402,9 @@ class GrammarBuilder::Lowering {
     g_.rules_[static_cast<size_t>(rule)].alternatives = std::move(starts);
     return ok_status();
   }
+
+  // False once the limits' meter (if any) has stopped.
+  bool charge(int64_t units) { return b_.limits_.meter == nullptr || b_.limits_.meter->charge(units); }
 
   int32_t intern_bytes(const ByteSet& set) {
     auto [it, inserted] = byte_ids_.try_emplace(set.words, static_cast<int32_t>(g_.byte_sets_.size()));
@@ -311,7 +444,8 @@ Result<Grammar> GrammarBuilder::build(int32_t root) {
   for (int32_t r = 0; r < static_cast<int32_t>(names_.size()); ++r) {
     if (defined(r)) LLMS_RETURN_IF_ERROR(lowering.lower(r));
   }
-  LLMS_RETURN_IF_ERROR(check_grammar(g));
+  LLMS_RETURN_IF_ERROR(check_grammar(g, limits_.meter));
+  if (limits_.meter != nullptr && !limits_.meter->charge(g.num_elements())) return compile_stop_status(*limits_.meter);
   g.finish_hash();
   return g;
 }

@@ -6,7 +6,17 @@
 // repetition of an alternation is distributed into the loop rule (x* with x = a | b
 // becomes L ::= a L | b L | ε) so that a matcher looping over it stays in one rule
 // frame: that keeps the frames short and lets CompiledGrammar decide most tokens
-// without looking at the stack below.
+// without looking at the stack below. A bounded repetition of a large item (more
+// than kInlineLimit elements) refers to the item's rule instead of copying it into
+// each of its up to max_repeat rules.
+//
+// A repetition of a repetition whose counts form one interval is lowered as one
+// repetition ((x{a1,a2}){b1,b2} = x{b1*a1, b2*a2} when a1 <= b1*(a2-a1)+1): nested,
+// a text of n items splits into iterations in ~n^2 ways, every one a stack the
+// matcher follows, and past GrammarStepper::kMaxStacks it can no longer follow the
+// text its masks allowed. A count past max_repeat (only merging makes one) lowers
+// in O(sqrt(n)) elements with about four readings of any prefix:
+//   x{0,n} = B{0,q-1} x{0,a-1} | B{q} x{0,r}, with B = x^a, a = ceil(sqrt(n)), n = qa + r.
 //
 // build() rejects, with a message naming the rule: rules used but never defined,
 // left recursion (also through rules that can match the empty text), rules that can
@@ -23,6 +33,7 @@
 
 #include "base/status.h"
 #include "grammar/grammar.h"
+#include "grammar/grammar_budget.h"
 
 namespace llms {
 
@@ -63,10 +74,21 @@ inline bool simple_quantifier(char c, int* min, int* max) {
 
 // Limits that keep a hostile grammar from taking unbounded memory or time.
 struct GrammarLimits {
-  int max_repeat = 4096;          // bounds of {m,n}
+  int max_repeat = 4096;          // bounds of each {m,n} as written
   int32_t max_elements = 1 << 22; // after lowering
   int32_t max_rules = 1 << 18;
+  // Charged by the front ends (about one unit per character or expression node they
+  // make) and by build() (per element lowered, per element each check visits, the
+  // hash); once it stops they fail with compile_stop_status() (RESOURCE_EXHAUSTED
+  // naming compile_work or compile_seconds, or CANCELLED). Null: unmetered. The
+  // server passes a meter of its compile budget, so that parsing a hostile text is
+  // bounded in work and time and stops when the client goes.
+  WorkMeter* meter = nullptr;
 };
+
+// The copies of an item nested repetitions allow at most once merged
+// ((x{0,4096}){0,4096} = x{0,16777216}); more is refused.
+inline constexpr int64_t kMaxMergedRepeat = int64_t{1} << 24;
 
 class GrammarBuilder {
  public:
@@ -83,6 +105,12 @@ class GrammarBuilder {
 
   // Lowers every rule and checks the grammar.
   Result<Grammar> build(int32_t root);
+
+  // Charges the limits' meter (front ends: about a unit per node they make); false
+  // once it has stopped, and stop_status() then says why.
+  bool charge(int64_t units = 1) { return limits_.meter == nullptr || limits_.meter->charge(units); }
+  Status stop_status() const { return compile_stop_status(*limits_.meter); }
+  WorkMeter* meter() const { return limits_.meter; }
 
  private:
   struct Body {

@@ -13,20 +13,28 @@ bool terminal_productive(const Grammar& g, const Element& e) {
   return true;
 }
 
+// Charges the elements of an alternative scanned from `start` to `end` (every check
+// is charged as it goes, a fixpoint taking as many passes as rules when the rules are
+// declared in the wrong order); false once `meter` has stopped.
+bool charge(WorkMeter* meter, int32_t start, int32_t end) { return meter == nullptr || meter->charge(end - start + 1); }
+bool stopped(const WorkMeter* meter) { return meter != nullptr && meter->stopped(); }
+
 // Least fixpoint: a rule is productive when one alternative has only productive
 // elements.
-std::vector<bool> productive_rules(const Grammar& g) {
+std::vector<bool> productive_rules(const Grammar& g, WorkMeter* meter) {
   std::vector<bool> productive(g.rules().size(), false);
-  for (bool changed = true; changed;) {
+  for (bool changed = true; changed && !stopped(meter);) {
     changed = false;
     for (size_t r = 0; r < g.rules().size(); ++r) {
       if (productive[r]) continue;
       for (const int32_t start : g.rules()[r].alternatives) {
         bool ok = true;
-        for (int32_t i = start; ok && g.element(i).kind != ElementKind::kEnd; ++i) {
+        int32_t i = start;
+        for (; ok && g.element(i).kind != ElementKind::kEnd; ++i) {
           const Element& e = g.element(i);
           ok = e.kind == ElementKind::kRule ? productive[static_cast<size_t>(e.value)] : terminal_productive(g, e);
         }
+        if (!charge(meter, start, i)) return productive;
         if (ok) {
           productive[r] = true;
           changed = true;
@@ -38,7 +46,7 @@ std::vector<bool> productive_rules(const Grammar& g) {
   return productive;
 }
 
-std::vector<bool> reachable_rules(const Grammar& g) {
+std::vector<bool> reachable_rules(const Grammar& g, WorkMeter* meter) {
   std::vector<bool> seen(g.rules().size(), false);
   std::vector<int32_t> todo{g.root()};
   seen[static_cast<size_t>(g.root())] = true;
@@ -46,13 +54,15 @@ std::vector<bool> reachable_rules(const Grammar& g) {
     const int32_t r = todo.back();
     todo.pop_back();
     for (const int32_t start : g.rule(r).alternatives) {
-      for (int32_t i = start; g.element(i).kind != ElementKind::kEnd; ++i) {
+      int32_t i = start;
+      for (; g.element(i).kind != ElementKind::kEnd; ++i) {
         const Element& e = g.element(i);
         if (e.kind == ElementKind::kRule && !seen[static_cast<size_t>(e.value)]) {
           seen[static_cast<size_t>(e.value)] = true;
           todo.push_back(e.value);
         }
       }
+      if (!charge(meter, start, i)) return seen;
     }
   }
   return seen;
@@ -70,7 +80,8 @@ std::vector<int32_t> leftmost_rules(const Grammar& g, int32_t r, const std::vect
   return out;
 }
 
-Status check_left_recursion(const Grammar& g, const std::vector<bool>& nullable, const std::vector<bool>& reachable) {
+Status check_left_recursion(const Grammar& g, const std::vector<bool>& nullable, const std::vector<bool>& reachable,
+                            WorkMeter* meter) {
   enum Mark : uint8_t { kNew, kOnPath, kDone };
   std::vector<Mark> mark(g.rules().size(), kNew);
   std::vector<int32_t> path;
@@ -105,6 +116,9 @@ Status check_left_recursion(const Grammar& g, const std::vector<bool>& nullable,
         mark[static_cast<size_t>(s)] = kOnPath;
         path.push_back(s);
         stack.emplace_back(s, leftmost_rules(g, s, nullable));
+        if (!charge(meter, 0, static_cast<int32_t>(stack.back().second.size() + g.rule(s).alternatives.size()))) {
+          return compile_stop_status(*meter);
+        }
       }
     }
   }
@@ -113,18 +127,20 @@ Status check_left_recursion(const Grammar& g, const std::vector<bool>& nullable,
 
 }  // namespace
 
-std::vector<bool> nullable_rules(const Grammar& g) {
+std::vector<bool> nullable_rules(const Grammar& g, WorkMeter* meter) {
   std::vector<bool> nullable(g.rules().size(), false);
-  for (bool changed = true; changed;) {
+  for (bool changed = true; changed && !stopped(meter);) {
     changed = false;
     for (size_t r = 0; r < g.rules().size(); ++r) {
       if (nullable[r]) continue;
       for (const int32_t start : g.rules()[r].alternatives) {
         bool all = true;
-        for (int32_t i = start; all && g.element(i).kind != ElementKind::kEnd; ++i) {
+        int32_t i = start;
+        for (; all && g.element(i).kind != ElementKind::kEnd; ++i) {
           const Element& e = g.element(i);
           all = e.kind == ElementKind::kRule && nullable[static_cast<size_t>(e.value)];
         }
+        if (!charge(meter, start, i)) return nullable;
         if (all) {
           nullable[r] = true;
           changed = true;
@@ -156,9 +172,10 @@ int32_t blame_unproductive(const Grammar& g, const std::vector<bool>& reachable,
   return first;
 }
 
-Status check_grammar(const Grammar& g) {
-  const std::vector<bool> reachable = reachable_rules(g);
-  const std::vector<bool> productive = productive_rules(g);
+Status check_grammar(const Grammar& g, WorkMeter* meter) {
+  const std::vector<bool> reachable = reachable_rules(g, meter);
+  const std::vector<bool> productive = stopped(meter) ? std::vector<bool>() : productive_rules(g, meter);
+  if (stopped(meter)) return compile_stop_status(*meter);
   if (const int32_t bad = blame_unproductive(g, reachable, productive); bad >= 0) {
     return invalid_argument(fmt::format("rule '{}' can never finish: every alternative needs itself again or an "
                                         "empty character class",
@@ -170,7 +187,8 @@ Status check_grammar(const Grammar& g) {
     for (const int32_t start : rule.alternatives) {
       // An alternative whose first element can never match is never entered.
       if (!terminal_productive(g, g.element(start))) continue;
-      for (int32_t i = start; g.element(i).kind != ElementKind::kEnd; ++i) {
+      int32_t i = start;
+      for (; g.element(i).kind != ElementKind::kEnd; ++i) {
         const Element& e = g.element(i);
         const bool ok = e.kind == ElementKind::kRule ? productive[static_cast<size_t>(e.value)] : terminal_productive(g, e);
         if (!ok) {
@@ -179,9 +197,12 @@ Status check_grammar(const Grammar& g) {
                                                                            : std::string("an empty character class")));
         }
       }
+      if (!charge(meter, start, i)) return compile_stop_status(*meter);
     }
   }
-  return check_left_recursion(g, nullable_rules(g), reachable);
+  const std::vector<bool> nullable = nullable_rules(g, meter);
+  if (stopped(meter)) return compile_stop_status(*meter);
+  return check_left_recursion(g, nullable, reachable, meter);
 }
 
 }  // namespace llms

@@ -13,12 +13,15 @@
 
 #include "base/status.h"
 #include "grammar/grammar.h"
+#include "grammar/grammar_budget.h"
 
 namespace llms {
 
-Status check_grammar(const Grammar& g);
+// Each pass over the grammar is charged to `meter` (if given), about one unit per
+// element; once it stops, the checks end with compile_stop_status().
+Status check_grammar(const Grammar& g, WorkMeter* meter = nullptr);
 
-// Per rule: can it match the empty text?
-std::vector<bool> nullable_rules(const Grammar& g);
+// Per rule: can it match the empty text? (Left partial once `meter` stops.)
+std::vector<bool> nullable_rules(const Grammar& g, WorkMeter* meter = nullptr);
 
 }  // namespace llms

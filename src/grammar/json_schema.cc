@@ -129,6 +129,7 @@ Result<GrammarExpr> JsonSchemaParts::value(const SchemaJson& s, const std::strin
     return error(path, "the schema false allows no value");
   }
   if (!s.is_object()) return error(path, "a schema must be an object or a boolean");
+  if (!b_.charge(1 + static_cast<int64_t>(s.size()))) return b_.stop_status();
   LLMS_RETURN_IF_ERROR(check_keywords(s, path));
   if (c_.depth_ >= kMaxDepth) return error(path, fmt::format("the schema nests deeper than {} levels", kMaxDepth));
   ++c_.depth_;
@@ -285,7 +286,7 @@ Result<Grammar> json_schema_grammar(const SchemaJson& schema, const GrammarLimit
   JsonSchemaCompiler c(b, whitespace);
   LLMS_ASSIGN_OR_RETURN(const int32_t root, c.compile(schema, "root"));
   auto g = b.build(root);
-  if (!g.ok()) return invalid_argument("json_schema: " + g.status().message());
+  if (!g.ok()) return g.status().with_context("json_schema");
   return g;
 }
 

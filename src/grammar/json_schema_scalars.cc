@@ -176,7 +176,8 @@ Result<GrammarExpr> JsonSchemaParts::string(const SchemaJson& s, const std::stri
   if (s.contains("pattern")) {
     if (lengths || s.contains("format")) return error(path, "'pattern' together with a length or 'format' is not supported");
     if (!s.at("pattern").is_string()) return error(path, "'pattern' must be a string");
-    auto body = regex_to_expr(s.at("pattern").get<std::string>(), RegexOptions{RegexUse::kSearch, true});
+    auto body = regex_to_expr(s.at("pattern").get<std::string>(), RegexOptions{RegexUse::kSearch, true, b_.meter()});
+    if (!body.ok() && body.status().code() != StatusCode::kInvalidArgument) return body.status();
     if (!body.ok()) return error(path, "'pattern': " + body.status().message());
     return named(path + "/pattern", seq({lit("\""), std::move(body).value(), lit("\"")}));
   }

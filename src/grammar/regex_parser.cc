@@ -134,9 +134,17 @@ class RegexParser {
         break;
       }
       if (peek() == '^') return error("'^' is only supported at the start of the pattern");
+      if (opt_.meter != nullptr && !opt_.meter->charge()) return compile_stop_status(*opt_.meter);
       GrammarExpr atom;
       LLMS_RETURN_IF_ERROR(parse_atom(depth, &atom));
       LLMS_RETURN_IF_ERROR(parse_quantifiers(&atom));
+      // A run of plain characters is one literal, not a node per character (a 4 MB
+      // pattern would take ~150 bytes of nodes per character).
+      const bool literal = atom.kind == GrammarExpr::Kind::kLiteral;
+      if (literal && !items.empty() && items.back().kind == GrammarExpr::Kind::kLiteral) {
+        items.back().literal += atom.literal;
+        continue;
+      }
       items.push_back(std::move(atom));
     }
     *out = items.empty() ? GrammarExpr::empty() : GrammarExpr::seq(std::move(items));
@@ -400,12 +408,12 @@ Result<GrammarExpr> regex_to_expr(std::string_view pattern, const RegexOptions& 
 }
 
 Result<Grammar> parse_regex(std::string_view pattern, const GrammarLimits& limits) {
-  LLMS_ASSIGN_OR_RETURN(GrammarExpr body, regex_to_expr(pattern, RegexOptions{}));
+  LLMS_ASSIGN_OR_RETURN(GrammarExpr body, regex_to_expr(pattern, RegexOptions{.meter = limits.meter}));
   GrammarBuilder b(limits);
   const int32_t root = b.declare("root");
   b.define(root, std::move(body));
   auto g = b.build(root);
-  if (!g.ok()) return invalid_argument("regex: " + g.status().message());
+  if (!g.ok()) return g.status().with_context("regex");
   return g;
 }
 

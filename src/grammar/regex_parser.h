@@ -31,10 +31,12 @@ enum class RegexUse {
 struct RegexOptions {
   RegexUse use = RegexUse::kFullMatch;
   bool json_string = false;  // write characters as JSON string content
+  WorkMeter* meter = nullptr;  // charged a unit per atom (GrammarLimits::meter)
 };
 
 // An expression for the texts the pattern allows. Errors are INVALID_ARGUMENT
-// naming the construct and its offset in the pattern.
+// naming the construct and its offset in the pattern, or the meter's status once it
+// stops (compile_stop_status).
 Result<GrammarExpr> regex_to_expr(std::string_view pattern, const RegexOptions& options);
 
 // A grammar whose whole output matches `pattern`.

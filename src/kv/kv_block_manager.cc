@@ -151,7 +151,7 @@ void KvBlockManager::commit(SequenceBlocks& seq, std::span<const int32_t> tokens
     hash_of_[static_cast<size_t>(b)] = h;
     if (listener_) {
       listener_->on_stored(h, i == 0 ? std::nullopt : std::optional<Hash128>(parent), tokens.subspan(i * B, B),
-                           block_size_);
+                           block_size_, i == 0 ? seq.salt : 0);
     }
   }
 }

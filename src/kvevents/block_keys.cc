@@ -10,13 +10,18 @@ Sha256Digest sha256_cbor_root(std::string_view seed) {
   return sha256(w.data());
 }
 
-Sha256Digest sha256_cbor_block(const Sha256Digest& parent, std::span<const int32_t> tokens) {
+Sha256Digest sha256_cbor_block(const Sha256Digest& parent, std::span<const int32_t> tokens, uint64_t salt) {
   CborWriter w;
   w.array(3);
   w.bytes(parent);
   w.array(tokens.size());
   for (int32_t t : tokens) w.integer(t);
-  w.null();
+  if (salt == 0) {
+    w.null();
+  } else {
+    w.array(1);
+    w.unsigned_integer(salt);
+  }
   return sha256(w.data());
 }
 
@@ -37,7 +42,7 @@ std::vector<KvEvent> Sha256CborKeys::translate(const std::vector<KvEvent>& event
           if (it == blocks_.end()) break;  // its parent's event was lost
           parent = &it->second.digest;
         }
-        const Sha256Digest digest = sha256_cbor_block(*parent, e.tokens);
+        const Sha256Digest digest = sha256_cbor_block(*parent, e.tokens, e.parent ? 0 : e.salt);
         const uint64_t key = sha256_cbor_key(digest);
         const std::optional<uint64_t> parent_key = e.parent ? std::optional<uint64_t>(sha256_cbor_key(*parent)) : std::nullopt;
         if (!blocks_.emplace(e.hashes.at(0), Block{digest, key}).second) break;  // announced already

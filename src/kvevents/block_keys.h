@@ -8,6 +8,14 @@
 // CBOR in its deterministic form (cbor_writer.h); only full blocks have keys; null is
 // the empty list of extra keys (no LoRA, no cache salt, no multimodal inputs).
 //
+// Salted sequences (a request's cache_salt, or its API key's prefix-cache scope):
+// their first block's extra keys are [salt] instead of null — vLLM puts a request's
+// cache_salt there — where salt is the 64-bit value the prefix cache mixes into that
+// block's hash (an unsigned integer; it is derived with a secret of the process, so
+// a router cannot compute it and matches no salted block, as the cache shares none
+// across salts). Without it a salted block would be announced under the key of the
+// unsalted block with the same tokens.
+//
 // Sha256CborKeys rewrites the prefix cache's own events (XXH3 chain hashes) into events
 // with these keys. Blocks of two loaded versions with the same tokens share a key: it is
 // announced when the first of them is stored and withdrawn when the last is removed. A
@@ -29,7 +37,8 @@
 namespace llms {
 
 Sha256Digest sha256_cbor_root(std::string_view seed);
-Sha256Digest sha256_cbor_block(const Sha256Digest& parent, std::span<const int32_t> tokens);
+// `salt` 0: null extra keys; else [salt] (a salted sequence's first block).
+Sha256Digest sha256_cbor_block(const Sha256Digest& parent, std::span<const int32_t> tokens, uint64_t salt = 0);
 uint64_t sha256_cbor_key(const Sha256Digest& digest);
 
 class Sha256CborKeys {

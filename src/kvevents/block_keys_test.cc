@@ -5,6 +5,8 @@
 #include <numeric>
 #include <string>
 
+#include "kv/kv_block_manager.h"
+#include "kv/kv_events.h"
 #include "kvevents/cbor_writer.h"
 
 namespace llms {
@@ -121,6 +123,69 @@ TEST(BlockKeysTest, ChainsParentsAndSharesKeysAcrossVersions) {
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].kind, KvEvent::Kind::kCleared);
   EXPECT_EQ(keys.tracked_blocks(), 0u);
+}
+
+// A salted sequence's first block has the extra keys [salt], so its key is not the
+// unsalted block's. Expected value: the deterministic CBOR of
+// [root, [1..16], [42]] (83 5820 <root> 90 01..10 81 182a) hashed with hashlib.
+TEST(BlockKeysTest, SaltedFirstBlockHasItsOwnKey) {
+  std::vector<int32_t> tokens(16);
+  std::iota(tokens.begin(), tokens.end(), 1);
+  const Sha256Digest salted = sha256_cbor_block(sha256_cbor_root("0"), tokens, 42);
+  EXPECT_EQ(hex(salted), "f3b765544580e63d29d834ab34d8a331df34788ab8b41cce735e3fad0e58844a");
+  EXPECT_EQ(sha256_cbor_key(salted), 8313151974675088458ull);
+}
+
+// Records the prefix cache's events as the publisher does.
+class Recorder : public KvEventListener {
+ public:
+  void on_stored(const Hash128& hash, const std::optional<Hash128>& parent, std::span<const int32_t> tokens,
+                 int block_size, uint64_t salt) override {
+    KvEvent e = stored(wire_hash(hash), parent ? std::optional<uint64_t>(wire_hash(*parent)) : std::nullopt,
+                       std::vector<int32_t>(tokens.begin(), tokens.end()));
+    e.block_size = block_size;
+    e.salt = salt;
+    events.push_back(std::move(e));
+  }
+  void on_removed(const Hash128& hash) override { events.push_back(removed({wire_hash(hash)})); }
+  void on_cleared() override {}
+  std::vector<KvEvent> events;
+};
+
+// The same two blocks cached unsalted, under salt 42 and under salt 43: three chains
+// of keys, each the one a router computing with that salt would find (the salted
+// block's child chains from the salted digest). Before, every salt's blocks were
+// announced under the unsalted keys (and, those being announced already, not at all).
+TEST(BlockKeysTest, PrefixCacheSaltsReachTheKeys) {
+  std::vector<int32_t> tokens(32);
+  std::iota(tokens.begin(), tokens.end(), 1);
+  const std::span<const int32_t> first(tokens.data(), 16), second(tokens.data() + 16, 16);
+  Recorder rec;
+  KvBlockManager blocks(16, 16, Hash128{1, 2}, true);
+  blocks.set_listener(&rec);
+  std::vector<SequenceBlocks> seqs(3);
+  const uint64_t salts[] = {0, 42, 43};
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    seqs[i].salt = salts[i];
+    EXPECT_EQ(blocks.begin_sequence(seqs[i], tokens), 0);  // a salt shares nothing with another
+    ASSERT_TRUE(blocks.reserve(seqs[i], 32));
+    blocks.commit(seqs[i], tokens);
+  }
+  Sha256CborKeys keys("0");
+  const std::vector<KvEvent> out = keys.translate(rec.events);
+  ASSERT_EQ(out.size(), 6u);
+  const Sha256Digest root = sha256_cbor_root("0");
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    const Sha256Digest d0 = sha256_cbor_block(root, first, salts[i]), d1 = sha256_cbor_block(d0, second);
+    EXPECT_EQ(out[2 * i].hashes, std::vector<uint64_t>{sha256_cbor_key(d0)}) << salts[i];
+    EXPECT_FALSE(out[2 * i].parent.has_value());
+    EXPECT_EQ(out[2 * i + 1].hashes, std::vector<uint64_t>{sha256_cbor_key(d1)}) << salts[i];
+    EXPECT_EQ(out[2 * i + 1].parent, sha256_cbor_key(d0));
+  }
+  EXPECT_NE(out[0].hashes, out[2].hashes);
+  EXPECT_NE(out[2].hashes, out[4].hashes);
+  for (SequenceBlocks& s : seqs) blocks.release(s);
+  blocks.set_listener(nullptr);
 }
 
 }  // namespace

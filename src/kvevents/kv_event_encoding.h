@@ -27,6 +27,7 @@ struct KvEvent {
   std::optional<uint64_t> parent;   // stored: the previous block of the sequence
   std::vector<int32_t> tokens;      // stored: the block's token ids
   int block_size = 0;
+  uint64_t salt = 0;                // stored, a first block: the cache's salt (not sent; sha256_cbor keys use it)
 };
 
 // The wire form of a block hash.

@@ -69,13 +69,14 @@ void KvEventPublisher::push(KvEvent e) {
 }
 
 void KvEventPublisher::on_stored(const Hash128& hash, const std::optional<Hash128>& parent,
-                                 std::span<const int32_t> tokens, int block_size) {
+                                 std::span<const int32_t> tokens, int block_size, uint64_t salt) {
   KvEvent e;
   e.kind = KvEvent::Kind::kStored;
   e.hashes = {wire_hash(hash)};
   if (parent) e.parent = wire_hash(*parent);
   e.tokens.assign(tokens.begin(), tokens.end());
   e.block_size = block_size;
+  e.salt = salt;
   push(std::move(e));
 }
 

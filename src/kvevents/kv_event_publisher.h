@@ -44,7 +44,7 @@ class KvEventPublisher : public KvEventListener {
   ~KvEventPublisher() override;  // sends what is queued, then closes
 
   void on_stored(const Hash128& hash, const std::optional<Hash128>& parent, std::span<const int32_t> tokens,
-                 int block_size) override;
+                 int block_size, uint64_t salt) override;
   void on_removed(const Hash128& hash) override;
   void on_cleared() override;
 

@@ -2,50 +2,71 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
+#include "base/clock.h"
+
 #include "grammar/gbnf_parser.h"
 #include "grammar/json_schema.h"
 #include "grammar/regex_parser.h"
 
 namespace llms {
 
-std::optional<ApiError> constraint_grammar(const OutputConstraint& c, std::shared_ptr<const Grammar>* out) {
+namespace {
+
+// The 400 for a front end's or a compile's refusal of `param`'s grammar, and the
+// compile's result for metrics.
+std::optional<ApiError> refusal(const Status& s, const std::string& param, std::string_view* result) {
+  const StatusCode code = s.code();
+  *result = code == StatusCode::kCancelled           ? "cancelled"
+            : code == StatusCode::kResourceExhausted ? "over_budget"
+                                                     : "invalid";
+  return bad_request(fmt::format("'{}': {}", param, s.message()), param,
+                     code == StatusCode::kResourceExhausted ? "grammar_budget_exceeded" : "");
+}
+
+}  // namespace
+
+Result<std::shared_ptr<const Grammar>> constraint_grammar(const OutputConstraint& c, WorkMeter* meter) {
+  GrammarLimits limits;
+  limits.meter = meter;
   Result<Grammar> g = invalid_argument("no constraint");
   switch (c.kind) {
-    case ConstraintKind::kNone: *out = nullptr; return std::nullopt;
+    case ConstraintKind::kNone: return std::shared_ptr<const Grammar>();
     case ConstraintKind::kJsonObject: g = json_object_grammar(c.whitespace); break;
-    case ConstraintKind::kJsonSchema: g = json_schema_grammar(c.schema, {}, c.whitespace); break;
-    case ConstraintKind::kGbnf: g = parse_gbnf(c.text); break;
-    case ConstraintKind::kRegex: g = parse_regex(c.text); break;
+    case ConstraintKind::kJsonSchema: g = json_schema_grammar(c.schema, limits, c.whitespace); break;
+    case ConstraintKind::kGbnf: g = parse_gbnf(c.text, limits); break;
+    case ConstraintKind::kRegex: g = parse_regex(c.text, limits); break;
   }
-  if (!g.ok()) return bad_request(fmt::format("'{}': {}", c.param, g.status().message()), c.param);
-  *out = std::make_shared<const Grammar>(std::move(g).value());
-  return std::nullopt;
+  if (!g.ok()) return g.status();
+  return std::make_shared<const Grammar>(std::move(g).value());
 }
 
 CompileOutcome compile_spec(const GrammarSpec& spec, Engine& engine, const GrammarBudget& budget) {
   CompileOutcome o;
-  std::shared_ptr<const Grammar> g;
   const std::string param = spec.tools ? "tools" : spec.constraint.param;
-  if (spec.tools) {
-    auto tg = tool_call_grammar(*spec.tools, spec.format);
-    if (!tg.ok()) o.error = bad_request(tg.status().message(), "tools");
-    if (tg.ok()) g = std::move(tg).value();
-  } else {
-    o.error = constraint_grammar(spec.constraint, &g);
-  }
-  if (o.error || !g) {
-    o.result = o.error ? "invalid" : "ok";
+  // The front end and the builder run under the compile budget; the compile gets what
+  // they left of it.
+  const Stopwatch watch;
+  WorkMeter meter(budget.compile_work, budget.compile_seconds, budget.cancel);
+  GrammarLimits limits;
+  limits.meter = &meter;
+  auto g = spec.tools ? tool_call_grammar(*spec.tools, spec.format, limits)
+                      : constraint_grammar(spec.constraint, &meter);
+  if (!g.ok()) {
+    o.error = refusal(g.status(), param, &o.result);
     return o;
   }
-  auto compiled = engine.compile_grammar(std::move(g), budget);
+  if (!g.value()) return o;
+  GrammarBudget rest = budget;
+  if (rest.compile_work > 0) rest.compile_work = std::max<int64_t>(1, rest.compile_work - meter.used());
+  if (rest.compile_seconds > 0) rest.compile_seconds = std::max(1e-3, rest.compile_seconds - watch.elapsed_s());
+  auto compiled = engine.compile_grammar(std::move(g).value(), rest);
   if (compiled.ok()) {
     o.grammar = std::move(compiled).value();
     return o;
   }
-  const StatusCode code = compiled.status().code();
-  o.result = code == StatusCode::kCancelled ? "cancelled" : code == StatusCode::kResourceExhausted ? "over_budget" : "invalid";
-  o.error = bad_request(fmt::format("'{}': {}", param, compiled.status().message()), param,
-                        code == StatusCode::kResourceExhausted ? "grammar_budget_exceeded" : "");
+  o.error = refusal(compiled.status(), param, &o.result);
   return o;
 }
 

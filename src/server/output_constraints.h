@@ -19,8 +19,10 @@
 
 namespace llms {
 
-// The vocabulary-free grammar of `c` (nullptr for kNone).
-std::optional<ApiError> constraint_grammar(const OutputConstraint& c, std::shared_ptr<const Grammar>* out);
+// The vocabulary-free grammar of `c` (nullptr for kNone), its front end and builder
+// charging `meter` (null: unmetered): the front end's error, or the meter's status
+// once it stops (RESOURCE_EXHAUSTED, CANCELLED).
+Result<std::shared_ptr<const Grammar>> constraint_grammar(const OutputConstraint& c, WorkMeter* meter = nullptr);
 
 // What a request's output must follow: its constraint, or (with `tools`) the calls of
 // its tools in `format`.
@@ -39,7 +41,8 @@ struct CompileOutcome {
 };
 
 // Makes and compiles `spec`'s grammar for `engine` under `budget` (whose cancel flag
-// stops it).
+// stops it): parsing and building it, then compiling it, share the budget's
+// compile_work and compile_seconds.
 CompileOutcome compile_spec(const GrammarSpec& spec, Engine& engine, const GrammarBudget& budget);
 
 }  // namespace llms
