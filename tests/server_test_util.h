@@ -96,13 +96,16 @@ double metric(int port, const std::string& name_and_labels);
 double metric(LlmServer& server, const std::string& name_and_labels);
 
 // `llmserve serve --port 0 ARGS` as a child process, its port read from the first
-// line it prints (0 when it failed to start).
+// line it prints (0 when it failed to start); `launcher` goes before the binary
+// (mpirun and its flags).
 struct ServeChild {
   pid_t pid = -1;
   int port = 0;
   int stdout_fd = -1;  // kept open: the server prints again when it stops
 };
-ServeChild spawn_serve(const std::string& args);
+ServeChild spawn_serve(const std::string& args, const std::string& launcher = "");
+// Stops the child (SIGTERM), waits for it and returns its wait status.
+int stop_serve(const ServeChild& child);
 
 // Calls `cond` until it returns true or `timeout_s` passes.
 bool poll_until(const std::function<bool()>& cond, double timeout_s = 20.0);
