@@ -47,13 +47,33 @@ std::vector<Answer> ask(int port) {
   return out;
 }
 
-void check_equal_to_one_process(const std::string& model) {
-  const ServeChild one = spawn_serve("-m " + model + " --threads 1");
+// The pid of the child of `parent` that MPI made rank `rank` (its OMPI_COMM_WORLD_RANK).
+pid_t rank_pid(pid_t parent, int rank) {
+  const std::string want = "OMPI_COMM_WORLD_RANK=" + std::to_string(rank);
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat(e.path() / "stat");
+    std::string pid, comm, state;
+    pid_t ppid = 0;
+    if (!(stat >> pid >> comm >> state >> ppid) || ppid != parent) continue;
+    std::ifstream env(e.path() / "environ", std::ios::binary);
+    for (std::string var; std::getline(env, var, '\0');) {
+      if (var == want) return static_cast<pid_t>(std::stol(name));
+    }
+  }
+  return -1;
+}
+
+// Greedy text equal to one process's (and with `logprobs_within`, each token's
+// log-probability within it).
+void check_equal_to_one_process(const std::string& model, double logprobs_within, const std::string& flags = "") {
+  const ServeChild one = spawn_serve("-m " + model + " --threads 1 " + flags);
   ASSERT_GT(one.port, 0);
   const std::vector<Answer> want = ask(one.port);
   stop_serve(one);
 
-  const ServeChild group = spawn_serve("-m " + model + " --threads 1 --tensor-parallel 2", kMpirun + " -np 2");
+  const ServeChild group = spawn_serve("-m " + model + " --threads 1 --tensor-parallel 2 " + flags, kMpirun + " -np 2");
   ASSERT_GT(group.port, 0) << "the group did not start";
   const std::vector<Answer> got = ask(group.port);
   // The same answer streamed.
@@ -63,25 +83,36 @@ void check_equal_to_one_process(const std::string& model) {
   for (const Json& c : streamed.chunks()) text += c["choices"][0].value("text", "");
   EXPECT_TRUE(streamed.done());
   EXPECT_EQ(text, want[0].text);
-  const int status = stop_serve(group);
+  // Rank 0 stopped (SIGTERM) stops the worker: every rank and mpirun exit 0.
+  const pid_t rank0 = rank_pid(group.pid, 0);
+  ASSERT_GT(rank0, 0);
+  kill(rank0, SIGTERM);
+  int status = 0;
+  waitpid(group.pid, &status, 0);
+  close(group.stdout_fd);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
 
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < want.size(); ++i) {
     EXPECT_EQ(got[i].text, want[i].text) << kPrompts[i];
     ASSERT_EQ(got[i].logprobs.size(), want[i].logprobs.size());
-    for (size_t t = 0; t < want[i].logprobs.size(); ++t) {
-      EXPECT_NEAR(got[i].logprobs[t], want[i].logprobs[t], 1e-4) << kPrompts[i] << " token " << t;
+    for (size_t t = 0; logprobs_within > 0 && t < want[i].logprobs.size(); ++t) {
+      EXPECT_NEAR(got[i].logprobs[t], want[i].logprobs[t], logprobs_within) << kPrompts[i] << " token " << t;
     }
   }
 }
 
 TEST(TensorParallelServe, StoriesGreedyOutputEqualsOneProcess) {
   if (!have_stories()) GTEST_SKIP() << "needs stories260K.gguf";
-  check_equal_to_one_process(stories_path());
+  check_equal_to_one_process(stories_path(), 0);
+  // F32 weights; with an F32 KV cache too, the log-probabilities agree within 1e-4 (an
+  // F16 cache rounds the ranks' slightly different sums apart: up to 5e-4 seen).
+  check_equal_to_one_process(stories_path(), 1e-4, "--kv-type f32");
 }
 
-TEST(TensorParallelServe, GeneratedF32ModelLogprobsWithin1e4OfOneProcess) { check_equal_to_one_process(synthetic_path()); }
+TEST(TensorParallelServe, GeneratedF32ModelLogprobsWithin1e4OfOneProcess) {
+  check_equal_to_one_process(synthetic_path(), 1e-4);
+}
 
 TEST(TensorParallelServe, AGroupOfTheWrongSizeIsRefused) {
   const CmdResult r = run_command(kMpirun + " -np 2 " + kBin + " serve --port 0 -m " + synthetic_path() +
@@ -100,24 +131,6 @@ TEST(TensorParallelServe, RanksWithDifferentModelFilesAreRefused) {
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.out.find("rank 1's model file differs from rank 0's"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("serving"), std::string::npos) << "no rank may start: " << r.out;
-}
-
-// The pid of the child of `parent` that MPI made rank `rank` (its OMPI_COMM_WORLD_RANK).
-pid_t rank_pid(pid_t parent, int rank) {
-  const std::string want = "OMPI_COMM_WORLD_RANK=" + std::to_string(rank);
-  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
-    const std::string name = e.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream stat(e.path() / "stat");
-    std::string pid, comm, state;
-    pid_t ppid = 0;
-    if (!(stat >> pid >> comm >> state >> ppid) || ppid != parent) continue;
-    std::ifstream env(e.path() / "environ", std::ios::binary);
-    for (std::string var; std::getline(env, var, '\0');) {
-      if (var == want) return static_cast<pid_t>(std::stol(name));
-    }
-  }
-  return -1;
 }
 
 TEST(TensorParallelServe, AWorkerKilledMidRequestEndsItWith503AndTheGroupExitsNonZero) {
