@@ -108,6 +108,7 @@ Engine::~Engine() {
 
 void Engine::lose_model(const Status& why) {
   admission_.set_draining(true);  // new requests: 503, and /ready says so
+  publish(clock_(), false);       // before any 503 below reaches its client
   intake();
   std::vector<Sequence*> left = waiting_;
   left.insert(left.end(), running_.begin(), running_.end());
