@@ -31,8 +31,9 @@ class Loader {
   // Repacked, so the file's pages of it are released: the weights are resident once.
   Result<WeightMatrix> matrix(const std::string& name, int64_t cols, int64_t rows) const {
     LLMS_ASSIGN_OR_RETURN(const GgufTensorInfo* t, tensor(name, {cols, rows}));
-    const TensorData d = f_.read(*t);
-    auto m = repack(d, d.view(), name);
+    std::vector<int64_t> order;  // set for rows stored in another order: packed from them
+    const TensorData d = f_.read_rows(*t, &order);
+    auto m = order.empty() ? repack(d, d.view(), name) : WeightMatrix::from_reordered(d.view(), order, name);
     f_.release_pages(*t);
     return m;
   }
