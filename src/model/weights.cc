@@ -40,8 +40,9 @@ class Loader {
   // `cut`: the rows and columns this rank holds (tensor_shard.h).
   Result<WeightMatrix> matrix(const std::string& name, int64_t cols, int64_t rows, const Cut& cut = {}) const {
     LLMS_ASSIGN_OR_RETURN(const GgufTensorInfo* t, tensor(name, {cols, rows}));
-    const TensorData d = f_.read(*t);
-    auto m = repack_cut(d, d.view(), cut, name);
+    std::vector<int64_t> order;  // set for rows stored in another order: packed from them
+    const TensorData d = f_.read_rows(*t, &order);
+    auto m = order.empty() ? repack_cut(d, d.view(), cut, name) : reordered_cut(d.view(), std::move(order), cut, name);
     f_.release_pages(*t);
     return m;
   }
@@ -133,6 +134,30 @@ class Loader {
     part.ne[0] = cut.cols.count;
     part.data = bytes.data();
     return WeightMatrix::from_transient(part, name);
+  }
+
+  // The rows `cut` of the 2-D `part` whose row i is stored at row order[i], packed
+  // from where they lie. A rank's rows are whole heads and a reordering stays inside
+  // a head, so the rank's rows are stored among its own rows.
+  static Result<WeightMatrix> reordered_cut(Tensor part, std::vector<int64_t> order, const Cut& cut,
+                                            const std::string& name) {
+    if (cut.cols.count >= 0 && cut.cols.count != part.ne[0]) {
+      return internal_error(fmt::format("{}: rows stored in another order are not cut by columns", name));
+    }
+    if (cut.rows.count >= 0) {
+      const int64_t first = cut.rows.first, count = cut.rows.count;
+      std::vector<int64_t> mine(order.begin() + first, order.begin() + first + count);
+      for (int64_t& r : mine) {
+        r -= first;
+        if (r < 0 || r >= count) {
+          return internal_error(fmt::format("{}: row order moves rows across the cut [{}, +{})", name, first, count));
+        }
+      }
+      part.data = part.row(first);
+      part.ne[1] = count;
+      order = std::move(mine);
+    }
+    return WeightMatrix::from_reordered(part, order, name);
   }
 
   const GgufFile& f_;
