@@ -67,9 +67,8 @@ std::vector<std::vector<float>> run(const Model& m) {
   return rows;
 }
 
-void check_split(const SyntheticSpec& spec, int ranks) {
-  const std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_tp_" + spec.arch + ".gguf";
-  ASSERT_TRUE(write_synthetic_model(spec, path).ok());
+// The model at `path` (a GGUF file or a Hugging Face directory) split over `ranks`.
+void check_split_of(const std::string& path, int ranks, const std::string& label) {
   auto whole = Model::load(path);
   ASSERT_TRUE(whole.ok()) << whole.status().to_string();
   const std::vector<std::vector<float>> want = run(**whole);
@@ -85,18 +84,24 @@ void check_split(const SyntheticSpec& spec, int ranks) {
     });
   }
   for (auto& t : threads) t.join();
-  std::filesystem::remove(path);
-  ASSERT_EQ(got[0].size(), want.size()) << spec.arch;
+  ASSERT_EQ(got[0].size(), want.size()) << label;
   for (int r = 1; r < ranks; ++r) EXPECT_TRUE(got[static_cast<size_t>(r)].empty()) << "only rank 0 gets logits";
   for (size_t i = 0; i < want.size(); ++i) {
     const auto& a = want[i];
     const auto& b = got[0][i];
     EXPECT_EQ(std::max_element(a.begin(), a.end()) - a.begin(), std::max_element(b.begin(), b.end()) - b.begin())
-        << spec.arch << " row " << i;
+        << label << " row " << i;
     float worst = 0;
     for (size_t j = 0; j < a.size(); ++j) worst = std::max(worst, std::abs(a[j] - b[j]));
-    EXPECT_LT(worst, 1e-4f) << spec.arch << " " << dtype_name(spec.weight_type) << " row " << i;
+    EXPECT_LT(worst, 1e-4f) << label << " row " << i;
   }
+}
+
+void check_split(const SyntheticSpec& spec, int ranks) {
+  const std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_tp_" + spec.arch + ".gguf";
+  ASSERT_TRUE(write_synthetic_model(spec, path).ok());
+  check_split_of(path, ranks, spec.arch + " " + std::string(dtype_name(spec.weight_type)));
+  std::filesystem::remove(path);
 }
 
 SyntheticSpec small(const char* arch) {
@@ -136,6 +141,14 @@ TEST(TensorParallel, QuantizedWeightsSplitOnBlockBoundariesUnevenly) {
   SyntheticSpec q4 = small("llama");
   q4.n_embd = 512, q4.n_head = 8, q4.n_head_kv = 4, q4.n_ff = 768, q4.weight_type = DType::kQ4_K;
   check_split(q4, 2);
+}
+
+TEST(TensorParallel, HuggingFaceDirectorySplitTwoWaysMatchesTheWholeModel) {
+  // Its Q and K rows are stored in the other rotary order: each rank packs its heads'
+  // rows from where they lie in the mapped file.
+  const std::string dir = std::string(LLMSERVE_SHARED_DIR) + "/models/tinystories-656k/hf";
+  if (!std::filesystem::exists(dir + "/model.safetensors")) GTEST_SKIP() << "needs " << dir;
+  check_split_of(dir, 2, "tinystories-656k/hf");
 }
 
 TEST(TensorShard, SplitPointsFallOnStepsAsEvenlyAsTheyCan) {
