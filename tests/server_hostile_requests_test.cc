@@ -140,6 +140,30 @@ TEST(HostileRequests, NestedOptionalRepetitionRegexGenerates) {
   EXPECT_EQ(text.find_first_of("\r\n"), std::string::npos) << text;
 }
 
+// (x{1,128}|x){1,128}: after about 90 x's the text splits into iterations in more
+// distinct ways (outer count, inner count) than the matcher follows. That is the
+// request's grammar, not a server fault: a 400 naming the limit (an error event when
+// streamed), where it was a 500.
+TEST(HostileRequests, GrammarTooAmbiguousMidGenerationIsAClientError) {
+  if (!have_stories()) GTEST_SKIP() << "no stories260K";
+  auto server = start_server(stories_path());
+  const Json body = {{"prompt", "Once"}, {"max_tokens", 300}, {"temperature", 0}, {"ignore_eos", true},
+                     {"regex", "(x{1,128}|x){1,128}"}};
+  const HttpResult r = http_post(server->port(), "/v1/completions", body);
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_EQ(r.json()["error"]["code"], "grammar_budget_exceeded") << r.body;
+  EXPECT_NE(error_message(r).find("more than 4096 ways"), std::string::npos) << r.body;
+  Json streamed = body;
+  streamed["stream"] = true;
+  const HttpResult s = http_post(server->port(), "/v1/completions", streamed);
+  EXPECT_EQ(s.status, 200);
+  EXPECT_NE(s.body.find("\"code\":\"grammar_budget_exceeded\""), std::string::npos) << s.body.substr(0, 400);
+  EXPECT_NE(s.body.find("data: [DONE]"), std::string::npos);
+  // The server goes on: the next request is served.
+  EXPECT_EQ(http_post(server->port(), "/v1/completions", Json{{"prompt", "x"}, {"max_tokens", 2}, {"regex", "ab?"}}).status,
+            200);
+}
+
 // The request: 64 choices of 2000 tokens with 20 logprobs each. Refused before
 // any compute with a 400 naming the limit; smaller answers still pass.
 TEST(HostileRequests, AnswerPastMaxResponseBytesIsRefusedBeforeCompute) {

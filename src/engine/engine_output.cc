@@ -17,7 +17,10 @@ int32_t Engine::sample_next(Sequence& s, const float*& logits) {
   if (!s.matcher) return s.sampler->sample(logits, n_vocab);
   if (!constrain_logits(*s.matcher, std::span<const float>(logits, static_cast<size_t>(n_vocab)), s.params.ignore_eos,
                         &token_mask_, &constrained_logits_)) {
-    finish(s, FinishReason::kError, "the grammar allows no token of this vocabulary here");
+    // The request's own grammar: past its mask budget, or no token of this vocabulary fits.
+    s.client_error_code = s.matcher->failed() ? "grammar_budget_exceeded" : "grammar_dead_end";
+    finish(s, FinishReason::kError,
+           s.matcher->failed() ? "the grammar: " + s.matcher->failure() : "the grammar allows no token of this vocabulary here");
     return -1;
   }
   logits = constrained_logits_.data();  // logprobs are those of the constrained distribution
@@ -99,7 +102,13 @@ void Engine::on_token(Sequence& s, int32_t token, const float* logits, int64_t n
   metrics_.generation_tokens.inc();
   // The mask allowed the token, so the matcher takes it.
   if (s.matcher && !s.matcher->accept_token(token)) {
-    finish(s, FinishReason::kError, "internal error: the grammar refused a token its mask allowed");
+    // Refused for ambiguity (the mask cannot see it) is the grammar's doing; otherwise a bug.
+    if (s.matcher->failed()) {
+      s.client_error_code = "grammar_budget_exceeded";
+      finish(s, FinishReason::kError, "the grammar: " + s.matcher->failure());
+    } else {
+      finish(s, FinishReason::kError, "internal error: the grammar refused a token its mask allowed");
+    }
     return;
   }
   if (s.matcher && s.matcher->terminated()) {  // an end-of-generation token where the grammar may end
@@ -142,6 +151,7 @@ void Engine::finish(Sequence& s, FinishReason reason, const std::string& message
   fe.reason = reason;
   fe.message = message;
   fe.retry_after_s = retry_after_s;
+  fe.client_error_code = std::move(s.client_error_code);
   if (!s.stop->stopped()) fe.text = s.stop->push(s.decoder->flush()) + s.stop->finish();
   fe.prompt_tokens = s.prompt_len;
   fe.completion_tokens = s.generated();

@@ -91,6 +91,9 @@ struct FinishEvent {
   FinishReason reason = FinishReason::kStop;
   std::string text;           // text held back until the end (a partial stop-string match, ...)
   std::string message;        // for rejected / error
+  // For an error the request caused mid-generation (its grammar ran past the matcher's
+  // budget or left this vocabulary no token): the code of the client error it is.
+  std::string client_error_code;
   // For rejected; for an error, > 0 when the engine can serve nothing more (its model's
   // tensor-parallel group failed): unavailable here, another replica may serve it.
   double retry_after_s = 0;

@@ -50,6 +50,7 @@ struct Sequence {
   std::unique_ptr<StreamingDecoder> decoder;
   std::unique_ptr<StopMatcher> stop;
   std::unique_ptr<GrammarMatcher> matcher;  // for constrained requests
+  std::string client_error_code;            // set before finish(): FinishEvent::client_error_code
 
   int64_t arrival_ns = 0;
   int64_t deadline_ns = 0;

@@ -18,6 +18,7 @@ namespace {
 ApiError finish_error(const FinishEvent& f) {
   if (f.reason == FinishReason::kRejected) return slo_unattainable_error(f.message, f.retry_after_s);
   if (f.retry_after_s > 0) return unavailable_error("generation failed: " + f.message, f.retry_after_s);
+  if (!f.client_error_code.empty()) return bad_request("generation stopped: " + f.message, "", f.client_error_code);
   return internal_api_error("generation failed: " + f.message);
 }
 
