@@ -10,6 +10,7 @@ LLMSERVE_PACKAGES=(
   libcpp-httplib-dev libtomlplusplus-dev libboost-dev libicu-dev
   python3 python3-yaml python3-zmq python3-msgpack python3-cbor2 python3-jinja2
   libzmq3-dev cppzmq-dev libmsgpack-cxx-dev
+  libopenmpi-dev openmpi-bin
 )
 # The browser test of the dashboard (tests/ui) drives Debian's Chromium; its npm
 # package comes from the npm registry when the test first runs (node 20+ needed).

@@ -41,13 +41,6 @@ std::vector<std::string> lines_of(const std::string& path) {
   return out;
 }
 
-void stop_child(const ServeChild& child) {
-  kill(child.pid, SIGTERM);
-  int status = 0;
-  waitpid(child.pid, &status, 0);
-  close(child.stdout_fd);
-}
-
 // The latch of issue 54: weights, a KV pool of 8 MB and a burst of 48 requests took the
 // process over the high mark of a 17 MB limit, and it stayed there with nothing running,
 // refusing everything. Now memory is given back once the burst is over: it falls under
@@ -89,7 +82,7 @@ TEST(OperationsMemory, BreakerReleasesAndClosesAfterABurst) {
       << "peak " << peak << ", now " << metric(port, "llmserve_process_resident_memory_bytes");
   EXPECT_GE(metric(port, "llmserve_memory_releases_total"), 1);
   EXPECT_EQ(metric(port, "llmserve_memory_watermark_refusing"), 0);
-  stop_child(child);
+  stop_serve(child);
 }
 
 // Weights and a KV pool that do not fit under the low mark are refused at start,
@@ -210,7 +203,7 @@ TEST(OperationsLogs, SighupReloadsConfigAndReopensLogs) {
   ASSERT_EQ(http_post(child.port, "/v1/completions", Json{{"prompt", "b"}, {"max_tokens", 2}}).status, 200);
   EXPECT_TRUE(poll_until([&] { return lines_of(access2).size() == 1; }));
   EXPECT_EQ(lines_of(access1).size(), 1u);
-  stop_child(child);
+  stop_serve(child);
 }
 
 }  // namespace

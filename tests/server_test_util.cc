@@ -5,7 +5,9 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -336,7 +338,7 @@ bool poll_until(const std::function<bool()>& cond, double timeout_s) {
 }
 
 // Starts `llmserve serve ... --port 0` and reads the port from its first line.
-ServeChild spawn_serve(const std::string& args) {
+ServeChild spawn_serve(const std::string& args, const std::string& launcher) {
   const std::string bin = LLMSERVE_BIN;
   int fds[2];
   if (pipe(fds) != 0) return {};
@@ -345,7 +347,7 @@ ServeChild spawn_serve(const std::string& args) {
     dup2(fds[1], STDOUT_FILENO);
     close(fds[0]);
     close(fds[1]);
-    execl("/bin/sh", "sh", "-c", ("exec " + bin + " serve --port 0 " + args).c_str(), nullptr);
+    execl("/bin/sh", "sh", "-c", ("exec " + launcher + " " + bin + " serve --port 0 " + args).c_str(), nullptr);
     _exit(127);
   }
   close(fds[1]);
@@ -356,6 +358,14 @@ ServeChild spawn_serve(const std::string& args) {
   const size_t colon = line.rfind(':');
   if (line.find("serving") != std::string::npos && colon != std::string::npos) child.port = std::stoi(line.substr(colon + 1));
   return child;
+}
+
+int stop_serve(const ServeChild& child) {
+  kill(child.pid, SIGTERM);
+  int status = 0;
+  waitpid(child.pid, &status, 0);
+  close(child.stdout_fd);
+  return status;
 }
 
 }  // namespace llms::test

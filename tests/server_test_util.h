@@ -100,13 +100,16 @@ double metric(int port, const std::string& name_and_labels);
 double metric(LlmServer& server, const std::string& name_and_labels);
 
 // `llmserve serve --port 0 ARGS` as a child process, its port read from the first
-// line it prints (0 when it failed to start).
+// line it prints (0 when it failed to start); `launcher` goes before the binary
+// (mpirun and its flags).
 struct ServeChild {
   pid_t pid = -1;
   int port = 0;
   int stdout_fd = -1;  // kept open: the server prints again when it stops
 };
-ServeChild spawn_serve(const std::string& args);
+ServeChild spawn_serve(const std::string& args, const std::string& launcher = "");
+// Stops the child (SIGTERM), waits for it and returns its wait status.
+int stop_serve(const ServeChild& child);
 
 // {"city": a string of 1..8 characters}, nothing else: a schema (a tool's parameters,
 // an answer's format) that a weak model fills within a few dozen tokens.

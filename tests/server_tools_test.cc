@@ -108,10 +108,22 @@ TEST_F(ToolsTest, ParallelCallsAreEachValid) {
   for (int seed = 1; seed <= 4; ++seed) {
     const Json j = chat(body({{"tool_choice", "required"}, {"seed", seed}, {"max_tokens", 160}}));
     const Json& choice = j["choices"][0];
-    ASSERT_GE(choice["message"]["tool_calls"].size(), 1u) << j;
-    for (const Json& call : choice["message"]["tool_calls"]) expect_valid_call(call);
-    // The model rarely stops between calls: a cut answer keeps its complete calls.
-    EXPECT_TRUE(choice["finish_reason"] == "tool_calls" || choice["finish_reason"] == "length") << j;
+    const Json& calls = choice["message"]["tool_calls"];
+    ASSERT_GE(calls.size(), 1u) << j;
+    // The model rarely stops between calls: an answer cut by max_tokens keeps its
+    // complete calls and ends with the cut one, its arguments as far as written
+    // (docs/api.md), which need not parse yet.
+    const bool cut = choice["finish_reason"] == "length";
+    EXPECT_TRUE(cut || choice["finish_reason"] == "tool_calls") << j;
+    for (size_t i = 0; i < calls.size(); ++i) {
+      if (cut && i + 1 == calls.size()) {
+        const std::string name = calls[i]["function"]["name"];
+        EXPECT_TRUE(name == "get_weather" || name == "get_time") << calls[i];
+        EXPECT_TRUE(calls[i]["function"]["arguments"].is_string()) << calls[i];
+      } else {
+        expect_valid_call(calls[i]);
+      }
+    }
   }
 }
 
@@ -174,12 +186,18 @@ TEST_F(ToolsTest, StreamedCallsAssembleFromDeltas) {
     EXPECT_EQ(finish, whole["choices"][0]["finish_reason"]);
     const Json& want = whole["choices"][0]["message"]["tool_calls"];
     ASSERT_GE(want.size(), 1u) << whole;
-    // A cut stream may end inside one more call than the whole answer keeps.
-    ASSERT_GE(calls.size(), want.size());
+    // Whole and streamed answers keep the same calls, a call cut by max_tokens
+    // included (its arguments as far as written, the same text both ways).
+    ASSERT_EQ(calls.size(), want.size());
     for (size_t i = 0; i < want.size(); ++i) {
-      EXPECT_EQ(calls[static_cast<int>(i)]["name"], want[i]["function"]["name"]);
-      const Json got = Json::parse(calls[static_cast<int>(i)]["arguments"].get<std::string>(), nullptr, false);
-      EXPECT_EQ(got, Json::parse(want[i]["function"]["arguments"].get<std::string>())) << calls[static_cast<int>(i)];
+      const Json& got = calls[static_cast<int>(i)];
+      EXPECT_EQ(got["name"], want[i]["function"]["name"]);
+      const std::string args = got["arguments"], want_args = want[i]["function"]["arguments"];
+      if (finish == "length" && i + 1 == want.size()) {
+        EXPECT_EQ(args, want_args) << got;
+      } else {
+        EXPECT_EQ(Json::parse(args, nullptr, false), Json::parse(want_args)) << got;
+      }
     }
     if (!parallel) {
       EXPECT_EQ(calls.size(), 1u);

@@ -3,6 +3,8 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <fmt/format.h>
+
 #include <csignal>
 #include <cstdio>
 
@@ -11,6 +13,8 @@
 #include "cli/config_flags.h"
 #include "server/config_file.h"
 #include "server/llm_server.h"
+#include "dist/mpi_world.h"
+#include "serving/tensor_parallel_group.h"
 
 namespace llms::cli {
 namespace {
@@ -20,6 +24,8 @@ struct Options {
   bool print_config = false;
   std::unique_ptr<ConfigFlags> flags;  // every key of the table
   std::string type;  // shorthand for precision_variants = TYPE: the weights quantized at load
+  int tensor_parallel = 1;
+  double step_timeout_s = 30;
 };
 
 // Defaults, then the config file, then the flags (read again on SIGHUP).
@@ -46,32 +52,78 @@ sigset_t block_server_signals() {
 }
 
 // SIGHUP: the config file read again (flags still win) and its reloadable keys applied.
-void reload(const Options& o, LlmServer& server) {
+void reload(const Options& o, LlmServer& server, Communicator* group) {
   log_info("SIGHUP: reloading {}", o.config_file.empty() ? "(no config file: flags only)" : o.config_file);
   Result<ServeConfig> next = effective_config(o);
+  if (next.ok()) next->engine.ranks = group;
   Status s = next.ok() ? server.reload(*next) : next.status();
   if (!s.ok()) log_error("SIGHUP: configuration not reloaded: {}", s.to_string());
 }
 
+// --tensor-parallel N: this process's rank of the group mpirun started. Ranks > 0 run
+// their share until rank 0 stops them and exit here; rank 0 returns the group.
+std::unique_ptr<Communicator> join_group(const Options& o, const ServeConfig& config) {
+  if (o.tensor_parallel <= 1) return nullptr;
+  if (config.server.model_path.empty()) fail(unimplemented("--tensor-parallel serves a model file (-m), not a model root"));
+  const GroupOptions g{o.tensor_parallel, o.step_timeout_s, config.server.model_path, config.engine.threads};
+  auto ranks = value_or_fail(open_serving_group(g));
+  if (ranks->rank() == 0) return ranks;
+  // A worker ends when rank 0 says stop; mpirun's forwarded SIGINT/SIGTERM is rank 0's to handle.
+  block_server_signals();
+  const Status s = run_group_worker(*ranks, g);
+  if (!s.ok()) fail(s.with_context(fmt::format("rank {}", ranks->rank())));
+  throw CLI::Success();
+}
+
+// Waits for SIGTERM or SIGINT (returned), reloading on SIGHUP; with a group, also
+// returns (0) once it has failed.
+int wait_for_signal(const Options& o, const sigset_t& signals, LlmServer& server, Communicator* group) {
+  for (;;) {
+    timespec tick{0, 100'000'000};
+    const int sig = group ? sigtimedwait(&signals, nullptr, &tick) : [&] {
+      int s = 0;
+      return sigwait(&signals, &s) == 0 ? s : -1;
+    }();
+    if (sig == SIGHUP) {
+      reload(o, server, group);
+    } else if (sig > 0) {
+      return sig;
+    } else if (group && !group->health().ok()) {
+      return 0;
+    }
+  }
+}
+
 void run(const Options& o) {
-  const ServeConfig config = value_or_fail(effective_config(o));
+  ServeConfig config = value_or_fail(effective_config(o));
   if (o.print_config) {
     ok_or_fail(config.validate());
     std::fputs(config_to_toml(config).c_str(), stdout);
     return;
   }
   std::signal(SIGPIPE, SIG_IGN);  // a closed socket or stdout is an error value, not death
+  const std::unique_ptr<Communicator> group = join_group(o, config);
+  config.engine.ranks = group.get();
   const sigset_t signals = block_server_signals();
   auto server = value_or_fail(LlmServer::start(config));
   std::printf("llmserve: serving '%s' on http://%s:%d\n", server->context().model_name.c_str(),
               config.server.host.c_str(), server->port());
   std::fflush(stdout);
-  int sig = 0;
-  while (sigwait(&signals, &sig) == 0 && sig == SIGHUP) reload(o, *server);
-  log_info("{}: shutting down (up to {} s for requests in flight)", sig == SIGTERM ? "SIGTERM" : "SIGINT",
-           config.server.shutdown_timeout_s);
+  const int sig = wait_for_signal(o, signals, *server, group.get());
+  const Status lost = group ? group->health() : ok_status();
+  if (!lost.ok()) {
+    // Every request in flight has had its 503; the orchestrator restarts the group.
+    log_error("tensor parallel: the group failed ({}); shutting down", lost.to_string());
+  } else {
+    log_info("{}: shutting down (up to {} s for requests in flight)", sig == SIGTERM ? "SIGTERM" : "SIGINT",
+             config.server.shutdown_timeout_s);
+  }
   server->shutdown();
   server.reset();
+  if (!lost.ok()) {
+    std::fprintf(stderr, "error: tensor parallel group: %s\n", lost.message().c_str());
+    abort_mpi_world(1);  // every rank ends; mpirun exits non-zero
+  }
   std::printf("llmserve: stopped\n");
   std::fflush(stdout);
 }
@@ -87,6 +139,13 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--type", o->type,
                   "Quantize the weights to this type at load (q8_0, q4_k, ...; same as --precision-variants TYPE), "
                   "as `llmserve quantize` would");
+  cmd->add_option("--tensor-parallel", o->tensor_parallel,
+                  "Split the model over this many ranks (Megatron-style), started together by mpirun -np N; rank 0 "
+                  "serves HTTP")
+      ->check(CLI::Range(1, 1024));
+  cmd->add_option("--step-timeout-s", o->step_timeout_s,
+                  "With --tensor-parallel: the longest a step waits for the other ranks before the group is failed")
+      ->check(CLI::PositiveNumber);
   cmd->callback([o] { run(*o); });
 }
 

@@ -106,6 +106,15 @@ Engine::~Engine() {
   cancel_remaining("the engine was destroyed");
 }
 
+void Engine::lose_model(const Status& why) {
+  admission_.set_draining(true);  // new requests: 503, and /ready says so
+  publish(clock_(), false);       // before any 503 below reaches its client
+  intake();
+  std::vector<Sequence*> left = waiting_;
+  left.insert(left.end(), running_.begin(), running_.end());
+  for (Sequence* s : left) finish(*s, FinishReason::kError, "the model can no longer run: " + why.message(), 1.0);
+}
+
 void Engine::cancel_remaining(const std::string& why) {
   intake();
   std::vector<Sequence*> left = waiting_;
@@ -262,6 +271,7 @@ void Engine::update(const StepResult& r) {
     status_.account_kv_slots(running_, kv_);
     if (!r.status.ok()) {
       log_error("engine step failed: {}", r.status.to_string());
+      if (Status h = runner_->health(); !h.ok()) lose_model(h);
       for (const auto& c : r.plan.chunks) {
         if (sequences_.count(c.seq->id)) finish(*c.seq, FinishReason::kError, r.status.message());
       }

@@ -180,6 +180,9 @@ class Engine {
   // and closes the breaker when nothing is left running.
   void publish(int64_t now, bool force_rss);
   void cancel_remaining(const std::string& why);
+  // The runner can never run again (ModelRunner::health()): admission closes and every
+  // sequence ends kError with a retry hint (the server's 503).
+  void lose_model(const Status& why);
   // Sleeps until a submission, a cancel or wake(), stop(), the scheduler's timer or
   // the nearest deadline of a waiting request, for at most `cap_ns`.
   void wait_for_work(int64_t cap_ns);

@@ -111,6 +111,8 @@ struct SpeculativeConfig {
   Status validate() const;
 };
 
+class Communicator;
+
 struct EngineConfig {
   BatchingConfig batching;
   KvConfig kv;
@@ -133,6 +135,10 @@ struct EngineConfig {
   int threads = 0;               // kernel threads; 0 = one per core
   bool profile = false;          // time each step's parts (Engine::step_profile())
   int stats_window = 1024;       // steps and requests the dashboard's window keeps (stats_window.h)
+  // Tensor parallelism: the group this process is rank 0 of (dist/communicator.h; not
+  // owned, it outlives every engine), which the served model is split over; null: one
+  // process. Set by `serve --tensor-parallel`, not a key of the config file.
+  Communicator* ranks = nullptr;
 
   // Each part's validate(), then the rules across parts.
   Status validate() const;

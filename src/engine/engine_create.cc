@@ -40,6 +40,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const Model& model, const Tokeniz
   KvCacheConfig kv_config = model.kv_config(kv.num_blocks, config.kv.block_size, config.kv.k_type, config.kv.v_type);
   kv_config.commit_at_start = config.kv.commit_at_start;
   auto runner = std::make_unique<LocalModelRunner>(model, kv_config, config.threads, kv.context_length);
+  LLMS_RETURN_IF_ERROR(runner->start_group());  // tensor parallelism: the other ranks' pools
   LLMS_RETURN_IF_ERROR(check_fits_low_mark(runner->weights_memory().owned_bytes, runner->kv_reserved_bytes(), config));
   log_info("engine: {} batching, {} KV blocks of {} tokens ({:.1f} MiB, {}/{}), context {}, {} threads",
            batching_policy_name(config.batching.policy), kv.num_blocks, config.kv.block_size,

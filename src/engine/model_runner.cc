@@ -2,11 +2,39 @@
 
 #include <algorithm>
 
+#include "base/log.h"
+#include "engine/step_plan.h"
+
 namespace llms {
 
 LocalModelRunner::LocalModelRunner(const Model& model, const KvCacheConfig& kv_config, int threads, int context_length)
-    : model_(model), kv_(kv_config), pool_(threads) {
+    : model_(model), context_length_(context_length), kv_(kv_config), pool_(threads) {
   state_.set_context_length(context_length);
+}
+
+LocalModelRunner::~LocalModelRunner() {
+  if (leads_group() && group_failed_.ok()) {
+    const Status s = tell_group(encode_stop());
+    if (!s.ok()) log_warn("tensor parallel: the workers did not hear stop: {}", s.to_string());
+  }
+}
+
+Status LocalModelRunner::tell_group(std::vector<uint8_t> plan) {
+  if (!leads_group()) return ok_status();
+  LLMS_RETURN_IF_ERROR(group_failed_);
+  group_failed_ = model_.ranks().broadcast(plan);
+  return group_failed_;
+}
+
+Status LocalModelRunner::start_group() {
+  const KvCacheConfig& kc = kv_.config();
+  return tell_group(encode_setup(
+      {kc.num_blocks, kc.block_size, kc.k_type, kc.v_type, kc.commit_at_start, static_cast<int32_t>(context_length_)}));
+}
+
+int64_t LocalModelRunner::discard_kv_blocks(std::span<const int32_t> blocks) {
+  if (!tell_group(encode_discard(blocks)).ok()) return 0;
+  return kv_.discard_blocks(blocks);
 }
 
 void LocalModelRunner::for_each(int64_t n, const std::function<void(int64_t)>& fn) {
@@ -17,6 +45,17 @@ void LocalModelRunner::for_each(int64_t n, const std::function<void(int64_t)>& f
 }
 
 Status LocalModelRunner::forward(std::span<const SequenceChunk> chunks, ForwardOutput& out) {
+  LLMS_RETURN_IF_ERROR(tell_group(encode_forward(chunks)));
+  Status st = forward_here(chunks, out);
+  // A pass that failed on the group's collectives leaves the ranks out of step: the
+  // group cannot run another.
+  if (leads_group() && (st.code() == StatusCode::kUnavailable || st.code() == StatusCode::kDeadlineExceeded)) {
+    group_failed_ = st;
+  }
+  return st;
+}
+
+Status LocalModelRunner::forward_here(std::span<const SequenceChunk> chunks, ForwardOutput& out) {
   // Hidden states (embeddings) come from the plain pass only: a step that has such a
   // chunk runs every token to full depth (right, only not shortened).
   const bool exits = exit_.enabled() &&
@@ -30,6 +69,7 @@ Status LocalModelRunner::forward(std::span<const SequenceChunk> chunks, ForwardO
 
 Status LocalModelRunner::set_early_exit(const EarlyExitConfig& exit) {
   LLMS_RETURN_IF_ERROR(exit.validate(model_.config().n_layer));
+  if (exit.enabled() && model_.shard().split()) return unimplemented("early exit under tensor parallelism");
   exit_ = exit;
   return ok_status();
 }

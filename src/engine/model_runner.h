@@ -1,6 +1,9 @@
 // ModelRunner: what the engine needs from a model — run a batch of chunks — behind an
 // interface so that scheduler tests can use a fake model.
-// LocalModelRunner runs a Model on this machine's cores with its own KV cache.
+// LocalModelRunner runs a Model on this machine's cores with its own KV cache; under
+// tensor parallelism (the model split over ranks, Model::ranks()) it runs on rank 0 and
+// leads the group: before each pass it broadcasts the pass's plan (engine/step_plan.h)
+// to the other ranks, which run it in run_tensor_parallel_worker().
 //
 // Thread-safety: called only from the engine thread.
 #pragma once
@@ -24,6 +27,9 @@ class ModelRunner {
   virtual ~ModelRunner() = default;
   virtual int vocab_size() const = 0;
   virtual Status forward(std::span<const SequenceChunk> chunks, ForwardOutput& out) = 0;
+  // Not OK once the runner can never run a pass again (its tensor-parallel group
+  // failed): the engine then fails every request as unavailable.
+  virtual Status health() const { return ok_status(); }
   // What the model's weights take in memory (a fake model takes none).
   virtual WeightsMemory weights_memory() const { return {}; }
   // Bytes of KV cache memory reserved (address space) and committed (touched) so far.
@@ -53,14 +59,24 @@ class LocalModelRunner : public ModelRunner {
  public:
   // context_length: the longest sequence the engine admits (ForwardState::set_context_length).
   LocalModelRunner(const Model& model, const KvCacheConfig& kv_config, int threads, int context_length = 0);
+  // Rank 0 of a group: tells the other ranks to stop (unless the group failed).
+  ~LocalModelRunner() override;
+
+  // Rank 0 of a group: sends the other ranks this runner's KV pool and context, which
+  // they build their own pools from; for one process, nothing.
+  Status start_group();
+  // Runs the chunks here only, without telling the group (what a worker does with
+  // each plan it receives).
+  Status forward_here(std::span<const SequenceChunk> chunks, ForwardOutput& out);
 
   int vocab_size() const override { return model_.config().n_vocab; }
+  Status health() const override { return group_failed_; }
   // The pool parks after the pass: its workers sleep while the engine samples,
   // schedules and streams, rather than spinning on the cores the HTTP threads need.
   Status forward(std::span<const SequenceChunk> chunks, ForwardOutput& out) override;
   WeightsMemory weights_memory() const override { return model_.weights_memory(); }
   int64_t kv_reserved_bytes() const override { return kv_.total_bytes(); }
-  int64_t discard_kv_blocks(std::span<const int32_t> blocks) override { return kv_.discard_blocks(blocks); }
+  int64_t discard_kv_blocks(std::span<const int32_t> blocks) override;
   void set_profile(StepProfile* profile) override {
     state_.set_profile(profile);
     pool_.set_wait_counter(profile ? profile->wait_counter() : nullptr);
@@ -74,7 +90,14 @@ class LocalModelRunner : public ModelRunner {
   void for_each(int64_t n, const std::function<void(int64_t)>& fn) override;
 
  private:
+  // Rank 0's `plan` to the other ranks of the group (nothing for one process); the
+  // first failure is kept and returned from then on.
+  Status tell_group(std::vector<uint8_t> plan);
+  bool leads_group() const { return model_.ranks().size() > 1 && model_.ranks().rank() == 0; }
+
   const Model& model_;
+  const int context_length_;
+  Status group_failed_;
   KvCache kv_;
   ForwardState state_;
   ThreadPool pool_;

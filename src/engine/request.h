@@ -91,7 +91,9 @@ struct FinishEvent {
   FinishReason reason = FinishReason::kStop;
   std::string text;           // text held back until the end (a partial stop-string match, ...)
   std::string message;        // for rejected / error
-  double retry_after_s = 0;   // for rejected
+  // For rejected; for an error, > 0 when the engine can serve nothing more (its model's
+  // tensor-parallel group failed): unavailable here, another replica may serve it.
+  double retry_after_s = 0;
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;
   int64_t cached_prompt_tokens = 0;  // served by the prefix cache

@@ -346,6 +346,19 @@ TensorData GgufFile::read(const GgufTensorInfo& t) const {
   return d;
 }
 
+TensorData GgufFile::read_rows(const GgufTensorInfo& t, std::vector<int64_t>* order) const {
+  order->clear();
+  if (t.data == nullptr) {
+    if (const uint8_t* rows = source_->reordered_rows(t, order)) {
+      TensorData d;
+      d.view_ = t.view();
+      d.view_.data = rows;
+      return d;
+    }
+  }
+  return read(t);
+}
+
 void GgufFile::read_into(const GgufTensorInfo& t, std::span<uint8_t> out) const {
   LLMS_CHECK(out.size() == t.num_bytes, "read_into: wrong size for " + t.name);
   if (t.data == nullptr) {
@@ -361,7 +374,11 @@ void GgufFile::release_all_pages() const {
 }
 
 void GgufFile::release_pages(const GgufTensorInfo& t) const {
-  if (t.num_bytes == 0 || t.data == nullptr) return;
+  if (t.num_bytes == 0) return;
+  if (t.data == nullptr) {
+    if (source_ != nullptr) source_->release_sources(t);
+    return;
+  }
   if (source_ != nullptr) source_->release(t.data, t.num_bytes);
   if (mapping_ != nullptr) mapping_->release(static_cast<uint64_t>(t.data - mapping_->data()), t.num_bytes);
 }

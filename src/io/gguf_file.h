@@ -68,6 +68,14 @@ class GgufTensorSource {
   virtual ~GgufTensorSource() = default;
   // Writes the derived tensor `t` (t.data == nullptr) into `out` (t.num_bytes).
   virtual void derive(const GgufTensorInfo& t, std::span<uint8_t> out) const = 0;
+  // For a derived tensor that is the source's rows in another order (a row permutation
+  // and nothing else): those bytes, populated, with `order` set to the source row of
+  // each of t's rows. Null for a tensor computed otherwise.
+  virtual const uint8_t* reordered_rows(const GgufTensorInfo& /*t*/, std::vector<int64_t>* /*order*/) const {
+    return nullptr;
+  }
+  // Releases the pages of the source bytes a derived tensor is made from.
+  virtual void release_sources(const GgufTensorInfo& /*t*/) const {}
   // As GgufFile::release_pages() and release_all_pages(), for bytes read in place.
   virtual void release(const uint8_t* data, uint64_t num_bytes) const = 0;
   virtual void release_all() const = 0;
@@ -147,12 +155,17 @@ class GgufFile {
   const GgufTensorInfo* find_tensor(std::string_view name) const;
   // The tensor's bytes: in place, or computed for a derived one.
   TensorData read(const GgufTensorInfo& t) const;
+  // The same with no copy for a derived tensor that is the source's rows in another
+  // order: the source's bytes, with `order` set to the row of them holding each of
+  // t's rows (a packer reads them in that order). `order` is left empty when the bytes
+  // are in t's order, as read() gives them.
+  TensorData read_rows(const GgufTensorInfo& t, std::vector<int64_t>* order) const;
   // The tensor's bytes copied (or computed) into `out`, t.num_bytes long: the writer's
   // way, with no copy in between.
   void read_into(const GgufTensorInfo& t, std::span<uint8_t> out) const;
 
-  // Drops the tensor's pages from the process's resident memory (a later read maps
-  // them again). Does nothing for a GgufFile made by parse(): its bytes belong to the
+  // Drops the tensor's pages (a derived tensor's: its source's) from the process's
+  // resident memory (a later read maps them again). Does nothing for a GgufFile made by parse(): its bytes belong to the
   // caller and may not be file pages.
   void release_pages(const GgufTensorInfo& t) const;
   // The same for the whole file: reading one tensor may map its neighbours' pages too

@@ -61,6 +61,8 @@ std::string_view find_name(const HfNameTable& table, std::string_view key, bool 
 // llama.cpp's row order for RoPE on adjacent pairs: within each of n_head heads, row
 // (i, s) of [2, head_dim / 2] moves to (s, i) of [head_dim / 2, 2]. `inverse` undoes it.
 void permute_rotary_rows(const uint8_t* src, uint8_t* dst, int64_t rows, int64_t row_bytes, int n_head, bool inverse);
+// The same as an order: the Hugging Face row that llama.cpp's row g is (g -> hf).
+std::vector<int64_t> rotary_row_order(int64_t rows, int n_head);
 // [rows, cols] of `elem` bytes each into [cols, rows].
 void transpose_matrix(const uint8_t* src, uint8_t* dst, int64_t rows, int64_t cols, int64_t elem);
 

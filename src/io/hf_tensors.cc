@@ -81,6 +81,19 @@ class HfSource : public GgufTensorSource {
     for (const SafetensorsTensor* s : r.src) release(s->data, s->num_bytes);
   }
 
+  const uint8_t* reordered_rows(const GgufTensorInfo& t, std::vector<int64_t>* order) const override {
+    const Recipe& r = recipes_.at(t.name);
+    if (r.kind != Recipe::kPermute) return nullptr;
+    const SafetensorsTensor& s = *r.src[0];
+    shard_call(s.data, s.num_bytes, &MappedFile::populate);
+    *order = rotary_row_order(s.shape[0], r.permute_heads);
+    return s.data;
+  }
+
+  void release_sources(const GgufTensorInfo& t) const override {
+    for (const SafetensorsTensor* s : recipes_.at(t.name).src) release(s->data, s->num_bytes);
+  }
+
   void release(const uint8_t* data, uint64_t num_bytes) const override {
     shard_call(data, num_bytes, &MappedFile::release);
   }
@@ -427,16 +440,23 @@ std::string_view find_name(const HfNameTable& table, std::string_view key, bool 
   return {};
 }
 
-void permute_rotary_rows(const uint8_t* src, uint8_t* dst, int64_t rows, int64_t row_bytes, int n_head, bool inverse) {
+std::vector<int64_t> rotary_row_order(int64_t rows, int n_head) {
   const int64_t hd = rows / n_head, half = hd / 2;
+  std::vector<int64_t> order(static_cast<size_t>(rows));
   for (int64_t h = 0; h < n_head; ++h) {
     for (int64_t i = 0; i < half; ++i) {
-      for (int64_t s = 0; s < 2; ++s) {
-        const int64_t gguf_row = h * hd + i * 2 + s, hf_row = h * hd + s * half + i;
-        const int64_t to = inverse ? hf_row : gguf_row, from = inverse ? gguf_row : hf_row;
-        std::memcpy(dst + to * row_bytes, src + from * row_bytes, static_cast<size_t>(row_bytes));
-      }
+      for (int64_t s = 0; s < 2; ++s) order[static_cast<size_t>(h * hd + i * 2 + s)] = h * hd + s * half + i;
     }
+  }
+  return order;
+}
+
+void permute_rotary_rows(const uint8_t* src, uint8_t* dst, int64_t rows, int64_t row_bytes, int n_head, bool inverse) {
+  const std::vector<int64_t> order = rotary_row_order(rows, n_head);
+  for (int64_t g = 0; g < rows; ++g) {
+    const int64_t hf = order[static_cast<size_t>(g)];
+    const int64_t to = inverse ? hf : g, from = inverse ? g : hf;
+    std::memcpy(dst + to * row_bytes, src + from * row_bytes, static_cast<size_t>(row_bytes));
   }
 }
 

@@ -385,6 +385,32 @@ TEST(MatmulTest, PackedSizeEqualsFileSizeForWholePanels) {
   }
 }
 
+TEST(MatmulTest, ReorderedRowsPackAsTheirReorderedCopy) {
+  // Every kernel type and a widened one; 37 rows leave a partial last panel.
+  std::vector<DType> types(std::begin(kKernelTypes), std::end(kKernelTypes));
+  types.push_back(DType::kQ4_1);
+  for (DType type : types) {
+    const int64_t rows = 37, cols = cols_for(type, 2), rb = dtype_row_bytes(type, cols);
+    const TestMatrix m = random_block_matrix(type, rows, cols, 41);
+    std::vector<int64_t> order(static_cast<size_t>(rows));
+    Rng rng(42);
+    for (int64_t i = 0; i < rows; ++i) order[static_cast<size_t>(i)] = i;
+    for (int64_t i = rows - 1; i > 0; --i) std::swap(order[i], order[rng.next_u64() % static_cast<uint64_t>(i + 1)]);
+    std::vector<uint8_t> copy(m.bytes.size());
+    for (int64_t i = 0; i < rows; ++i) std::memcpy(copy.data() + i * rb, m.bytes.data() + order[i] * rb, rb);
+    auto want = WeightMatrix::from_tensor(matrix_view(type, rows, cols, copy), "w");
+    auto got = WeightMatrix::from_reordered(matrix_view(type, rows, cols, m.bytes), order, "w");
+    ASSERT_TRUE(want.ok() && got.ok()) << dtype_name(type);
+    ASSERT_EQ(got->packed_bytes(), want->packed_bytes()) << dtype_name(type);
+    EXPECT_EQ(std::memcmp(got->packed().data.data(), want->packed().data.data(), got->packed_bytes()), 0)
+        << dtype_name(type);
+    EXPECT_EQ(got->tensor().data, nullptr) << "its rows are not in the matrix's order";
+  }
+  const TestMatrix four = quantized_matrix(DType::kF32, 4, 8, 1);
+  const std::vector<int64_t> two_rows = {0, 1};
+  EXPECT_FALSE(WeightMatrix::from_reordered(four.w.tensor(), two_rows, "w").ok());
+}
+
 TEST(MatmulTest, UnsupportedTypeIsAClearError) {
   std::vector<uint8_t> bytes(4 * 32);
   auto wm = WeightMatrix::from_tensor(matrix_view(DType::kIQ2_XXS, 1, 256, bytes), "blk.0.attn_q.weight");

@@ -2,8 +2,10 @@
 // once per tensor at load, so it is plain scalar code.
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstring>
+#include <span>
 #include <vector>
 
 #include "base/check.h"
@@ -16,14 +18,23 @@ namespace {
 
 int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
+// The matrix being packed: its rows in their order, or in `order` (row i of the
+// matrix is row order[i] of the tensor).
+struct Source {
+  const Tensor& tensor;
+  std::span<const int64_t> order;
+  std::array<int64_t, 4> ne;
+  const uint8_t* row(int64_t i) const { return tensor.row(order.empty() ? i : order[static_cast<size_t>(i)]); }
+};
+
 // Row r of panel p, or null for the padding rows past the end of the matrix.
-const uint8_t* source_row(const Tensor& t, int64_t p, int r) {
+const uint8_t* source_row(const Source& t, int64_t p, int r) {
   const int64_t row = p * kPanelRows + r;
   return row < t.ne[1] ? t.row(row) : nullptr;
 }
 
 template <typename T>
-void pack_plain(const Tensor& t, int64_t p, uint8_t* dst) {
+void pack_plain(const Source& t, int64_t p, uint8_t* dst) {
   T* out = reinterpret_cast<T*>(dst);
   for (int r = 0; r < kPanelRows; ++r) {
     const T* src = reinterpret_cast<const T*>(source_row(t, p, r));
@@ -33,7 +44,7 @@ void pack_plain(const Tensor& t, int64_t p, uint8_t* dst) {
 
 void set_f16(uint8_t* p, uint16_t v) { std::memcpy(p, &v, 2); }
 
-void pack_q8_0(const Tensor& t, int64_t p, uint8_t* dst) {
+void pack_q8_0(const Source& t, int64_t p, uint8_t* dst) {
   const int64_t nb = t.ne[0] / kQK;
   for (int r = 0; r < kPanelRows; ++r) {
     const auto* src = reinterpret_cast<const BlockQ8_0*>(source_row(t, p, r));
@@ -49,7 +60,7 @@ void pack_q8_0(const Tensor& t, int64_t p, uint8_t* dst) {
 
 // Q4_0 and IQ4_NL, whose blocks are both {d, qs[16]}.
 template <typename Block>
-void pack_q4_0(const Tensor& t, int64_t p, uint8_t* dst) {
+void pack_q4_0(const Source& t, int64_t p, uint8_t* dst) {
   const int64_t nb = t.ne[0] / kQK;
   for (int r = 0; r < kPanelRows; ++r) {
     const auto* src = reinterpret_cast<const Block*>(source_row(t, p, r));
@@ -77,7 +88,7 @@ void put_q5_high_bits(const uint8_t* qh4, uint8_t* out) {
 
 // Q5_0 (kMin false: pairs led by d [16] of both blocks) and Q5_1 (led by d, then m).
 template <typename Block, bool kMin>
-void pack_q5(const Tensor& t, int64_t p, uint8_t* dst) {
+void pack_q5(const Source& t, int64_t p, uint8_t* dst) {
   const int64_t nb = t.ne[0] / kQK;
   const int64_t head = kMin ? 128 : 64, pair = head + 2 * 320;
   for (int r = 0; r < kPanelRows; ++r) {
@@ -95,7 +106,7 @@ void pack_q5(const Tensor& t, int64_t p, uint8_t* dst) {
   }
 }
 
-void pack_q4_k(const Tensor& t, int64_t p, uint8_t* dst) {
+void pack_q4_k(const Source& t, int64_t p, uint8_t* dst) {
   const int64_t nb = t.ne[0] / kQK_K;
   for (int r = 0; r < kPanelRows; ++r) {
     const auto* src = reinterpret_cast<const BlockQ4_K*>(source_row(t, p, r));
@@ -113,7 +124,7 @@ void pack_q4_k(const Tensor& t, int64_t p, uint8_t* dst) {
   }
 }
 
-void pack_q5_k(const Tensor& t, int64_t p, uint8_t* dst) {
+void pack_q5_k(const Source& t, int64_t p, uint8_t* dst) {
   const int64_t nb = t.ne[0] / kQK_K;
   for (int r = 0; r < kPanelRows; ++r) {
     const auto* src = reinterpret_cast<const BlockQ5_K*>(source_row(t, p, r));
@@ -140,7 +151,7 @@ void pack_q5_k(const Tensor& t, int64_t p, uint8_t* dst) {
   }
 }
 
-void pack_iq4_xs(const Tensor& t, int64_t p, uint8_t* dst) {
+void pack_iq4_xs(const Source& t, int64_t p, uint8_t* dst) {
   const int64_t nb = t.ne[0] / kQK_K;
   for (int r = 0; r < kPanelRows; ++r) {
     const auto* src = reinterpret_cast<const BlockIQ4_XS*>(source_row(t, p, r));
@@ -163,7 +174,7 @@ int q3_level(const BlockQ3_K& b, int e) {
   return ((b.qs[32 * h + l] >> (2 * k)) & 3) | (((b.hmask[l] >> (4 * h + k)) & 1) << 2);
 }
 
-void pack_q3_k(const Tensor& t, int64_t p, uint8_t* dst) {
+void pack_q3_k(const Source& t, int64_t p, uint8_t* dst) {
   const int64_t nb = t.ne[0] / kQK_K, stripe = paired_stripe_bytes(1728);
   for (int r = 0; r < kPanelRows; ++r) {
     const auto* src = reinterpret_cast<const BlockQ3_K*>(source_row(t, p, r));
@@ -197,7 +208,7 @@ int q6_level(const BlockQ6_K& b, int e) {
   return low | (((b.qh[32 * h + l] >> (2 * k)) & 3) << 4);
 }
 
-void pack_q6_k(const Tensor& t, int64_t p, uint8_t* dst) {
+void pack_q6_k(const Source& t, int64_t p, uint8_t* dst) {
   const int64_t nb = t.ne[0] / kQK_K;
   for (int r = 0; r < kPanelRows; ++r) {
     const auto* src = reinterpret_cast<const BlockQ6_K*>(source_row(t, p, r));
@@ -278,7 +289,9 @@ void packed_geometry(PackedKind kind, int64_t rows, int64_t cols, PackedWeights*
   }
 }
 
-void pack_weights(const Tensor& t, PackedWeights* out) {
+void pack_weights(const Tensor& t, PackedWeights* out, std::span<const int64_t> row_order) {
+  LLMS_CHECK(row_order.empty() || static_cast<int64_t>(row_order.size()) == t.ne[1], "pack_weights: row order of the wrong length");
+  const Source src{t, row_order, t.ne};
   PackedKind kind;
   LLMS_CHECK(packed_kind_for(t.dtype, &kind), "pack_weights: no kernel for this type");
   packed_geometry(kind, t.ne[1], t.ne[0], out);
@@ -295,19 +308,19 @@ void pack_weights(const Tensor& t, PackedWeights* out) {
     std::fill(panel.begin(), panel.end(), uint8_t{0});
     uint8_t* dst = panel.data();
     switch (kind) {
-      case PackedKind::kF32: pack_plain<uint32_t>(t, p, dst); break;
+      case PackedKind::kF32: pack_plain<uint32_t>(src, p, dst); break;
       case PackedKind::kF16:
-      case PackedKind::kBF16: pack_plain<uint16_t>(t, p, dst); break;
-      case PackedKind::kQ8_0: pack_q8_0(t, p, dst); break;
-      case PackedKind::kQ4_0: pack_q4_0<BlockQ4_0>(t, p, dst); break;
-      case PackedKind::kIQ4_NL: pack_q4_0<BlockIQ4_NL>(t, p, dst); break;
-      case PackedKind::kQ5_0: pack_q5<BlockQ5_0, false>(t, p, dst); break;
-      case PackedKind::kQ5_1: pack_q5<BlockQ5_1, true>(t, p, dst); break;
-      case PackedKind::kQ4_K: pack_q4_k(t, p, dst); break;
-      case PackedKind::kQ5_K: pack_q5_k(t, p, dst); break;
-      case PackedKind::kIQ4_XS: pack_iq4_xs(t, p, dst); break;
-      case PackedKind::kQ6_K: pack_q6_k(t, p, dst); break;
-      case PackedKind::kQ3_K: pack_q3_k(t, p, dst); break;
+      case PackedKind::kBF16: pack_plain<uint16_t>(src, p, dst); break;
+      case PackedKind::kQ8_0: pack_q8_0(src, p, dst); break;
+      case PackedKind::kQ4_0: pack_q4_0<BlockQ4_0>(src, p, dst); break;
+      case PackedKind::kIQ4_NL: pack_q4_0<BlockIQ4_NL>(src, p, dst); break;
+      case PackedKind::kQ5_0: pack_q5<BlockQ5_0, false>(src, p, dst); break;
+      case PackedKind::kQ5_1: pack_q5<BlockQ5_1, true>(src, p, dst); break;
+      case PackedKind::kQ4_K: pack_q4_k(src, p, dst); break;
+      case PackedKind::kQ5_K: pack_q5_k(src, p, dst); break;
+      case PackedKind::kIQ4_XS: pack_iq4_xs(src, p, dst); break;
+      case PackedKind::kQ6_K: pack_q6_k(src, p, dst); break;
+      case PackedKind::kQ3_K: pack_q3_k(src, p, dst); break;
     }
     uint8_t* first = out->data.data() + (out->panel(p) - out->data.data());
     for (int64_t k = 0; k < out->panel_bytes / out->stripe_bytes; ++k) {

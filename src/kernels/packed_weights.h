@@ -60,6 +60,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <span>
 
 #include "kernels/panel_memory.h"
 #include "tensor/tensor.h"
@@ -125,7 +126,9 @@ DType packed_kind_dtype(PackedKind kind);
 void packed_geometry(PackedKind kind, int64_t rows, int64_t cols, PackedWeights* out);
 
 // Rearranges the rows of `t` (a [rows, cols] matrix of a type packed_kind_for()
-// accepts) into `out`.
-void pack_weights(const Tensor& t, PackedWeights* out);
+// accepts) into `out`. With `row_order` (rows entries), row i of the packed matrix is
+// row row_order[i] of `t`: a matrix stored in another format's row order is packed
+// straight from its bytes, with no reordered copy in between.
+void pack_weights(const Tensor& t, PackedWeights* out, std::span<const int64_t> row_order = {});
 
 }  // namespace llms

@@ -48,6 +48,11 @@ int64_t matrix_memory_bytes(DType type, int64_t rows, int64_t cols) {
 }
 
 Result<WeightMatrix> WeightMatrix::from_tensor(const Tensor& t, std::string_view name) {
+  return from_reordered(t, {}, name);
+}
+
+Result<WeightMatrix> WeightMatrix::from_reordered(const Tensor& t, std::span<const int64_t> row_order,
+                                                  std::string_view name) {
   if (t.n_dims != 2) {
     return invalid_argument(fmt::format("tensor '{}' has shape {}, expected a 2-D matrix", name, t.shape_string()));
   }
@@ -55,16 +60,21 @@ Result<WeightMatrix> WeightMatrix::from_tensor(const Tensor& t, std::string_view
     return unimplemented(fmt::format("tensor '{}' has type {}, which the matrix kernels do not support", name,
                                      dtype_name(t.dtype)));
   }
+  if (!row_order.empty() && static_cast<int64_t>(row_order.size()) != t.ne[1]) {
+    return invalid_argument(fmt::format("tensor '{}': a row order of {} rows for {} rows", name, row_order.size(),
+                                        t.ne[1]));
+  }
   WeightMatrix w;
   w.t_ = t;
+  if (!row_order.empty()) w.t_.data = nullptr;  // its rows are not in the matrix's order
   auto packed = std::make_shared<PackedWeights>();
   PackedKind kind;
   if (packed_kind_for(t.dtype, &kind)) {
-    pack_weights(t, packed.get());
+    pack_weights(t, packed.get(), row_order);
   } else {
     log_debug("tensor '{}': {} has no kernel of its own, converted to q8_0", name, dtype_name(t.dtype));
-    std::vector<uint8_t> storage;
-    pack_weights(convert_to_q8_0(t, storage), packed.get());
+    std::vector<uint8_t> storage;  // converted row by row, so the rows keep the tensor's order
+    pack_weights(convert_to_q8_0(t, storage), packed.get(), row_order);
   }
   w.packed_ = std::move(packed);
   return w;

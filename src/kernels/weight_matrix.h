@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string_view>
 
 #include "base/status.h"
@@ -37,6 +38,11 @@ class WeightMatrix {
   // rows permuted from another format's): tensor() keeps the type and shape but no
   // data, and row() must not be called.
   static Result<WeightMatrix> from_transient(const Tensor& t, std::string_view name);
+  // The same for a matrix whose row i is row row_order[i] of `t` (another format's row
+  // order, packed straight from its bytes): tensor() keeps the type and shape but no
+  // data, and row() must not be called.
+  static Result<WeightMatrix> from_reordered(const Tensor& t, std::span<const int64_t> row_order,
+                                             std::string_view name);
   // False for a default-constructed matrix (a weight the model does not have).
   bool loaded() const { return packed_ != nullptr; }
 

@@ -162,8 +162,8 @@ Status EarlyExitPass::run(ForwardOutput& out) {
   start(out);
   size_t point = 0;
   for (int l = 0; l < c_.n_layer && n_ > 0; ++l) {
-    m_.attention_block(l, s_.runs_, n_, kv_, s_, pool_);
-    m_.ffn_block(l, n_, s_, pool_);
+    LLMS_RETURN_IF_ERROR(m_.attention_block(l, s_.runs_, n_, kv_, s_, pool_));
+    LLMS_RETURN_IF_ERROR(m_.ffn_block(l, n_, s_, pool_));
     if (point < exit_.layers.size() && exit_.layers[point] == l + 1) check(l + 1, point++, out);
   }
   final_logits(out);
@@ -346,6 +346,7 @@ void EarlyExitPass::final_logits(ForwardOutput& out) {
 
 Status Model::forward(std::span<const SequenceChunk> chunks, KvCache& kv, ForwardState& state, ThreadPool& pool,
                       const EarlyExitConfig& exit, ForwardOutput& out) const {
+  if (shard_.split()) return unimplemented("early exit under tensor parallelism");
   EarlyExitPass pass(*this, chunks, kv, state, pool, exit);
   return pass.run(out);
 }

@@ -11,7 +11,9 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <thread>
 
+#include "dist/thread_group.h"
 #include "io/gguf_writer.h"
 #include "model/model.h"
 #include "tools/synthetic.h"
@@ -230,6 +232,33 @@ TEST_F(LoraModelTest, WhatDoesNotFitTheBaseIsAClearError) {
   auto not_adapter = LoraAdapter::load(dir_ + "/base.gguf", *model_);
   ASSERT_FALSE(not_adapter.ok());
   EXPECT_NE(not_adapter.status().to_string().find("general.type"), std::string::npos) << not_adapter.status().to_string();
+}
+
+TEST_F(LoraModelTest, AnAdapterUnderTensorParallelismIsRefused) {
+  // A rank holds a share of each weight; the adapter's factors are whole.
+  const auto a = adapter(21, "gguf");
+  ASSERT_NE(a, nullptr);
+  ThreadGroup group(2);
+  std::vector<Status> got(2);
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < 2; ++r) {
+    ranks.emplace_back([&, r] {
+      auto part = Model::load(dir_ + "/base.gguf", &group.member(r));
+      ASSERT_TRUE(part.ok()) << part.status().to_string();
+      if (r != 0) return;  // rank 0 validates the pass before any collective
+      const std::vector<int32_t> table = {0, 1};
+      KvCache kv((*part)->kv_config(2, 16, DType::kF32, DType::kF32));
+      ForwardState state;
+      ThreadPool pool(1);
+      ForwardOutput out;
+      SequenceChunk c{kPrompt, 0, table, LogitsWanted::kAll};
+      c.adapter = a.get();
+      got[0] = (*part)->forward({&c, 1}, kv, state, pool, out);
+    });
+  }
+  for (auto& t : ranks) t.join();
+  EXPECT_EQ(got[0].code(), StatusCode::kUnimplemented) << got[0].to_string();
+  EXPECT_NE(got[0].message().find("not applied under tensor parallelism"), std::string::npos) << got[0].to_string();
 }
 
 }  // namespace

@@ -79,16 +79,16 @@ std::vector<float>& position_row_scratch(int64_t n) {
 
 }  // namespace
 
-Result<std::unique_ptr<Model>> Model::load(const std::string& path) {
+Result<std::unique_ptr<Model>> Model::load(const std::string& path, Communicator* ranks) {
   LLMS_ASSIGN_OR_RETURN(GgufFile file, open_model_file(path));
-  auto model = from_file(std::move(file));
+  auto model = from_file(std::move(file), ranks);
   if (!model.ok()) return model.status().with_context(path);
   return model;
 }
 
-Result<std::unique_ptr<Model>> Model::from_file(GgufFile file) {
-  std::unique_ptr<Model> m(new Model(std::move(file)));
-  LLMS_ASSIGN_OR_RETURN(m->config_, ModelConfig::from_gguf(m->file_));
+Result<std::unique_ptr<Model>> Model::from_file(GgufFile file, Communicator* ranks) {
+  std::unique_ptr<Model> m(new Model(std::move(file), ranks != nullptr ? ranks : &LocalCommunicator::instance()));
+  LLMS_ASSIGN_OR_RETURN(const ModelConfig full, ModelConfig::from_gguf(m->file_));
   // Identity: everything before the tensor data (metadata and tensor table) plus size,
   // taken before loading, which releases the pages of the tensors it repacks.
   HashBuilder h;
@@ -99,7 +99,9 @@ Result<std::unique_ptr<Model>> Model::from_file(GgufFile file) {
     if (t.data != nullptr) h.add_bytes(t.data, std::min<uint64_t>(t.num_bytes, 64));
   }
   m->identity_ = h.finish128();
-  LLMS_ASSIGN_OR_RETURN(m->weights_, ModelWeights::load(m->file_, m->config_));
+  LLMS_ASSIGN_OR_RETURN(m->shard_, TensorShard::plan(m->file_, full, m->ranks_->rank(), m->ranks_->size()));
+  LLMS_ASSIGN_OR_RETURN(m->weights_, ModelWeights::load(m->file_, full, m->shard_));
+  m->config_ = m->shard_.local_config(full);
   // Loading released each tensor it repacked, but a read maps neighbouring pages too.
   // The token embedding is read in place: its rows come back as tokens use them.
   m->file_.release_all_pages();
@@ -155,6 +157,9 @@ Status Model::validate(std::span<const SequenceChunk> chunks, const KvCache& kv)
     if (ch.adapter != nullptr && ch.adapter->base_identity() != identity_) {
       return invalid_argument(fmt::format("chunk {}: its adapter was loaded for another base model", i));
     }
+    if (ch.adapter != nullptr && shard_.split()) {
+      return unimplemented(fmt::format("chunk {}: LoRA adapters are not applied under tensor parallelism", i));
+    }
     for (int32_t b : ch.block_table.first(static_cast<size_t>(blocks_needed))) {
       if (b < 0 || b >= kv.num_blocks()) return invalid_argument(fmt::format("chunk {}: block id {} out of range", i, b));
     }
@@ -174,19 +179,16 @@ Status Model::forward(std::span<const SequenceChunk> chunks, KvCache& kv, Forwar
   // Each block's residual pass also norms the rows for the block after it.
   for (int l = 0; l < c.n_layer; ++l) {
     const LayerWeights& L = weights_.layers[static_cast<size_t>(l)];
-    attention_block(l, chunks, n_tokens, kv, s, pool, l > 0, {&L.ffn_norm, &L.ffn_norm_b});
+    LLMS_RETURN_IF_ERROR(attention_block(l, chunks, n_tokens, kv, s, pool, l > 0, {&L.ffn_norm, &L.ffn_norm_b}));
     NormWeights next;
     if (l + 1 < c.n_layer) {
       const LayerWeights& N = weights_.layers[static_cast<size_t>(l + 1)];
       next = {&N.attn_norm, &N.attn_norm_b};
     }
-    ffn_block(l, n_tokens, s, pool, true, next);
+    LLMS_RETURN_IF_ERROR(ffn_block(l, n_tokens, s, pool, true, next));
   }
-  {
-    const ScopedStepPart part(s.profile_, StepPart::kLogits);
-    compute_logits(chunks, s, pool, out);
-  }
-  return ok_status();
+  const ScopedStepPart part(s.profile_, StepPart::kLogits);
+  return compute_logits(chunks, s, pool, out);
 }
 
 void Model::embed(std::span<const SequenceChunk> chunks, int64_t n_tokens, ForwardState& s, ThreadPool& pool) const {
@@ -234,8 +236,8 @@ void Model::embed(std::span<const SequenceChunk> chunks, int64_t n_tokens, Forwa
   embed_part.reset();
 }
 
-void Model::attention_block(int l, std::span<const SequenceChunk> chunks, int64_t n, KvCache& kv, ForwardState& s,
-                            ThreadPool& pool, bool input_normed, NormWeights next) const {
+Status Model::attention_block(int l, std::span<const SequenceChunk> chunks, int64_t n, KvCache& kv, ForwardState& s,
+                              ThreadPool& pool, bool input_normed, NormWeights next) const {
   const ModelConfig& c = config_;
   const LayerWeights& L = weights_.layers[static_cast<size_t>(l)];
   float* x = s.x_.as<float>();
@@ -303,12 +305,14 @@ void Model::attention_block(int l, std::span<const SequenceChunk> chunks, int64_
   part.reset();
   float* tmp = s.tmp_.as<float>();
   product(L.wo, l, "attn_output", att, n, tmp, s, pool);
+  LLMS_RETURN_IF_ERROR(ranks_->allreduce_sum(tmp, n * c.n_embd));  // [n, n_embd]: every rank's heads
   part.emplace(prof, StepPart::kElementwise);
   add_residual(x, tmp, L.bo, L.attn_post_norm, n, pool, next, xn);
+  return ok_status();
 }
 
-void Model::ffn_block(int l, int64_t n, ForwardState& s, ThreadPool& pool, bool input_normed,
-                      NormWeights next) const {
+Status Model::ffn_block(int l, int64_t n, ForwardState& s, ThreadPool& pool, bool input_normed,
+                        NormWeights next) const {
   const LayerWeights& L = weights_.layers[static_cast<size_t>(l)];
   float* x = s.x_.as<float>();
   float* xn = s.xn_.as<float>();
@@ -324,8 +328,10 @@ void Model::ffn_block(int l, int64_t n, ForwardState& s, ThreadPool& pool, bool 
   } else {
     dense_ffn(l, xn, n, tmp, s, pool);
   }
+  LLMS_RETURN_IF_ERROR(ranks_->allreduce_sum(tmp, n * config_.n_embd));  // [n, n_embd]: every rank's columns
   part.emplace(s.profile_, StepPart::kElementwise);
   add_residual(x, tmp, L.b_down, L.ffn_post_norm, n, pool, next, xn);
+  return ok_status();
 }
 
 void Model::dense_ffn(int l, const float* xn, int64_t n, float* out, ForwardState& s, ThreadPool& pool) const {
@@ -416,8 +422,8 @@ void Model::products(std::span<const MatmulOutput> outs, int layer, std::span<co
   if (layer >= 0 && s.num_adapter_groups_ > 0) add_adapters(outs, layer, whats, x, s, pool);
 }
 
-void Model::compute_logits(std::span<const SequenceChunk> chunks, ForwardState& s, ThreadPool& pool,
-                           ForwardOutput& out) const {
+Status Model::compute_logits(std::span<const SequenceChunk> chunks, ForwardState& s, ThreadPool& pool,
+                             ForwardOutput& out) const {
   const ModelConfig& c = config_;
   out.first_row.assign(chunks.size(), -1);
   out.exit_layer.clear();
@@ -434,9 +440,17 @@ void Model::compute_logits(std::span<const SequenceChunk> chunks, ForwardState& 
     }
     t += len;
   }
-  out.logits.resize(src.size() * static_cast<size_t>(c.n_vocab));
-  if (!src.empty()) head_rows(src, out.logits.data(), s, pool);
+  // Under tensor parallelism only rank 0 holds logits (it samples).
+  out.logits.resize(ranks_->rank() == 0 ? src.size() * static_cast<size_t>(c.n_vocab) : 0);
+  if (!src.empty()) {
+    if (shard_.split()) {
+      LLMS_RETURN_IF_ERROR(split_head_rows(src, out.logits.data(), s, pool));
+    } else {
+      head_rows(src, out.logits.data(), s, pool);
+    }
+  }
   hidden_rows(chunks, s, pool, out);
+  return ok_status();
 }
 
 void Model::hidden_rows(std::span<const SequenceChunk> chunks, ForwardState& s, ThreadPool& pool,
@@ -479,7 +493,7 @@ void Model::head_rows(std::span<const int64_t> src, float* logits, ForwardState&
   product(weights_.output, -1, "output", xn, rows, logits, s, pool);
   if (c.final_softcap > 0.0f) {
     const float cap = c.final_softcap, inv_cap = 1.0f / c.final_softcap;
-    for (int64_t i = 0; i < rows * c.n_vocab; ++i) logits[i] = cap * std::tanh(logits[i] * inv_cap);
+    for (int64_t i = 0; i < rows * weights_.output.rows(); ++i) logits[i] = cap * std::tanh(logits[i] * inv_cap);
   }
 }
 

@@ -17,6 +17,7 @@
 #include "base/hash.h"
 #include "base/step_profile.h"
 #include "base/thread_pool.h"
+#include "dist/communicator.h"
 #include "io/gguf_file.h"
 #include "kernels/attention.h"
 #include "kernels/lora.h"
@@ -25,6 +26,7 @@
 #include "model/batch.h"
 #include "model/config.h"
 #include "model/routing.h"
+#include "model/tensor_shard.h"
 #include "model/weights.h"
 
 namespace llms {
@@ -102,6 +104,9 @@ class ForwardState {
   std::vector<AdapterGroup> adapter_groups_;
   size_t num_adapter_groups_ = 0;
   std::vector<LoraTask> lora_tasks_;
+  // Tensor parallelism: this rank's logits [rows, its vocabulary share], and on rank 0
+  // every rank's, in rank order, before they are interleaved into whole rows.
+  std::vector<float> head_part_, head_all_;
 };
 
 // A norm's weights (RMSNorm: b empty); null w: none.
@@ -114,10 +119,19 @@ class Model {
  public:
   // Opens, validates and maps the model: a GGUF file or a Hugging Face directory
   // (io/hf_model.h). The error names the file and what is wrong.
-  static Result<std::unique_ptr<Model>> load(const std::string& path);
-  static Result<std::unique_ptr<Model>> from_file(GgufFile file);
+  // With `ranks` (not owned; it must outlive the model) of size N > 1, this process
+  // loads only its share of the weights (tensor_shard.h) and every forward pass adds
+  // the ranks' partial sums over them; null: one process.
+  static Result<std::unique_ptr<Model>> load(const std::string& path, Communicator* ranks = nullptr);
+  static Result<std::unique_ptr<Model>> from_file(GgufFile file, Communicator* ranks = nullptr);
 
+  // This rank's hyperparameters: under tensor parallelism its share's head counts and
+  // FFN widths (so KV sizing and activations are per rank); n_vocab is whole.
   const ModelConfig& config() const { return config_; }
+  const TensorShard& shard() const { return shard_; }
+  // The ranks every forward pass runs on (a LocalCommunicator for one process). Every
+  // rank must run the same passes in the same order (engine/step_plan.h).
+  Communicator& ranks() const { return *ranks_; }
   const ModelWeights& weights() const { return weights_; }
   const GgufFile& file() const { return file_; }
   // The weights' memory, with the file mapping's resident bytes read now.
@@ -145,7 +159,7 @@ class Model {
 
  private:
   friend class EarlyExitPass;
-  explicit Model(GgufFile file) : file_(std::move(file)) {}
+  Model(GgufFile file, Communicator* ranks) : file_(std::move(file)), ranks_(ranks) {}
   // The embedding rows of the chunks' tokens into state.x_ [n_tokens, n_embd], with
   // each token's slot and RoPE table.
   void embed(std::span<const SequenceChunk> chunks, int64_t n_tokens, ForwardState& s, ThreadPool& pool) const;
@@ -161,10 +175,12 @@ class Model {
   // computed it); with `next`, the block leaves next's norm of the new x_ in xn_, in
   // the same pass over the rows as the residual: one pool job fewer per block, and
   // the same arithmetic per row.
-  void attention_block(int layer, std::span<const SequenceChunk> chunks, int64_t n_tokens, KvCache& kv,
-                       ForwardState& s, ThreadPool& pool, bool input_normed = false, NormWeights next = {}) const;
-  void ffn_block(int layer, int64_t n_tokens, ForwardState& s, ThreadPool& pool, bool input_normed = false,
-                 NormWeights next = {}) const;
+  // Each ends with the allreduce of its partial sums across the ranks (its only
+  // error: a failed rank).
+  Status attention_block(int layer, std::span<const SequenceChunk> chunks, int64_t n_tokens, KvCache& kv,
+                         ForwardState& s, ThreadPool& pool, bool input_normed = false, NormWeights next = {}) const;
+  Status ffn_block(int layer, int64_t n_tokens, ForwardState& s, ThreadPool& pool, bool input_normed = false,
+                   NormWeights next = {}) const;
   // The dense FFN of the normed rows xn into out [n, n_embd] (Qwen2-MoE: the shared expert).
   void dense_ffn(int layer, const float* xn, int64_t n, float* out, ForwardState& s, ThreadPool& pool) const;
   // The mixture of experts of the normed rows xn into out [n, n_embd] (model/experts.cc).
@@ -178,12 +194,17 @@ class Model {
   // rows; then, with next.w, xn[t] = next's norm of the new x[t].
   void add_residual(float* x, float* y, const std::vector<float>& bias, const std::vector<float>& post_norm, int64_t n,
                     ThreadPool& pool, NormWeights next = {}, float* xn = nullptr) const;
-  void compute_logits(std::span<const SequenceChunk> chunks, ForwardState& s, ThreadPool& pool, ForwardOutput& out) const;
+  // The logits asked for into `out` (on rank 0 only under tensor parallelism).
+  Status compute_logits(std::span<const SequenceChunk> chunks, ForwardState& s, ThreadPool& pool,
+                        ForwardOutput& out) const;
+  // Tensor parallelism: each rank's share of the head for the rows `src`, gathered
+  // whole into `logits` [src.size(), n_vocab] on rank 0 (model_parallel.cc).
+  Status split_head_rows(std::span<const int64_t> src, float* logits, ForwardState& s, ThreadPool& pool) const;
   // The final-normed hidden states of the chunks that ask for them (SequenceChunk::hidden)
   // into out.hidden.
   void hidden_rows(std::span<const SequenceChunk> chunks, ForwardState& s, ThreadPool& pool, ForwardOutput& out) const;
   // The final norm, the output head and its soft-capping of the hidden rows `src` (of
-  // s.x_) into `logits` [src.size(), n_vocab].
+  // s.x_) into `logits` [src.size(), the head's rows: n_vocab, or this rank's share].
   void head_rows(std::span<const int64_t> src, float* logits, ForwardState& s, ThreadPool& pool) const;
   // One product of x with each of `outs` (the weights named whats[i]) in one pool job
   // (matmul_shared_input()), also reported to the state's observer.
@@ -196,6 +217,8 @@ class Model {
   }
 
   GgufFile file_;
+  Communicator* ranks_;
+  TensorShard shard_;
   ModelConfig config_;
   ModelWeights weights_;
   std::vector<float> inv_freq_;       // [rope_dim / 2], with rope_freqs or LongRoPE's short factors

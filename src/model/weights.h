@@ -16,6 +16,7 @@
 #include "io/gguf_file.h"
 #include "kernels/weight_matrix.h"
 #include "model/config.h"
+#include "model/tensor_shard.h"
 
 namespace llms {
 
@@ -76,6 +77,8 @@ struct ModelWeights {
   WeightsMemory memory() const;
 
   static Result<ModelWeights> load(const GgufFile& file, const ModelConfig& config);
+  // This rank's share (`config` is the whole model's; matrices cut as tensor_shard.h says).
+  static Result<ModelWeights> load(const GgufFile& file, const ModelConfig& config, const TensorShard& shard);
 };
 
 }  // namespace llms

@@ -23,6 +23,10 @@ ApiError slo_unattainable_error(std::string message, double retry_after_s) {
   return ApiError{503, "service_unavailable", std::move(message), "", "slo_unattainable", std::max(1.0, retry_after_s)};
 }
 
+ApiError unavailable_error(std::string message, double retry_after_s) {
+  return ApiError{503, "service_unavailable", std::move(message), "", "model_lost", std::max(1.0, retry_after_s)};
+}
+
 ApiError api_error_from_status(const Status& s, bool draining, double retry_after_s) {
   switch (s.code()) {
     case StatusCode::kInvalidArgument:

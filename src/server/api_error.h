@@ -9,7 +9,8 @@
 //   429 rate_limit_error       queue full (code queue_full; Retry-After header)
 //   503 service_unavailable    above a memory watermark (code overloaded), draining (code draining),
 //                              or refused from the queue because its TTFT target is forecast to be
-//                              missed (code slo_unattainable; Retry-After header)
+//                              missed (code slo_unattainable; Retry-After header), or the model
+//                              can no longer run here (code model_lost: its tensor-parallel group failed)
 //   500 server_error           internal failure
 //
 // Thread-safety: plain values and pure functions.
@@ -37,6 +38,9 @@ ApiError internal_api_error(std::string message);
 // A request the engine refused after queueing it (FinishReason::kRejected: its TTFT
 // target was forecast to be missed).
 ApiError slo_unattainable_error(std::string message, double retry_after_s);
+// A request the engine failed because its model can no longer run here (a rank of its
+// tensor-parallel group died): another replica may serve it.
+ApiError unavailable_error(std::string message, double retry_after_s);
 
 // From an engine Status: INVALID_ARGUMENT → 400, RESOURCE_EXHAUSTED → 429,
 // UNAVAILABLE → 503 (draining when `draining`), NOT_FOUND → 404, other → 500.

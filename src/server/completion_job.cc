@@ -17,6 +17,7 @@ namespace {
 // The client's error for a request the engine ended without an answer.
 ApiError finish_error(const FinishEvent& f) {
   if (f.reason == FinishReason::kRejected) return slo_unattainable_error(f.message, f.retry_after_s);
+  if (f.retry_after_s > 0) return unavailable_error("generation failed: " + f.message, f.retry_after_s);
   return internal_api_error("generation failed: " + f.message);
 }
 

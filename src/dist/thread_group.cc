@@ -1,0 +1,99 @@
+#include "dist/thread_group.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+namespace llms {
+namespace {
+
+template <typename T>
+std::vector<uint8_t> bytes_of(std::span<const T> v) {
+  const auto* p = reinterpret_cast<const uint8_t*>(v.data());
+  return std::vector<uint8_t>(p, p + v.size_bytes());
+}
+
+class Member final : public Communicator {
+ public:
+  Member(ThreadGroup& group, int rank) : group_(group), rank_(rank) {}
+  int rank() const override { return rank_; }
+  int size() const override { return group_.size(); }
+
+  Status broadcast(std::vector<uint8_t>& bytes, bool /*idle*/) override {
+    std::vector<std::vector<uint8_t>> all;
+    LLMS_RETURN_IF_ERROR(group_.exchange(rank_, rank_ == 0 ? bytes : std::vector<uint8_t>(), all));
+    bytes = std::move(all[0]);
+    return ok_status();
+  }
+
+  Status allreduce_sum(float* data, int64_t n) override {
+    std::vector<std::vector<uint8_t>> all;
+    LLMS_RETURN_IF_ERROR(group_.exchange(rank_, bytes_of(std::span<const float>(data, static_cast<size_t>(n))), all));
+    std::vector<float> part(static_cast<size_t>(n));
+    for (size_t r = 0; r < all.size(); ++r) {
+      std::memcpy(part.data(), all[r].data(), all[r].size());
+      if (r == 0) std::copy(part.begin(), part.end(), data);
+      for (int64_t i = 0; r > 0 && i < n; ++i) data[i] += part[static_cast<size_t>(i)];
+    }
+    return ok_status();
+  }
+
+  Status gather(std::span<const float> mine, std::span<const int64_t> /*counts*/, float* all) override {
+    std::vector<std::vector<uint8_t>> parts;
+    LLMS_RETURN_IF_ERROR(group_.exchange(rank_, bytes_of(mine), parts));
+    if (rank_ != 0) return ok_status();
+    auto* out = reinterpret_cast<uint8_t*>(all);
+    for (const auto& p : parts) out = std::copy(p.begin(), p.end(), out);
+    return ok_status();
+  }
+
+  Status allgather(std::span<const uint8_t> mine, std::vector<uint8_t>& all) override {
+    std::vector<std::vector<uint8_t>> parts;
+    LLMS_RETURN_IF_ERROR(group_.exchange(rank_, std::vector<uint8_t>(mine.begin(), mine.end()), parts));
+    all.clear();
+    for (const auto& p : parts) all.insert(all.end(), p.begin(), p.end());
+    return ok_status();
+  }
+
+ private:
+  ThreadGroup& group_;
+  const int rank_;
+};
+
+}  // namespace
+
+ThreadGroup::ThreadGroup(int size, double timeout_s) : size_(size), timeout_s_(timeout_s) {
+  slots_.resize(static_cast<size_t>(size));
+  for (int r = 0; r < size; ++r) members_.push_back(std::make_unique<Member>(*this, r));
+}
+
+ThreadGroup::~ThreadGroup() = default;
+
+Status ThreadGroup::exchange(int rank, std::vector<uint8_t> mine, std::vector<std::vector<uint8_t>>& all) {
+  std::unique_lock<std::mutex> lock(mu_);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s_);
+  auto timed_out = [&] {
+    return Status(StatusCode::kDeadlineExceeded,
+                  fmt::format("rank {}: the group did not meet within {} s", rank, timeout_s_));
+  };
+  // The last round is still being read: wait for it to empty.
+  if (!cv_.wait_until(lock, deadline, [&] { return !full_; })) return timed_out();
+  slots_[static_cast<size_t>(rank)] = std::move(mine);
+  if (++arrived_ == size_) {
+    full_ = true;
+    cv_.notify_all();
+  } else if (!cv_.wait_until(lock, deadline, [&] { return full_; })) {
+    return timed_out();
+  }
+  all = slots_;
+  if (++departed_ == size_) {
+    arrived_ = departed_ = 0;
+    full_ = false;
+    cv_.notify_all();
+  }
+  return ok_status();
+}
+
+}  // namespace llms

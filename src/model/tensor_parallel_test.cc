@@ -1,0 +1,153 @@
+// A model split over ranks (threads of one process here, dist/thread_group.h; MPI
+// processes in tests/server_tensor_parallel_test.cc) gives rank 0 the logits of the
+// whole model: the same top token and log-probabilities within 1e-4, for every
+// architecture and for quantized weights cut on block boundaries.
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <thread>
+
+#include "dist/thread_group.h"
+#include "model/model.h"
+#include "tools/synthetic.h"
+
+namespace llms {
+namespace {
+
+constexpr int kBlock = 16;
+
+// Two sequences: a prompt each (one chunk, then the second in two), then decodes of
+// both in one batch; every pass asks for every position's logits.
+struct Step {
+  std::vector<std::vector<int32_t>> tokens;
+  std::vector<int64_t> start;
+  std::vector<int> seq;
+};
+
+std::vector<Step> steps(int vocab) {
+  auto tok = [vocab](int i) { return static_cast<int32_t>((i * 37 + 11) % vocab); };
+  std::vector<Step> s;
+  s.push_back({{{tok(1), tok(2), tok(3), tok(4), tok(5), tok(6), tok(7)}}, {0}, {0}});
+  s.push_back({{{tok(8), tok(9), tok(10)}, {tok(11), tok(12), tok(13), tok(14)}}, {0, 7}, {1, 0}});
+  s.push_back({{{tok(15), tok(16)}}, {3}, {1}});
+  for (int d = 0; d < 4; ++d) s.push_back({{{tok(20 + d)}, {tok(30 + d)}}, {11 + d, 5 + d}, {0, 1}});
+  return s;
+}
+
+// The log-softmax of every row of logits each step produces.
+std::vector<std::vector<float>> run(const Model& m) {
+  KvCache kv(m.kv_config(8, kBlock, DType::kF32, DType::kF32));
+  ForwardState state;
+  ThreadPool pool(1);
+  ForwardOutput out;
+  const std::vector<int32_t> tables[2] = {{0, 1, 2}, {3, 4, 5}};
+  std::vector<std::vector<float>> rows;
+  for (const Step& step : steps(m.config().n_vocab)) {
+    std::vector<SequenceChunk> chunks;
+    for (size_t i = 0; i < step.tokens.size(); ++i) {
+      chunks.push_back({step.tokens[i], step.start[i], tables[step.seq[i]], LogitsWanted::kAll});
+    }
+    const Status s = m.forward(chunks, kv, state, pool, out);
+    EXPECT_TRUE(s.ok()) << s.to_string();
+    const int64_t n = static_cast<int64_t>(out.logits.size()) / std::max<int64_t>(1, out.n_vocab);
+    for (int64_t r = 0; r < n; ++r) {
+      const float* x = out.row(r);
+      const float mx = *std::max_element(x, x + out.n_vocab);
+      double sum = 0;
+      for (int64_t j = 0; j < out.n_vocab; ++j) sum += std::exp(static_cast<double>(x[j] - mx));
+      std::vector<float> lp(x, x + out.n_vocab);
+      for (float& v : lp) v = static_cast<float>(v - mx - std::log(sum));
+      rows.push_back(std::move(lp));
+    }
+  }
+  return rows;
+}
+
+void check_split(const SyntheticSpec& spec, int ranks) {
+  const std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_tp_" + spec.arch + ".gguf";
+  ASSERT_TRUE(write_synthetic_model(spec, path).ok());
+  auto whole = Model::load(path);
+  ASSERT_TRUE(whole.ok()) << whole.status().to_string();
+  const std::vector<std::vector<float>> want = run(**whole);
+  ThreadGroup group(ranks);
+  std::vector<std::vector<std::vector<float>>> got(static_cast<size_t>(ranks));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < ranks; ++r) {
+    threads.emplace_back([&, r] {
+      auto part = Model::load(path, &group.member(r));
+      ASSERT_TRUE(part.ok()) << part.status().to_string();
+      EXPECT_LT((*part)->config().n_head_kv, (*whole)->config().n_head_kv);
+      got[static_cast<size_t>(r)] = run(**part);
+    });
+  }
+  for (auto& t : threads) t.join();
+  std::filesystem::remove(path);
+  ASSERT_EQ(got[0].size(), want.size()) << spec.arch;
+  for (int r = 1; r < ranks; ++r) EXPECT_TRUE(got[static_cast<size_t>(r)].empty()) << "only rank 0 gets logits";
+  for (size_t i = 0; i < want.size(); ++i) {
+    const auto& a = want[i];
+    const auto& b = got[0][i];
+    EXPECT_EQ(std::max_element(a.begin(), a.end()) - a.begin(), std::max_element(b.begin(), b.end()) - b.begin())
+        << spec.arch << " row " << i;
+    float worst = 0;
+    for (size_t j = 0; j < a.size(); ++j) worst = std::max(worst, std::abs(a[j] - b[j]));
+    EXPECT_LT(worst, 1e-4f) << spec.arch << " " << dtype_name(spec.weight_type) << " row " << i;
+  }
+}
+
+SyntheticSpec small(const char* arch) {
+  SyntheticSpec s;
+  s.arch = arch;
+  s.n_vocab = 320, s.n_embd = 128, s.n_layer = 2, s.n_head = 8, s.n_head_kv = 4, s.n_ff = 256, s.n_ctx = 128;
+  return s;
+}
+
+TEST(TensorParallel, EveryArchitectureSplitTwoWaysMatchesTheWholeModel) {
+  for (const char* arch : {"llama", "qwen2", "phi3", "gemma2"}) {
+    SyntheticSpec s = small(arch);
+    if (std::string(arch) == "phi3") s.n_head_kv = s.n_head;
+    if (std::string(arch) == "gemma2") s.head_dim = 32, s.tied_output = true;
+    check_split(s, 2);
+  }
+  SyntheticSpec gpt2 = small("gpt2");
+  gpt2.n_head = gpt2.n_head_kv = 4, gpt2.tied_output = true;
+  check_split(gpt2, 2);
+}
+
+TEST(TensorParallel, MixturesOfExpertsSplitWithinEachExpert) {
+  SyntheticSpec mixtral = small("llama");
+  mixtral.n_expert = 4, mixtral.n_expert_used = 2;
+  check_split(mixtral, 2);
+  SyntheticSpec qwen = small("qwen2moe");
+  qwen.n_expert = 8, qwen.n_expert_used = 3, qwen.n_ff_exp = 64;
+  check_split(qwen, 2);
+}
+
+TEST(TensorParallel, QuantizedWeightsSplitOnBlockBoundariesUnevenly) {
+  // Q8_0 over 3 ranks: 4 KV heads as 1, 2, 1 (one KV head's columns of attn_output are one 32-wide block).
+  SyntheticSpec q8 = small("llama");
+  q8.weight_type = DType::kQ8_0;
+  check_split(q8, 3);
+  // Q4_K: 256-wide super-blocks; an FFN of 768 over 2 ranks is 512 + 256.
+  SyntheticSpec q4 = small("llama");
+  q4.n_embd = 512, q4.n_head = 8, q4.n_head_kv = 4, q4.n_ff = 768, q4.weight_type = DType::kQ4_K;
+  check_split(q4, 2);
+}
+
+TEST(TensorShard, SplitPointsFallOnStepsAsEvenlyAsTheyCan) {
+  auto tiny_llama = split_points(5632, 256, 4);  // TinyLlama's FFN over 4 ranks, Q4_K
+  ASSERT_TRUE(tiny_llama.ok());
+  EXPECT_EQ(*tiny_llama, (std::vector<int64_t>{0, 1536, 2816, 4352, 5632}));
+  auto heads = split_points(4, 1, 3);
+  ASSERT_TRUE(heads.ok());
+  EXPECT_EQ(*heads, (std::vector<int64_t>{0, 1, 3, 4}));
+  EXPECT_FALSE(split_points(256, 256, 2).ok());  // one block cannot go to two ranks
+  EXPECT_FALSE(split_points(1, 1, 2).ok());      // MQA's one KV head
+}
+
+}  // namespace
+}  // namespace llms

@@ -1,0 +1,97 @@
+#include "model/tensor_shard.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace llms {
+namespace {
+
+// The largest block size of the tensors `blk.L.<suffix>` over the layers (1 if none).
+int64_t max_block(const GgufFile& file, int n_layer, const char* suffix) {
+  int64_t b = 1;
+  for (int l = 0; l < n_layer; ++l) {
+    const GgufTensorInfo* t = file.find_tensor(fmt::format("blk.{}.{}", l, suffix));
+    if (t != nullptr) b = std::max(b, dtype_info(t->dtype).block_size);
+  }
+  return b;
+}
+
+Result<ShardRange> share(int64_t units, int64_t step, int rank, int size, const char* what) {
+  auto points = split_points(units, step, size);
+  if (!points.ok()) return points.status().with_context(what);
+  return ShardRange{(*points)[static_cast<size_t>(rank)], (*points)[static_cast<size_t>(rank) + 1] - (*points)[static_cast<size_t>(rank)]};
+}
+
+}  // namespace
+
+Result<std::vector<int64_t>> split_points(int64_t units, int64_t step, int parts) {
+  if (parts < 1 || step < 1) return invalid_argument("a split needs at least one part and a positive step");
+  if (units < parts * step) {
+    return invalid_argument(fmt::format("{} cannot be split {} ways on boundaries of {}", units, parts, step));
+  }
+  std::vector<int64_t> b(static_cast<size_t>(parts) + 1, units);
+  b[0] = 0;
+  for (int r = 1; r < parts; ++r) {
+    const double even = static_cast<double>(units) * r / parts;
+    int64_t p = static_cast<int64_t>(std::llround(even / static_cast<double>(step))) * step;
+    // Leave every part at least one step, before and after.
+    p = std::clamp<int64_t>(p, b[static_cast<size_t>(r) - 1] + step, units - (parts - r) * step);
+    b[static_cast<size_t>(r)] = p;
+  }
+  return b;
+}
+
+Result<TensorShard> TensorShard::plan(const GgufFile& file, const ModelConfig& c, int rank, int size) {
+  TensorShard s;
+  s.rank = rank;
+  s.size = size;
+  if (size == 1) {
+    s.kv_heads = {0, c.n_head_kv};
+    s.heads = {0, c.n_head};
+    s.ff = {0, c.n_ff};
+    s.ff_exp = {0, c.n_ff_exp};
+    s.ff_shexp = {0, c.n_ff_shexp};
+    s.vocab = {0, c.n_vocab};
+    s.vocab_counts_ = {c.n_vocab};
+    return s;
+  }
+  if (c.n_head_kv < 1 || c.n_head % c.n_head_kv != 0) {
+    return invalid_argument(fmt::format("{} query heads do not group over {} KV heads", c.n_head, c.n_head_kv));
+  }
+  const int64_t group = c.n_head / c.n_head_kv;
+  // A KV head's query heads take `width` columns of attn_output: shares start on its blocks.
+  const int64_t width = group * c.head_dim, block = max_block(file, c.n_layer, "attn_output.weight");
+  const int64_t head_step = block / std::gcd(width, block);
+  LLMS_ASSIGN_OR_RETURN(s.kv_heads, share(c.n_head_kv, head_step, rank, size, "KV heads"));
+  s.heads = {s.kv_heads.first * group, s.kv_heads.count * group};
+  if (c.n_ff > 0) {
+    LLMS_ASSIGN_OR_RETURN(s.ff, share(c.n_ff, max_block(file, c.n_layer, "ffn_down.weight"), rank, size, "FFN width"));
+  }
+  if (c.n_ff_exp > 0) {
+    LLMS_ASSIGN_OR_RETURN(s.ff_exp, share(c.n_ff_exp, max_block(file, c.n_layer, "ffn_down_exps.weight"), rank, size,
+                                          "expert FFN width"));
+  }
+  if (c.n_ff_shexp > 0) {
+    LLMS_ASSIGN_OR_RETURN(s.ff_shexp, share(c.n_ff_shexp, max_block(file, c.n_layer, "ffn_down_shexp.weight"), rank,
+                                            size, "shared expert FFN width"));
+  }
+  LLMS_ASSIGN_OR_RETURN(const std::vector<int64_t> vocab, split_points(c.n_vocab, 1, size));
+  s.vocab = {vocab[static_cast<size_t>(rank)], vocab[static_cast<size_t>(rank) + 1] - vocab[static_cast<size_t>(rank)]};
+  for (int r = 0; r < size; ++r) s.vocab_counts_.push_back(vocab[static_cast<size_t>(r) + 1] - vocab[static_cast<size_t>(r)]);
+  return s;
+}
+
+ModelConfig TensorShard::local_config(const ModelConfig& full) const {
+  ModelConfig c = full;
+  c.n_head = static_cast<int>(heads.count);
+  c.n_head_kv = static_cast<int>(kv_heads.count);
+  c.n_ff = static_cast<int>(ff.count);
+  c.n_ff_exp = static_cast<int>(ff_exp.count);
+  c.n_ff_shexp = static_cast<int>(ff_shexp.count);
+  return c;
+}
+
+}  // namespace llms

@@ -1,0 +1,57 @@
+// TensorShard: which share of a model one rank of a tensor-parallel group holds
+// (Megatron-style). Attention is split by KV head (each with its query heads), the
+// FFN by hidden column (every expert's too, within the expert), the output head by
+// vocabulary row; everything else (norms, the embedding tables, output biases, the
+// router) is whole on every rank. Q, K, V, gate and up keep their rows of the share
+// (column-parallel), attn_output and ffn_down their columns (row-parallel: their
+// products are partial sums, added across ranks).
+//
+// Quantized columns are cut on block boundaries: a share's first column is a
+// multiple of the tensor's block size (256 for k-quants), so shares are uneven where
+// the width does not divide (TinyLlama's 5632 over 4 ranks: 1536, 1280, 1536, 1280).
+//
+// Thread-safety: a plain value.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "base/status.h"
+#include "io/gguf_file.h"
+#include "model/config.h"
+
+namespace llms {
+
+struct ShardRange {
+  int64_t first = 0;
+  int64_t count = 0;
+};
+
+struct TensorShard {
+  int rank = 0;
+  int size = 1;
+  ShardRange kv_heads, heads;  // of n_head_kv and n_head
+  ShardRange ff, ff_exp, ff_shexp;  // hidden columns of the dense FFN, of each expert, of the shared expert
+  ShardRange vocab;  // rows of the output head
+
+  bool split() const { return size > 1; }
+  // Rank `rank` of `size`'s share of the model `full` read from `file` (whose
+  // tensor types set the block boundaries). INVALID_ARGUMENT when some rank would
+  // get no head or no column, naming the limit.
+  static Result<TensorShard> plan(const GgufFile& file, const ModelConfig& full, int rank, int size);
+  // `full` with this share's head counts and FFN widths (n_vocab stays whole: the
+  // logits are gathered whole on rank 0).
+  ModelConfig local_config(const ModelConfig& full) const;
+  // Every rank's count of output-head rows, in rank order (the logits' gather).
+  std::vector<int64_t> vocab_counts() const { return vocab_counts_; }
+
+ private:
+  std::vector<int64_t> vocab_counts_;
+};
+
+// parts + 1 boundaries 0 = b[0] < b[1] < ... < b[parts] = units, each a multiple of
+// `step` (but the last), each as close to an even split as the steps allow;
+// INVALID_ARGUMENT when there are too few steps for every part to get one.
+Result<std::vector<int64_t>> split_points(int64_t units, int64_t step, int parts);
+
+}  // namespace llms

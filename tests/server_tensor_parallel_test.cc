@@ -1,0 +1,166 @@
+// `llmserve serve --tensor-parallel 2` under `mpirun -np 2`: greedy text equal to one
+// process's, log-probabilities within 1e-4, streaming, the start-up refusals (a group
+// of the wrong size, ranks with different model files), and a worker killed with
+// kill -9 mid-request (503, then mpirun exits non-zero). Registered only where CMake
+// finds MPI and mpirun.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "command_util.h"
+#include "server_test_util.h"
+
+namespace llms::test {
+namespace {
+
+const std::string kBin = LLMSERVE_BIN;
+const std::string kMpirun = std::string(LLMSERVE_MPIRUN) + " --allow-run-as-root --oversubscribe";
+
+struct Answer {
+  std::string text;
+  std::vector<double> logprobs;
+};
+
+const char* const kPrompts[] = {"Once upon a time", "The little dog", "She wanted to", "One day, a big"};
+
+// Each prompt's greedy completion with its tokens' log-probabilities.
+std::vector<Answer> ask(int port) {
+  std::vector<Answer> out;
+  for (const char* prompt : kPrompts) {
+    const HttpResult r = http_post(port, "/v1/completions",
+                                   Json{{"prompt", prompt}, {"max_tokens", 24}, {"temperature", 0}, {"logprobs", 1}});
+    EXPECT_EQ(r.status, 200) << r.body;
+    const Json j = r.json();
+    Answer a;
+    a.text = j["choices"][0]["text"].get<std::string>();
+    for (const auto& lp : j["choices"][0]["logprobs"]["token_logprobs"]) a.logprobs.push_back(lp.get<double>());
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+// The pid of the child of `parent` that MPI made rank `rank` (its OMPI_COMM_WORLD_RANK).
+pid_t rank_pid(pid_t parent, int rank) {
+  const std::string want = "OMPI_COMM_WORLD_RANK=" + std::to_string(rank);
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat(e.path() / "stat");
+    std::string pid, comm, state;
+    pid_t ppid = 0;
+    if (!(stat >> pid >> comm >> state >> ppid) || ppid != parent) continue;
+    std::ifstream env(e.path() / "environ", std::ios::binary);
+    for (std::string var; std::getline(env, var, '\0');) {
+      if (var == want) return static_cast<pid_t>(std::stol(name));
+    }
+  }
+  return -1;
+}
+
+// Greedy text equal to one process's (and with `logprobs_within`, each token's
+// log-probability within it).
+void check_equal_to_one_process(const std::string& model, double logprobs_within, const std::string& flags = "") {
+  const ServeChild one = spawn_serve("-m " + model + " --threads 1 " + flags);
+  ASSERT_GT(one.port, 0);
+  const std::vector<Answer> want = ask(one.port);
+  stop_serve(one);
+
+  const ServeChild group = spawn_serve("-m " + model + " --threads 1 --tensor-parallel 2 " + flags, kMpirun + " -np 2");
+  ASSERT_GT(group.port, 0) << "the group did not start";
+  const std::vector<Answer> got = ask(group.port);
+  // The same answer streamed.
+  const SseResult streamed = http_stream(
+      group.port, "/v1/completions", Json{{"prompt", kPrompts[0]}, {"max_tokens", 24}, {"temperature", 0}, {"stream", true}});
+  std::string text;
+  for (const Json& c : streamed.chunks()) text += c["choices"][0].value("text", "");
+  EXPECT_TRUE(streamed.done());
+  EXPECT_EQ(text, want[0].text);
+  // Rank 0 stopped (SIGTERM) stops the worker: every rank and mpirun exit 0.
+  const pid_t rank0 = rank_pid(group.pid, 0);
+  ASSERT_GT(rank0, 0);
+  kill(rank0, SIGTERM);
+  int status = 0;
+  waitpid(group.pid, &status, 0);
+  close(group.stdout_fd);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
+
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(got[i].text, want[i].text) << kPrompts[i];
+    ASSERT_EQ(got[i].logprobs.size(), want[i].logprobs.size());
+    for (size_t t = 0; logprobs_within > 0 && t < want[i].logprobs.size(); ++t) {
+      EXPECT_NEAR(got[i].logprobs[t], want[i].logprobs[t], logprobs_within) << kPrompts[i] << " token " << t;
+    }
+  }
+}
+
+TEST(TensorParallelServe, StoriesGreedyOutputEqualsOneProcess) {
+  if (!have_stories()) GTEST_SKIP() << "needs stories260K.gguf";
+  check_equal_to_one_process(stories_path(), 0);
+  // F32 weights; with an F32 KV cache too, the log-probabilities agree within 1e-4 (an
+  // F16 cache rounds the ranks' slightly different sums apart: up to 5e-4 seen).
+  check_equal_to_one_process(stories_path(), 1e-4, "--kv-type f32");
+}
+
+TEST(TensorParallelServe, GeneratedF32ModelLogprobsWithin1e4OfOneProcess) {
+  check_equal_to_one_process(synthetic_path(), 1e-4);
+}
+
+TEST(TensorParallelServe, AGroupOfTheWrongSizeIsRefused) {
+  const CmdResult r = run_command(kMpirun + " -np 2 " + kBin + " serve --port 0 -m " + synthetic_path() +
+                                  " --threads 1 --tensor-parallel 3 2>&1");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.out.find("--tensor-parallel 3 needs 3 ranks (mpirun -np 3), this group has 2"), std::string::npos)
+      << r.out;
+}
+
+TEST(TensorParallelServe, RanksWithDifferentModelFilesAreRefused) {
+  if (!have_stories()) GTEST_SKIP() << "needs stories260K.gguf";
+  // MPMD: rank 0 and rank 1 started with different -m.
+  const std::string common = " serve --port 0 --threads 1 --tensor-parallel 2 -m ";
+  const CmdResult r = run_command(kMpirun + " -np 1 " + kBin + common + synthetic_path() + " : -np 1 " + kBin + common +
+                                  stories_path() + " 2>&1");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.out.find("rank 1's model file differs from rank 0's"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("serving"), std::string::npos) << "no rank may start: " << r.out;
+}
+
+TEST(TensorParallelServe, AWorkerKilledMidRequestEndsItWith503AndTheGroupExitsNonZero) {
+  // mpirun leaves rank 0 running when rank 1 dies, so that rank 0 can answer first.
+  const ServeChild group = spawn_serve("-m " + slow_synthetic_path() + " --threads 1 --tensor-parallel 2 --step-timeout-s 2",
+                                       kMpirun + " --mca orte_abort_on_non_zero_status 0 -np 2");
+  ASSERT_GT(group.port, 0) << "the group did not start";
+  ASSERT_EQ(http_get(group.port, "/ready").status, 200);
+  HttpResult answer;
+  std::thread client([&] {
+    answer = http_post(group.port, "/v1/completions",
+                       Json{{"prompt", "Once upon a time"}, {"max_tokens", 4000}, {"temperature", 0}, {"ignore_eos", true}});
+  });
+  // Mid-request: the engine has generated tokens.
+  ASSERT_TRUE(poll_until([&] { return metric(group.port, "llmserve_generation_tokens_total") > 8; }, 60));
+  const pid_t worker = rank_pid(group.pid, 1);
+  ASSERT_GT(worker, 0);
+  const auto killed = std::chrono::steady_clock::now();
+  ASSERT_EQ(kill(worker, SIGKILL), 0);
+  client.join();
+  EXPECT_EQ(answer.status, 503) << answer.body;
+  EXPECT_EQ(answer.json()["error"]["code"], "model_lost") << answer.body;
+  EXPECT_NE(http_get(group.port, "/ready").status, 200) << "a group without its worker is not ready";
+  int status = 0;
+  ASSERT_TRUE(poll_until([&] { return waitpid(group.pid, &status, WNOHANG) == group.pid; }, 10));
+  const double exit_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
+  close(group.stdout_fd);
+  EXPECT_LT(exit_s, 10.0);
+  EXPECT_FALSE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "mpirun must exit non-zero, status " << status;
+}
+
+}  // namespace
+}  // namespace llms::test
