@@ -4,7 +4,9 @@
 
 #include "base/log.h"
 #include "cli/commands.h"
+#include "io/lora_file.h"
 #include "tools/synthetic.h"
+#include "tools/synthetic_lora.h"
 
 namespace llms::cli {
 
@@ -20,6 +22,9 @@ void add_make_model_command(CLI::App& app) {
     int experts = -1, experts_used = 0, expert_ffn = 0;
     uint64_t seed = 1;
     bool tied = false;
+    // A generated LoRA adapter for the model (--lora OUT).
+    std::string lora_out, lora_format = "gguf", lora_type = "f32";
+    SyntheticLoraSpec lora;
   };
   auto opts = std::make_shared<Options>();
   std::string presets;
@@ -47,6 +52,17 @@ void add_make_model_command(CLI::App& app) {
                   "llama, qwen2: none, linear (factor 4), yarn (factor 4 over a quarter of the context) or llama3");
   cmd->add_option("--seed", opts->seed, "Random seed")->capture_default_str();
   cmd->add_flag("--tied", opts->tied, "Share the output head with the token embedding (gpt2 presets always do)");
+  cmd->add_option("--lora", opts->lora_out, "Also write a random LoRA adapter for the model to this path");
+  cmd->add_option("--lora-format", opts->lora_format, "gguf (llama.cpp's adapter) or peft (a PEFT directory)")
+      ->check(CLI::IsMember({"gguf", "peft"}))
+      ->capture_default_str();
+  cmd->add_option("--lora-rank", opts->lora.rank, "The adapter's rank")->capture_default_str();
+  cmd->add_option("--lora-alpha", opts->lora.alpha, "The adapter's alpha (scale alpha / rank)")->capture_default_str();
+  cmd->add_option("--lora-targets", opts->lora.targets,
+                  "Adapted matrices per layer (attn_q attn_k attn_v attn_output ffn_gate ffn_up ffn_down; default: all)");
+  cmd->add_option("--lora-std", opts->lora.std_dev, "Standard deviation of the factors' values")->capture_default_str();
+  cmd->add_option("--lora-seed", opts->lora.seed, "The adapter's random seed")->capture_default_str();
+  cmd->add_option("--lora-type", opts->lora_type, "The factors' type: f32 or f16 (peft: also bf16)")->capture_default_str();
   cmd->callback([opts] {
     SyntheticSpec spec = value_or_fail(synthetic_preset(opts->preset));
     spec.weight_type = dtype_or_fail(opts->type, "--type");
@@ -71,6 +87,18 @@ void add_make_model_command(CLI::App& app) {
              spec.preset, spec.n_layer, spec.n_embd, dtype_name(spec.weight_type));
     ok_or_fail(opts->format == "hf" ? write_synthetic_hf_model(spec, opts->out) : write_synthetic_model(spec, opts->out));
     std::printf("wrote %s (synthetic %s, random weights)\n", opts->out.c_str(), spec.preset.c_str());
+    if (opts->lora_out.empty()) return;
+    // The adapter is made from the GGUF form of the model (a directory is written from it too).
+    const std::string base_path = opts->out + ".lora-base.tmp";
+    ok_or_fail(write_synthetic_model(spec, base_path));
+    GgufFile base = value_or_fail(GgufFile::open(base_path));
+    const LoraFile lora = value_or_fail(make_synthetic_lora(base, opts->lora));
+    const DType type = dtype_or_fail(opts->lora_type, "--lora-type");
+    ok_or_fail(opts->lora_format == "peft" ? write_lora_peft(lora, base, type, opts->lora_out)
+                                           : write_lora_gguf(lora, type, opts->lora_out));
+    std::remove(base_path.c_str());
+    std::printf("wrote %s (random LoRA adapter, rank %lld, %zu matrices)\n", opts->lora_out.c_str(),
+                static_cast<long long>(opts->lora.rank), lora.matrices.size());
   });
 }
 

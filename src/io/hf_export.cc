@@ -261,6 +261,8 @@ Status write_json(const std::filesystem::path& p, const json& j) {
 
 }  // namespace
 
+Result<HfPlan> hf_plan_of(const GgufFile& model, nlohmann::json& config) { return config_of(model, config); }
+
 Status write_hf_model(const GgufFile& f, const std::string& dir, const HfExportOptions& o) {
   json config = json::object();
   LLMS_ASSIGN_OR_RETURN(HfPlan plan, config_of(f, config));

@@ -34,6 +34,10 @@ struct HfPlan {
 // general.name. Errors name the field.
 Result<HfPlan> hf_config_to_gguf(const nlohmann::json& config, const std::string& name, GgufMetadata& md);
 
+// The plan a directory written from `model` (a GGUF file) would be read with, and its
+// config.json into `config` (hf_export.cc); UNIMPLEMENTED for what a directory cannot say.
+Result<HfPlan> hf_plan_of(const GgufFile& model, nlohmann::json& config);
+
 // The GGUF tensors of `ckpt` under `plan`, and the source that computes the derived
 // ones; the source keeps `ckpt` (moved in).
 struct HfTensors {

@@ -36,6 +36,7 @@ inline KernelTable make_kernel_table() {
   t.q8_0_row = q8_0_row;
   t.q8_0_columns = q8_0_columns;
   t.attention_rows = attention_rows;
+  t.lora_tile = lora_tile;
   t.q8_0_tile_probe = q8_0_tile_probe;
   return t;
 }

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 
+#include "kernels/lora.h"
 #include "kernels/ops.h"
 #include "kernels/packed_weights.h"
 #include "kernels/simd_target.h"
@@ -91,6 +92,9 @@ struct AttentionRows {
   int64_t v_stride = 0;             // in floats, or halves for v_f16
 };
 
+// Tokens of one adapter that lora_tile() takes together (lora.h).
+inline constexpr int kLoraTile = 4;
+
 struct KernelTable {
   SimdTarget target;
   // The offset Q8_0 weights carry into the integer dot product (their packed values
@@ -127,6 +131,8 @@ struct KernelTable {
   void (*q8_0_row)(const void* src, float* dst, int64_t n);
   void (*q8_0_columns)(const uint16_t* scales, const int8_t* values, int64_t head_dim, int64_t block, float* kt);
   void (*attention_rows)(const AttentionRows& a);
+  // y[tokens[t]] += f.scale * B (A x[tokens[t]]) for t < count <= kLoraTile (lora.h).
+  void (*lora_tile)(const LoraFactors& f, const float* x, const int32_t* tokens, int count, float* y);
   // The Q8_0 GEMM tile's block step on blocks in the first-level cache, `rounds`
   // times; returns the int8 multiply-adds done (matmul.h, benchprobes/machine_limits.h: PeakKind::kQ8_0Tile).
   double (*q8_0_tile_probe)(int64_t rounds);

@@ -38,6 +38,7 @@ namespace avx2 {
 #include "kernels/quantize_act-inl.h"
 #include "kernels/ops-inl.h"
 #include "kernels/attention_rows-inl.h"
+#include "kernels/lora-inl.h"
 #include "kernels/kernel_table-inl.h"
 }  // namespace avx2
 }  // namespace llms

@@ -42,6 +42,7 @@ namespace avx512 {
 #include "kernels/quantize_act-inl.h"
 #include "kernels/ops-inl.h"
 #include "kernels/attention_rows-inl.h"
+#include "kernels/lora-inl.h"
 #include "kernels/kernel_table-inl.h"
 }  // namespace avx512
 }  // namespace llms

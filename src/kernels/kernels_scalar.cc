@@ -25,6 +25,7 @@ namespace scalar {
 #include "kernels/quantize_act-inl.h"
 #include "kernels/ops-inl.h"
 #include "kernels/attention_rows-inl.h"
+#include "kernels/lora-inl.h"
 #include "kernels/kernel_table-inl.h"
 }  // namespace scalar
 

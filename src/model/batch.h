@@ -9,6 +9,8 @@
 
 namespace llms {
 
+class LoraAdapter;
+
 // SequenceChunk::early_exit_from when no token of the chunk may exit early.
 inline constexpr int64_t kNoEarlyExit = std::numeric_limits<int64_t>::max();
 
@@ -29,6 +31,9 @@ struct SequenceChunk {
   // Every token's last hidden state, after the final norm (the rows an embedding pools),
   // into ForwardOutput::hidden. Only the plain Model::forward writes them.
   bool hidden = false;
+  // The LoRA adapter its tokens run with (model/lora.h, bound to this model), or null
+  // for the base model; chunks of different adapters share a pass.
+  const LoraAdapter* adapter = nullptr;
 };
 
 struct ForwardOutput {

@@ -153,6 +153,9 @@ class EarlyExitPass {
 Status EarlyExitPass::run(ForwardOutput& out) {
   LLMS_RETURN_IF_ERROR(exit_.validate(c_.n_layer));
   LLMS_RETURN_IF_ERROR(m_.validate(chunks_, kv_));
+  for (const auto& ch : chunks_) {
+    if (ch.adapter != nullptr) return invalid_argument("early exit does not apply LoRA adapters");
+  }
   for (const auto& ch : chunks_) n_tokens_ += static_cast<int64_t>(ch.tokens.size());
   s_.reserve(c_, n_tokens_);
   m_.embed(chunks_, n_tokens_, s_, pool_);

@@ -13,6 +13,7 @@
 #include "kernels/convert.h"
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
+#include "model/lora.h"
 
 namespace llms {
 
@@ -153,6 +154,12 @@ Status Model::validate(std::span<const SequenceChunk> chunks, const KvCache& kv)
       return invalid_argument(fmt::format("chunk {}: block table of {} blocks cannot hold {} positions", i,
                                           ch.block_table.size(), end));
     }
+    if (ch.adapter != nullptr && ch.adapter->base_identity() != identity_) {
+      return invalid_argument(fmt::format("chunk {}: its adapter was loaded for another base model", i));
+    }
+    if (ch.adapter != nullptr && shard_.split()) {
+      return unimplemented(fmt::format("chunk {}: LoRA adapters are not applied under tensor parallelism", i));
+    }
     for (int32_t b : ch.block_table.first(static_cast<size_t>(blocks_needed))) {
       if (b < 0 || b >= kv.num_blocks()) return invalid_argument(fmt::format("chunk {}: block id {} out of range", i, b));
     }
@@ -206,6 +213,7 @@ void Model::embed(std::span<const SequenceChunk> chunks, int64_t n_tokens, Forwa
   std::vector<int32_t>& token_ids = s.token_ids_;
   token_ids.clear();
   for (const auto& ch : chunks) token_ids.insert(token_ids.end(), ch.tokens.begin(), ch.tokens.end());
+  group_adapters(chunks, s);
   const Tensor& pos_embd = weights_.position_embd;
   for_rows(pool, n_tokens, [&](int64_t t0, int64_t t1) {
     std::vector<float>& pos_row = position_row_scratch(c.n_embd);
@@ -411,6 +419,7 @@ void Model::products(std::span<const MatmulOutput> outs, int layer, std::span<co
   std::optional<ScopedStepPart> part;
   if (layer >= 0) part.emplace(s.profile_, StepPart::kMatmul);
   matmul_shared_input(outs, x, n, pool);
+  if (layer >= 0 && s.num_adapter_groups_ > 0) add_adapters(outs, layer, whats, x, s, pool);
 }
 
 Status Model::compute_logits(std::span<const SequenceChunk> chunks, ForwardState& s, ThreadPool& pool,

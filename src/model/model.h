@@ -20,6 +20,7 @@
 #include "dist/communicator.h"
 #include "io/gguf_file.h"
 #include "kernels/attention.h"
+#include "kernels/lora.h"
 #include "kernels/matmul.h"
 #include "kv/kv_cache.h"
 #include "model/batch.h"
@@ -94,6 +95,15 @@ class ForwardState {
   std::vector<int64_t> row_out_;         // per token of the pass: its row of logits, or -1
   std::vector<int64_t> row_exit_from_;   // per active row: its chunk's early_exit_from
   std::vector<SequenceChunk> runs_;      // the active rows as runs of consecutive positions
+  // Adapters (model/lora.h): the pass's token rows grouped by adapter (the first
+  // num_adapter_groups_ entries; the vectors are kept for reuse), one product's tasks.
+  struct AdapterGroup {
+    const LoraAdapter* adapter = nullptr;
+    std::vector<int32_t> tokens;
+  };
+  std::vector<AdapterGroup> adapter_groups_;
+  size_t num_adapter_groups_ = 0;
+  std::vector<LoraTask> lora_tasks_;
   // Tensor parallelism: this rank's logits [rows, its vocabulary share], and on rank 0
   // every rank's, in rank order, before they are interleaved into whole rows.
   std::vector<float> head_part_, head_all_;
@@ -153,6 +163,12 @@ class Model {
   // The embedding rows of the chunks' tokens into state.x_ [n_tokens, n_embd], with
   // each token's slot and RoPE table.
   void embed(std::span<const SequenceChunk> chunks, int64_t n_tokens, ForwardState& s, ThreadPool& pool) const;
+  // The chunks' token rows grouped by adapter into s.adapter_groups_ (model/lora_pass.cc).
+  void group_adapters(std::span<const SequenceChunk> chunks, ForwardState& s) const;
+  // Adds each adapter's low-rank products to the products `outs` of x (n rows) just
+  // computed (model/lora_pass.cc).
+  void add_adapters(std::span<const MatmulOutput> outs, int layer, std::span<const char* const> whats, const float* x,
+                    ForwardState& s, ThreadPool& pool) const;
   Status validate(std::span<const SequenceChunk> chunks, const KvCache& kv) const;
   // A block reads the normed rows state.xn_ and adds its output to state.x_. With
   // input_normed, xn_ already holds this block's input norm of x_ (the block before
