@@ -1,5 +1,6 @@
 // `llmserve serve --tensor-parallel 2` under `mpirun -np 2`: greedy text equal to one
-// process's, log-probabilities within 1e-4, streaming, the start-up refusals (a group
+// process's, log-probabilities within 1e-4, streaming, the prefix cache, speculative
+// decoding, a stream cancelled midway, the start-up refusals (a group
 // of the wrong size, ranks with different model files), and a worker killed with
 // kill -9 mid-request (503, then mpirun exits non-zero). Registered only where CMake
 // finds MPI and mpirun.
@@ -17,6 +18,7 @@
 
 #include "command_util.h"
 #include "server_test_util.h"
+#include "tools/synthetic.h"
 
 namespace llms::test {
 namespace {
@@ -65,6 +67,17 @@ pid_t rank_pid(pid_t parent, int rank) {
   return -1;
 }
 
+// Rank 0 stopped (SIGTERM) stops the workers: true when every rank and mpirun exit 0.
+bool stop_group(const ServeChild& group) {
+  const pid_t rank0 = rank_pid(group.pid, 0);
+  if (rank0 <= 0) return false;
+  kill(rank0, SIGTERM);
+  int status = 0;
+  waitpid(group.pid, &status, 0);
+  close(group.stdout_fd);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
 // Greedy text equal to one process's (and with `logprobs_within`, each token's
 // log-probability within it).
 void check_equal_to_one_process(const std::string& model, double logprobs_within, const std::string& flags = "") {
@@ -83,14 +96,7 @@ void check_equal_to_one_process(const std::string& model, double logprobs_within
   for (const Json& c : streamed.chunks()) text += c["choices"][0].value("text", "");
   EXPECT_TRUE(streamed.done());
   EXPECT_EQ(text, want[0].text);
-  // Rank 0 stopped (SIGTERM) stops the worker: every rank and mpirun exit 0.
-  const pid_t rank0 = rank_pid(group.pid, 0);
-  ASSERT_GT(rank0, 0);
-  kill(rank0, SIGTERM);
-  int status = 0;
-  waitpid(group.pid, &status, 0);
-  close(group.stdout_fd);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
+  EXPECT_TRUE(stop_group(group));
 
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < want.size(); ++i) {
@@ -112,6 +118,79 @@ TEST(TensorParallelServe, StoriesGreedyOutputEqualsOneProcess) {
 
 TEST(TensorParallelServe, GeneratedF32ModelLogprobsWithin1e4OfOneProcess) {
   check_equal_to_one_process(synthetic_path(), 1e-4);
+}
+
+// Each architecture we serve, generated (F32 weights, F32 KV cache): the group's greedy
+// text equals one process's and its log-probabilities are within 1e-4.
+TEST(TensorParallelServe, EveryArchitectureEqualsOneProcess) {
+  struct Case {
+    const char* name;
+    const char* arch;
+    int n_head_kv, n_expert, n_expert_used;
+  };
+  const Case cases[] = {{"llama", "llama", 2, 0, 0},   {"qwen2", "qwen2", 2, 0, 0},        {"phi3", "phi3", 4, 0, 0},
+                        {"gemma2", "gemma2", 2, 0, 0}, {"gpt2", "gpt2", 4, 0, 0},          {"mixtral", "llama", 2, 4, 2},
+                        {"qwen2moe", "qwen2moe", 2, 8, 2}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    SyntheticSpec spec;
+    spec.arch = c.arch;
+    spec.n_head_kv = c.n_head_kv;
+    spec.n_expert = c.n_expert, spec.n_expert_used = c.n_expert_used;
+    spec.n_ctx = 256;
+    spec.seed = 31;
+    const std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_tp_" + c.name + ".gguf";
+    ASSERT_TRUE(write_synthetic_model(spec, path).ok());
+    check_equal_to_one_process(path, 1e-4, "--kv-type f32");
+    std::filesystem::remove(path);
+  }
+}
+
+// The prefix cache and speculative decoding (prompt lookup) under tensor parallelism: a
+// repeated prompt reads its cached blocks, and the speculative answer is the plain one.
+TEST(TensorParallelServe, PrefixCacheAndSpeculationWorkInTheGroup) {
+  if (!have_stories()) GTEST_SKIP() << "needs stories260K.gguf";
+  const ServeChild group = spawn_serve("-m " + stories_path() + " --threads 1 --tensor-parallel 2 --speculative ngram --result-cache-bytes 0",
+                                       kMpirun + " -np 2");
+  ASSERT_GT(group.port, 0) << "the group did not start";
+  const std::string prompt =
+      "Once upon a time there was a little girl named Lily. She liked to play in the park with her friends. One day";
+  Json body = {{"prompt", prompt}, {"max_tokens", 64}, {"temperature", 0}, {"speculative", false}};
+  const HttpResult plain = http_post(group.port, "/v1/completions", body);
+  ASSERT_EQ(plain.status, 200) << plain.body;
+  EXPECT_EQ(metric(group.port, "llmserve_spec_decode_draft_tokens_total"), 0);
+  body["speculative"] = true;
+  const HttpResult speculated = http_post(group.port, "/v1/completions", body);
+  ASSERT_EQ(speculated.status, 200) << speculated.body;
+  EXPECT_EQ(speculated.json()["choices"][0]["text"], plain.json()["choices"][0]["text"]);
+  EXPECT_GT(speculated.json()["usage"]["prompt_tokens_details"]["cached_tokens"].get<int64_t>(), 0) << speculated.body;
+  EXPECT_GT(metric(group.port, "llmserve_spec_decode_draft_tokens_total"), 0) << "nothing was proposed";
+  EXPECT_GT(metric(group.port, "llmserve_spec_decode_accepted_tokens_total"), 0);
+  EXPECT_TRUE(stop_group(group));
+}
+
+// A client that leaves mid-stream cancels its request on every rank: its blocks are
+// freed, and the group goes on serving in step.
+TEST(TensorParallelServe, AStreamCancelledMidwayFreesItsBlocksAndTheGroupGoesOn) {
+  const ServeChild group =
+      spawn_serve("-m " + slow_synthetic_path() + " --threads 1 --tensor-parallel 2", kMpirun + " -np 2");
+  ASSERT_GT(group.port, 0) << "the group did not start";
+  const int port = group.port;
+  {
+    RawClient streamer(port);
+    ASSERT_TRUE(streamer.send_request(
+        "POST", "/v1/completions",
+        Json{{"prompt", "tell a long story"}, {"max_tokens", 4000}, {"ignore_eos", true}, {"stream", true}}.dump()));
+    ASSERT_NE(streamer.read_until("\"text\"", 30).find("data: {"), std::string::npos);
+    ASSERT_TRUE(poll_until([&] { return metric(port, "llmserve_requests_running") == 1; }));
+  }  // closed mid-stream
+  EXPECT_TRUE(poll_until([&] { return metric(port, "llmserve_requests_finished_total{reason=\"cancelled\"}") == 1; }));
+  EXPECT_TRUE(poll_until([&] { return metric(port, "llmserve_kv_blocks{state=\"used\"}") == 0; }));
+  const HttpResult after = http_post(port, "/v1/completions", Json{{"prompt", "again"}, {"max_tokens", 8}});
+  EXPECT_EQ(after.status, 200) << after.body;
+  EXPECT_EQ(after.json()["usage"]["completion_tokens"], 8) << after.body;
+  EXPECT_EQ(http_get(port, "/ready").status, 200);
+  EXPECT_TRUE(stop_group(group));
 }
 
 TEST(TensorParallelServe, AGroupOfTheWrongSizeIsRefused) {
