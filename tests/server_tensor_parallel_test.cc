@@ -241,5 +241,24 @@ TEST(TensorParallelServe, AWorkerKilledMidRequestEndsItWith503AndTheGroupExitsNo
   EXPECT_FALSE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "mpirun must exit non-zero, status " << status;
 }
 
+// With no request running, the group still notices a dead worker (rank 0's heartbeat,
+// a round trip every second with the step deadline): not ready, then a non-zero exit.
+TEST(TensorParallelServe, AWorkerKilledWhileIdleEndsTheGroupWithoutARequest) {
+  const ServeChild group = spawn_serve("-m " + synthetic_path() + " --threads 1 --tensor-parallel 2 --step-timeout-s 2",
+                                       kMpirun + " --mca orte_abort_on_non_zero_status 0 -np 2");
+  ASSERT_GT(group.port, 0) << "the group did not start";
+  ASSERT_EQ(http_get(group.port, "/ready").status, 200);
+  const pid_t worker = rank_pid(group.pid, 1);
+  ASSERT_GT(worker, 0);
+  const auto killed = std::chrono::steady_clock::now();
+  ASSERT_EQ(kill(worker, SIGKILL), 0);
+  int status = 0;
+  ASSERT_TRUE(poll_until([&] { return waitpid(group.pid, &status, WNOHANG) == group.pid; }, 15));
+  const double exit_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
+  close(group.stdout_fd);
+  EXPECT_LT(exit_s, 10.0);
+  EXPECT_FALSE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "mpirun must exit non-zero, status " << status;
+}
+
 }  // namespace
 }  // namespace llms::test

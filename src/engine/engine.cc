@@ -259,6 +259,8 @@ std::optional<SchedulePlan> Engine::schedule(int64_t now) {
 }
 
 std::nullopt_t Engine::idle(int64_t now) {
+  runner_->heartbeat();  // a tensor-parallel group with a dead rank is noticed while idle too
+  if (Status h = runner_->health(); !h.ok() && !admission_.state().draining) lose_model(h);
   publish(now, false);
   profile_.discard_step();
   return std::nullopt;

@@ -23,7 +23,17 @@ Status LocalModelRunner::tell_group(std::vector<uint8_t> plan) {
   if (!leads_group()) return ok_status();
   LLMS_RETURN_IF_ERROR(group_failed_);
   group_failed_ = model_.ranks().broadcast(plan);
+  last_told_ = std::chrono::steady_clock::now();
   return group_failed_;
+}
+
+void LocalModelRunner::heartbeat() {
+  constexpr std::chrono::milliseconds kHeartbeatInterval{1000};
+  if (!leads_group() || !group_failed_.ok() || std::chrono::steady_clock::now() - last_told_ < kHeartbeatInterval) return;
+  if (!tell_group(encode_heartbeat()).ok()) return;
+  std::vector<uint8_t> all;
+  const uint8_t here = 1;
+  group_failed_ = model_.ranks().allgather({&here, 1}, all);
 }
 
 Status LocalModelRunner::start_group() {

@@ -8,6 +8,8 @@
 // Thread-safety: called only from the engine thread.
 #pragma once
 
+#include <chrono>
+
 #include <functional>
 #include <memory>
 #include <span>
@@ -30,6 +32,9 @@ class ModelRunner {
   // Not OK once the runner can never run a pass again (its tensor-parallel group
   // failed): the engine then fails every request as unavailable.
   virtual Status health() const { return ok_status(); }
+  // Called by an idle engine: rank 0 of a group checks, at most every
+  // kHeartbeatInterval, that every rank still answers (health() then says if not).
+  virtual void heartbeat() {}
   // What the model's weights take in memory (a fake model takes none).
   virtual WeightsMemory weights_memory() const { return {}; }
   // Bytes of KV cache memory reserved (address space) and committed (touched) so far.
@@ -71,6 +76,7 @@ class LocalModelRunner : public ModelRunner {
 
   int vocab_size() const override { return model_.config().n_vocab; }
   Status health() const override { return group_failed_; }
+  void heartbeat() override;
   // The pool parks after the pass: its workers sleep while the engine samples,
   // schedules and streams, rather than spinning on the cores the HTTP threads need.
   Status forward(std::span<const SequenceChunk> chunks, ForwardOutput& out) override;
@@ -98,6 +104,7 @@ class LocalModelRunner : public ModelRunner {
   const Model& model_;
   const int context_length_;
   Status group_failed_;
+  std::chrono::steady_clock::time_point last_told_;  // the group last heard from rank 0
   KvCache kv_;
   ForwardState state_;
   ThreadPool pool_;

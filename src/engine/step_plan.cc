@@ -81,6 +81,7 @@ std::vector<uint8_t> encode_discard(std::span<const int32_t> blocks) {
 }
 
 std::vector<uint8_t> encode_stop() { return Writer(PlanKind::kStop).done(); }
+std::vector<uint8_t> encode_heartbeat() { return Writer(PlanKind::kHeartbeat).done(); }
 
 Result<StepPlan> decode_plan(std::span<const uint8_t> bytes) {
   Reader r(bytes);
@@ -124,6 +125,7 @@ Result<StepPlan> decode_plan(std::span<const uint8_t> bytes) {
       if (!r.ints(p.blocks)) return truncated();
       break;
     case PlanKind::kStop:
+    case PlanKind::kHeartbeat:
       break;
     default:
       return data_loss("step plan: unknown message kind");

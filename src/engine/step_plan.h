@@ -20,7 +20,9 @@
 
 namespace llms {
 
-enum class PlanKind : uint8_t { kSetup = 1, kForward = 2, kDiscard = 3, kStop = 4 };
+// kHeartbeat: an idle group's round trip (every rank answers in an allgather), so that a
+// dead rank is noticed while no request runs.
+enum class PlanKind : uint8_t { kSetup = 1, kForward = 2, kDiscard = 3, kStop = 4, kHeartbeat = 5 };
 
 struct PlanSetup {
   int32_t num_blocks = 0;
@@ -44,6 +46,7 @@ std::vector<uint8_t> encode_setup(const PlanSetup& setup);
 std::vector<uint8_t> encode_forward(std::span<const SequenceChunk> chunks);
 std::vector<uint8_t> encode_discard(std::span<const int32_t> blocks);
 std::vector<uint8_t> encode_stop();
+std::vector<uint8_t> encode_heartbeat();
 // DATA_LOSS for bytes that are not a whole plan.
 Result<StepPlan> decode_plan(std::span<const uint8_t> bytes);
 

@@ -40,6 +40,12 @@ Status run_tensor_parallel_worker(const Model& model, int threads) {
       case PlanKind::kDiscard:
         if (runner) runner->discard_kv_blocks(plan.blocks);
         break;
+      case PlanKind::kHeartbeat: {
+        std::vector<uint8_t> all;
+        const uint8_t here = 1;
+        LLMS_RETURN_IF_ERROR(ranks.allgather({&here, 1}, all));
+        break;
+      }
       case PlanKind::kStop:
         log_info("rank {}: stop after {} passes", ranks.rank(), passes);
         return ok_status();
