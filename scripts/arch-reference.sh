@@ -64,35 +64,17 @@ for arch in "${archs[@]}"; do
     for _ in $(seq 120); do curl -sf "localhost:$port/health" >/dev/null && break; sleep 1; done
     curl -sf "localhost:$port/health" >/dev/null || { tail -20 "$work/server.log"; exit 1; }
     out=$here/tests/data/arch_ref_${arch}_${type}.txt
-    python3 - "$port" "$args --type $type" "$out" "${contexts[$arch]}" <<'PY'
-import json, random, sys, urllib.request
-port, args, out, context = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
-rng = random.Random(20261201)
-# Three prompts: one token, a short one, and one of 40 tokens (ids from the vocabulary's
-# byte and word-piece range, which every generated model has).
-prompts = [[1], [1] + [rng.randrange(3, 259) for _ in range(6)], [1] + [rng.randrange(3, 1000) for _ in range(39)]]
+    python3 - "$here/scripts" "$port" "$args --type $type" "$out" "${contexts[$arch]}" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+from llama_cpp_steps import greedy_steps, prompts
+port, args, out, context = sys.argv[2:6]
 lines = ["# llama.cpp reference for tests/arch_reference_test.cc, written by scripts/arch-reference.sh",
          "# step: the greedy token (end-of-generation and byte tokens excluded), then the top-10 as id:logprob",
          f"model {args}", f"context {context}"]
-# Byte tokens (ids 3..258 in every generated vocabulary) are banned from the greedy
-# choice: the server leaves out the probabilities of a step whose token ends in an
-# unfinished UTF-8 character, which would put the steps out of line. The top-10 are
-# the raw logits' (post_sampling_probs off), the bias does not touch them.
-ban = [[i, False] for i in range(3, 259)]
-for p in prompts:
-    body = {"prompt": p, "n_predict": 32, "n_probs": 10, "temperature": 0, "top_k": 1, "ignore_eos": True,
-            "cache_prompt": False, "repeat_penalty": 1.0, "post_sampling_probs": False, "logit_bias": ban,
-            "return_tokens": True}
-    req = urllib.request.Request(f"http://localhost:{port}/completion", json.dumps(body).encode(),
-                                 {"Content-Type": "application/json"})
-    r = json.load(urllib.request.urlopen(req))
-    assert r["tokens_evaluated"] == len(p), (len(p), {k: v for k, v in r.items() if k != "completion_probabilities"})
-    steps = r["completion_probabilities"]
-    assert [s["id"] for s in steps] == r["tokens"] and len(steps) == 32, (r["tokens"], [s["id"] for s in steps])
+for p in prompts(20261201):
     lines.append("prompt " + " ".join(map(str, p)))
-    for s in steps:
-        top = " ".join(f"{t['id']}:{t['logprob']:.7f}" for t in s["top_logprobs"])
-        lines.append(f"step {s['id']} {top}")
+    lines += greedy_steps(port, p, 10)
 open(out, "w").write("\n".join(lines) + "\n")
 print("wrote", out)
 PY

@@ -43,28 +43,17 @@ for name in "${names[@]}"; do
   wait_ready localhost:18743/health "$pid" || { tail -20 "$work/server.log"; exit 1; }
   grep -q "lora" "$work/server.log" || { echo "llama-server did not mention the adapter"; tail -20 "$work/server.log"; exit 1; }
   out=$here/tests/data/lora_ref_${name}.txt
-  python3 - 18743 "$args" "$lora_args" "$out" <<'PY'
-import json, random, sys, urllib.request
-port, args, lora_args, out = sys.argv[1:5]
-rng = random.Random(20261206)
-prompts = [[1], [1] + [rng.randrange(3, 259) for _ in range(6)], [1] + [rng.randrange(3, 1000) for _ in range(39)]]
+  python3 - "$here/scripts" 18743 "$args" "$lora_args" "$out" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+from llama_cpp_steps import greedy_steps, prompts
+port, args, lora_args, out = sys.argv[2:6]
 lines = ["# llama.cpp reference for tests/lora_reference_test.cc, written by scripts/lora-reference.sh",
          "# step: the greedy token (end-of-generation and byte tokens excluded), then the top-5 as id:logprob",
          f"model {args}", f"lora {lora_args}", "context 512"]
-# Byte tokens are banned from the greedy choice, as in scripts/arch-reference.sh.
-ban = [[i, False] for i in range(3, 259)]
-for p in prompts:
-    body = {"prompt": p, "n_predict": 32, "n_probs": 5, "temperature": 0, "top_k": 1, "ignore_eos": True,
-            "cache_prompt": False, "repeat_penalty": 1.0, "post_sampling_probs": False, "logit_bias": ban,
-            "return_tokens": True}
-    req = urllib.request.Request(f"http://localhost:{port}/completion", json.dumps(body).encode(),
-                                 {"Content-Type": "application/json"})
-    r = json.load(urllib.request.urlopen(req))
-    steps = r["completion_probabilities"]
-    assert [s["id"] for s in steps] == r["tokens"] and len(steps) == 32, (r["tokens"], [s["id"] for s in steps])
+for p in prompts(20261206):
     lines.append("prompt " + " ".join(map(str, p)))
-    for s in steps:
-        lines.append(f"step {s['id']} " + " ".join(f"{t['id']}:{t['logprob']:.7f}" for t in s["top_logprobs"]))
+    lines += greedy_steps(port, p, 5)
 open(out, "w").write("\n".join(lines) + "\n")
 print("wrote", out)
 PY
