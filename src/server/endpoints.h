@@ -52,8 +52,14 @@ std::string rater_id(std::string_view authorization);
 // (bearer token of --admin-token-file; 404 while the admin API is off).
 void handle_admin(ServerContext& ctx, const HttpRequest& req, std::shared_ptr<HttpExchange> ex);
 
-// A 404 naming the model the server does have, when `asked` is set and differs.
+// A 404 naming the model the server does have, when `asked` is set and is neither
+// its name nor a LoRA adapter's it serves (ServerContext::loras).
 std::optional<ApiError> check_model(const ServerContext& ctx, const std::string& asked);
+// The adapter `asked` names on version `v` (null for the base model: `asked` empty or
+// the model's name); check_model()'s 404 when `v` holds no adapter of that name (it was
+// unloaded meanwhile).
+std::optional<ApiError> resolve_adapter(const ServerContext& ctx, const ServingVersion& v, const std::string& asked,
+                                        std::shared_ptr<const LoraAdapter>* adapter);
 HttpResponse json_response(int status, const Json& body);
 
 }  // namespace llms
