@@ -25,10 +25,11 @@ std::string write_adapter(const std::string& name) {
   return path;
 }
 
-std::unique_ptr<LlmServer> serve(bool admin, const std::string& api_key = "") {
+std::unique_ptr<LlmServer> serve(bool admin, const std::string& api_key = "", int max_running = 0) {
   const std::string token = write_text(temp_path("lora_token"), std::string(kToken) + "\n");
   return start_server(slow_synthetic_path(), [&](ServeConfig& c) {
     c.server.model_name = "base";
+    if (max_running > 0) c.engine.batching.max_running = max_running;
     if (admin) c.server.admin_token_file = token;
     c.server.api_key = api_key;
   });
@@ -90,24 +91,35 @@ TEST(ServerLoraAdminTest, BadBodiesAreClearErrors) {
   EXPECT_NE(message(r).find("cannot be found"), std::string::npos) << r.body;
 }
 
+// One request runs at a time, so that a second one waits: vLLM's lora_requests_info
+// names the adapter of each, and the per-adapter counters count what each ran.
 TEST(ServerLoraAdminTest, UnloadWhileARequestRunsLetsItFinish) {
   const std::string path = write_adapter("lora_unload.gguf");
-  auto server = serve(true);
+  auto server = serve(true, "", 1);
   const int port = server->port();
   ASSERT_EQ(load(port, {{"lora_name", "tune"}, {"lora_path", path}}).status, 200);
+  ASSERT_EQ(load(port, {{"lora_name", "tune2"}, {"lora_path", path}}).status, 200);
   const Json models = http_get(port, "/v1/models").json();
-  ASSERT_EQ(models["data"].size(), 2u);
+  ASSERT_EQ(models["data"].size(), 3u);
   EXPECT_EQ(models["data"][1]["id"], "tune");
   EXPECT_EQ(models["data"][1]["parent"], "base");
 
   const int kLong = 6000;
-  RawClient streamer(port);
-  Json body = ask("tune", kLong);
-  body["stream"] = true;
-  body["stream_options"] = {{"include_usage", true}};
-  ASSERT_TRUE(streamer.send_request("POST", "/v1/completions", body.dump()));
+  auto stream = [&](RawClient& c, const std::string& model, int tokens) {
+    Json body = ask(model, tokens);
+    body["stream"] = true;
+    body["stream_options"] = {{"include_usage", true}};
+    return c.send_request("POST", "/v1/completions", body.dump());
+  };
+  RawClient streamer(port), queued(port);
+  ASSERT_TRUE(stream(streamer, "tune", kLong));
   ASSERT_NE(streamer.read_until("\"text\"", 30).find("data: {"), std::string::npos);
-  ASSERT_TRUE(poll_until([&] { return metric(port, "llmserve_requests_running") == 1; }));
+  ASSERT_TRUE(stream(queued, "tune2", 3));
+  ASSERT_TRUE(poll_until([&] {
+    return http_get(port, "/metrics").body.find(
+               "vllm:lora_requests_info{max_lora=\"2\",running_lora_adapters=\"tune\",waiting_lora_adapters=\"tune2\"}") !=
+           std::string::npos;
+  })) << http_get(port, "/metrics").body;
 
   const HttpResult gone = unload(port, {{"lora_name", "tune"}});
   EXPECT_EQ(gone.status, 200) << gone.body;
@@ -116,16 +128,24 @@ TEST(ServerLoraAdminTest, UnloadWhileARequestRunsLetsItFinish) {
   const HttpResult later = http_post(port, "/v1/completions", ask("tune", 2));
   EXPECT_EQ(later.status, 404);
   EXPECT_EQ(later.json()["error"]["code"], "model_not_found") << later.body;
-  EXPECT_EQ(http_get(port, "/v1/models").json()["data"].size(), 1u);
+  EXPECT_EQ(http_get(port, "/v1/models").json()["data"].size(), 2u);
 
-  const std::string stream = streamer.read_until("data: [DONE]", 120);
-  ASSERT_NE(stream.find("data: [DONE]"), std::string::npos) << stream.substr(0, 400);
-  EXPECT_NE(stream.find("\"finish_reason\":\"length\""), std::string::npos);
-  const size_t at = stream.rfind("\"completion_tokens\":");
+  const std::string text = streamer.read_until("data: [DONE]", 120);
+  ASSERT_NE(text.find("data: [DONE]"), std::string::npos) << text.substr(0, 400);
+  EXPECT_NE(text.find("\"finish_reason\":\"length\""), std::string::npos);
+  const size_t at = text.rfind("\"completion_tokens\":");
   ASSERT_NE(at, std::string::npos);
-  EXPECT_EQ(std::stoi(stream.substr(at + 20)), kLong);
+  EXPECT_EQ(std::stoi(text.substr(at + 20)), kLong);
+  ASSERT_NE(queued.read_until("data: [DONE]", 120).find("data: [DONE]"), std::string::npos);
   // The base serves on.
   EXPECT_EQ(http_post(port, "/v1/completions", ask("base", 2)).status, 200);
+  EXPECT_EQ(metric(port, "llmserve_lora_requests_total{adapter=\"tune\"}"), 1);
+  EXPECT_EQ(metric(port, "llmserve_lora_generation_tokens_total{adapter=\"tune\"}"), kLong);
+  EXPECT_EQ(metric(port, "llmserve_lora_generation_tokens_total{adapter=\"tune2\"}"), 3);
+  EXPECT_TRUE(poll_until([&] {
+    return http_get(port, "/metrics").body.find("running_lora_adapters=\"\",waiting_lora_adapters=\"\"") !=
+           std::string::npos;
+  }));
 }
 
 }  // namespace

@@ -405,6 +405,7 @@ void Engine::publish(int64_t now, bool force_rss) {
   const int running = static_cast<int>(running_.size());
   const int waiting = static_cast<int>(waiting_.size() + queued);
   status_.publish(now, force_rss, kv_, running, waiting);
+  status_.set_adapters(adapter_names(running_), adapter_names(waiting_));
   metrics_.long_jobs_waiting.set(
       static_cast<double>(std::count_if(waiting_.begin(), waiting_.end(), [](const Sequence* s) { return s->long_job; })));
   const bool idle = running == 0 && waiting == 0;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 
 #include "model/model.h"
 
@@ -10,6 +11,14 @@ namespace llms {
 
 Status check_lora_name(std::string_view name, std::string_view base_name) {
   if (name.empty()) return invalid_argument("an adapter needs a name (NAME=PATH)");
+  // A name is a metric label and an item of vLLM's comma-separated adapter lists.
+  const bool plain = name.size() <= 128 && std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || std::string_view("._-:/@+").find(c) != std::string_view::npos;
+  });
+  if (!plain) {
+    return invalid_argument(fmt::format("adapter name '{}': use at most 128 letters, digits and . _ - : / @ +",
+                                        name.substr(0, 128)));
+  }
   if (name == base_name) {
     return invalid_argument(
         fmt::format("adapter name '{}' is the base model's name; a request naming it gets the base model", name));
@@ -80,7 +89,9 @@ Status LoraSet::add(const LoraSpec& spec) {
   }
   auto loaded = LoraAdapter::load(spec.path, model_);  // outside the lock: it reads files
   if (!loaded.ok()) return loaded.status().with_context(fmt::format("adapter '{}'", spec.name));
-  std::shared_ptr<const LoraAdapter> adapter = std::move(loaded).value();
+  std::unique_ptr<LoraAdapter> named = std::move(loaded).value();
+  named->set_name(spec.name);
+  std::shared_ptr<const LoraAdapter> adapter = std::move(named);
   std::lock_guard<std::mutex> lock(mu_);
   if (!adapters_.emplace(spec.name, Entry{spec.path, std::move(adapter)}).second) {
     return already_exists(fmt::format("an adapter named '{}' is already loaded", spec.name));

@@ -32,7 +32,8 @@ struct LoraSpec {
 // line). INVALID_ARGUMENT naming the entry for a line without '=', an empty name or
 // path, a name twice, or the base model's own name.
 Result<std::vector<LoraSpec>> parse_lora_specs(std::string_view specs, std::string_view base_name);
-// The rule for one adapter name next to the base model's (also for run-time loads).
+// The rule for one adapter name next to the base model's (also for run-time loads):
+// not empty, at most 128 letters, digits and . _ - : / @ +, not the base's name.
 Status check_lora_name(std::string_view name, std::string_view base_name);
 
 class LoraCatalog {

@@ -32,6 +32,9 @@ TEST(LoraSpecsTest, RefusesWhatCannotBeServed) {
   EXPECT_NE(message("a=").find("the path is empty"), std::string::npos);
   EXPECT_NE(message("a=/x\na=/y").find("'a' is given twice"), std::string::npos);
   EXPECT_NE(message("base=/x").find("the base model's name"), std::string::npos);
+  EXPECT_NE(message("a,b=/x").find("use at most 128 letters"), std::string::npos);  // a comma breaks vLLM's lists
+  EXPECT_NE(message("a\"b=/x").find("use at most 128 letters"), std::string::npos);
+  EXPECT_TRUE(parse_lora_specs("org/sql-v1.2@main=/x", "base").ok());
 }
 
 TEST(LoraCatalogTest, NamesAreUnique) {
