@@ -184,6 +184,46 @@ TEST_F(ServerLoraTest, MixedBatchGivesEachRequestItsAnswerAlone) {
   EXPECT_LT(metric(*server, "llmserve_engine_steps_total"), 32.0 * kTokens);
 }
 
+// Early exit never runs an adapter request (nor fails a step an adapter request
+// shares with requests that may exit), and speculative proposals are verified with
+// the adapter: the answers equal a plain server's.
+TEST_F(ServerLoraTest, EarlyExitAndSpeculationLeaveAdapterAnswersAlone) {
+  std::map<std::string, std::string> plain;
+  {
+    auto server = serve(0);
+    ASSERT_NE(server, nullptr);
+    for (int i = 0; i < 4; ++i) {
+      plain[adapter_name(i)] =
+          http_post(server->port(), "/v1/completions", completion(adapter_name(i), "Once upon a time"))
+              .json()["choices"][0]["text"];
+    }
+  }
+  auto server = start_server(base_path(), [](ServeConfig& c) {
+    c.server.model_name = "base";
+    c.server.lora = lora_specs();
+    c.engine.result_cache_bytes = 0;
+    c.engine.early_exit.layers = {1};
+    c.engine.early_exit.threshold = 0.001;  // below 1 / n_vocab: a token that may exit does, after layer 1
+    c.engine.speculative.mode = SpeculativeMode::kNgram;
+  });
+  ASSERT_NE(server, nullptr);
+  // Alone, a base request exits early: the settings are live.
+  ASSERT_EQ(http_post(server->port(), "/v1/completions", completion("base", "Hello")).status, 200);
+  EXPECT_GT(metric(*server, "llmserve_early_exit_tokens_total{layer=\"1\"}"), 0);
+  std::vector<Json> answers(8);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 8; ++i) {  // adapters and base (exiting) requests side by side
+    threads.emplace_back([&, i] {
+      const std::string model = i < 4 ? adapter_name(i) : "base";
+      answers[static_cast<size_t>(i)] =
+          http_post(server->port(), "/v1/completions", completion(model, "Once upon a time")).json();
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int i = 0; i < 8; ++i) ASSERT_TRUE(answers[static_cast<size_t>(i)].contains("choices")) << answers[i].dump();
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(answers[static_cast<size_t>(i)]["choices"][0]["text"], plain[adapter_name(i)]);
+}
+
 // What is wrong with --lora stops the server at start, naming the entry.
 TEST_F(ServerLoraTest, BadAdapterListsAreStartupErrors) {
   auto start_with = [&](const std::string& lora) {
