@@ -102,6 +102,10 @@ void run(const Options& o) {
     return;
   }
   std::signal(SIGPIPE, SIG_IGN);  // a closed socket or stdout is an error value, not death
+  if (o.tensor_parallel > 1 && !config.server.lora.empty()) {  // every rank says so, before the group forms
+    fail(invalid_argument("--lora: adapters cannot be served under --tensor-parallel (a rank holds a share of each "
+                          "weight)"));
+  }
   const std::unique_ptr<Communicator> group = join_group(o, config);
   config.engine.ranks = group.get();
   const sigset_t signals = block_server_signals();

@@ -63,6 +63,9 @@ Result<std::shared_ptr<ServingVersion>> ServingVersion::load(const VersionLoadOp
                                                         v->sampler_ = static_cast<TrafficSampler*>(&e.add_observer(
                                                             std::make_unique<TrafficSampler>(o.settings.sample_share, &v->quality_.samples_pending)));
                                                       }));
+  if (o.settings.loras) {
+    for (const LoraSpec& spec : o.settings.loras->list()) LLMS_RETURN_IF_ERROR(v->add_adapter(spec));
+  }
   LLMS_ASSIGN_OR_RETURN(v->chat_template_, resolve_chat_template(o.settings.chat_template, v->tokenizer()));
   v->template_renders_tools_ = chat_template_renders_tools(v->effective_chat_template());
   log_info("version {}: {} loaded", v->name_, o.model_path);

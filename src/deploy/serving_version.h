@@ -55,6 +55,9 @@ struct VersionSettings {
   std::string chat_template;                   // the configured one ("" = the model's)
   std::shared_ptr<KvEventListener> kv_events;  // every engine publishes its blocks there; null: none
   double sample_share = 0;                     // of completed requests kept for cross-scoring (traffic_sampler.h)
+  // The server's LoRA adapters: every version loads each (a deploy whose model one
+  // does not fit fails); null: none.
+  std::shared_ptr<LoraCatalog> loras;
 };
 
 // The quality monitor's and the validation check's gauges of one version
@@ -97,6 +100,10 @@ class ServingVersion {
   // Where the version's requests go (a request's route: its `precision`).
   ServingTarget& target() { return served_->target(); }
   const ServingTarget& target() const { return served_->target(); }
+  // The LoRA adapters bound to this version's model (ServedModel::add_adapter).
+  LoraSet& loras() { return served_->loras(); }
+  const LoraSet& loras() const { return served_->loras(); }
+  Status add_adapter(const LoraSpec& spec) { return served_->add_adapter(spec); }
   // Every engine of the version (the variants' too) refuses new requests / stops.
   void begin_drain();
   void stop();

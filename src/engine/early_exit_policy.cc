@@ -4,7 +4,7 @@ namespace llms {
 
 bool early_exit_applies(const EngineConfig& config, const RequestParams& p) {
   const SamplingParams& s = p.sampling;
-  return config.early_exit.enabled() && p.early_exit && s.greedy() && !p.grammar &&
+  return config.early_exit.enabled() && p.early_exit && !p.adapter && s.greedy() && !p.grammar &&
          s.repetition_penalty == 1.0f && s.presence_penalty == 0.0f && s.frequency_penalty == 0.0f &&
          s.logit_bias.empty();
 }

@@ -10,6 +10,7 @@
 #include "base/memory.h"
 #include "engine/early_exit_policy.h"
 #include "engine/slo.h"
+#include "model/lora.h"
 
 namespace llms {
 namespace {
@@ -127,6 +128,9 @@ Status Engine::validate_request(const RequestParams& p) const {
   if (p.grammar && &p.grammar->vocab() != grammar_cache_.vocabulary().get()) {
     return invalid_argument("the grammar was compiled for another engine's vocabulary");
   }
+  if (p.adapter && p.adapter->base_identity() != model_identity_) {
+    return invalid_argument("the LoRA adapter was loaded for another base model than this engine's");
+  }
   return ok_status();
 }
 
@@ -156,6 +160,11 @@ Result<std::shared_ptr<RequestHandle>> Engine::submit(RequestParams params, doub
   seq->deadline_ns = seq->arrival_ns + static_cast<int64_t>(timeout * 1e9);
   seq->slo = resolve_slo(params, config_.slo);
   seq->blocks.salt = params.cache_salt;
+  if (params.adapter) {  // an adapter's KV differs from the base's: blocks shared only under it
+    HashBuilder h;
+    h.add("lora").add_pod(params.cache_salt).add_pod(params.adapter->identity());
+    seq->blocks.salt = h.finish128().lo | 1;  // never 0 (the shared scope)
+  }
   seq->params = std::move(params);
   auto handle = seq->handle;
   {
@@ -326,6 +335,7 @@ Status Engine::execute(const SchedulePlan& plan) {
       ch.logits = LogitsWanted::kNone;
     }
     if (s.early_exit) ch.early_exit_from = s.prompt_len;  // generated positions only
+    ch.adapter = s.params.adapter.get();
     if (c.n_draft > 0) {  // the decode token and the proposed ones, every position scored
       s.verify_input.assign(ch.tokens.begin(), ch.tokens.end());
       s.verify_input.insert(s.verify_input.end(), s.draft.begin(), s.draft.begin() + c.n_draft);
@@ -395,6 +405,7 @@ void Engine::publish(int64_t now, bool force_rss) {
   const int running = static_cast<int>(running_.size());
   const int waiting = static_cast<int>(waiting_.size() + queued);
   status_.publish(now, force_rss, kv_, running, waiting);
+  status_.set_adapters(adapter_names(running_), adapter_names(waiting_));
   metrics_.long_jobs_waiting.set(
       static_cast<double>(std::count_if(waiting_.begin(), waiting_.end(), [](const Sequence* s) { return s->long_job; })));
   const bool idle = running == 0 && waiting == 0;

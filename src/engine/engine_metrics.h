@@ -14,6 +14,11 @@ struct EngineMetrics {
   Family<Counter>& abnormal_outputs;  // by kind (output_check.h)
   Counter& prompt_tokens;
   Counter& generation_tokens;
+  // Of requests run with a LoRA adapter, by adapter name: finished requests, their
+  // prompt tokens and generated tokens.
+  Family<Counter>& lora_requests;
+  Family<Counter>& lora_prompt_tokens;
+  Family<Counter>& lora_generation_tokens;
   Counter& prefill_tokens_computed;
   Counter& preemptions;
   Counter& timeouts;

@@ -7,6 +7,7 @@
 
 #include "base/clock.h"
 #include "engine/engine.h"
+#include "model/lora.h"
 #include "engine/output_check.h"
 #include "engine/slo.h"
 
@@ -184,6 +185,12 @@ void Engine::finish(Sequence& s, FinishReason reason, const std::string& message
   }
   if (reason == FinishReason::kTimeout) metrics_.timeouts.inc();
   metrics_.prompt_tokens.inc(static_cast<double>(s.prompt_len));
+  if (s.params.adapter) {
+    const std::vector<std::string> adapter{s.params.adapter->name()};
+    metrics_.lora_requests.with(adapter).inc();
+    metrics_.lora_prompt_tokens.with(adapter).inc(static_cast<double>(s.prompt_len));
+    metrics_.lora_generation_tokens.with(adapter).inc(static_cast<double>(s.generated()));
+  }
   metrics_.e2e.observe(fe.timings.e2e_s);
   if (s.long_job) metrics_.long_job_e2e.observe(fe.timings.e2e_s);
   metrics_.compute_time.observe(fe.timings.compute_s);

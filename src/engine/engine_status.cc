@@ -1,5 +1,7 @@
 #include "engine/engine_status.h"
 
+#include "model/lora.h"
+
 #include <algorithm>
 
 #include "base/memory.h"
@@ -74,6 +76,22 @@ void EngineStatus::publish(int64_t now, bool force_rss, const KvBlockManager& kv
   snapshot_.itl_count = static_cast<int64_t>(metrics_.itl.count());
   snapshot_.spec_draft_tokens = static_cast<int64_t>(metrics_.spec_draft_tokens.value());
   snapshot_.spec_accepted_tokens = static_cast<int64_t>(metrics_.spec_accepted_tokens.value());
+}
+
+std::vector<std::string> adapter_names(const std::vector<Sequence*>& seqs) {
+  std::vector<std::string> out;
+  for (const Sequence* s : seqs) {
+    if (s->params.adapter) out.push_back(s->params.adapter->name());
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+void EngineStatus::set_adapters(std::vector<std::string> running, std::vector<std::string> waiting) {
+  std::lock_guard<std::mutex> lock(mu_);
+  snapshot_.running_adapters = std::move(running);
+  snapshot_.waiting_adapters = std::move(waiting);
 }
 
 EngineSnapshot EngineStatus::snapshot() const {

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "engine/admission.h"
@@ -44,7 +45,14 @@ struct EngineSnapshot {
   int64_t spec_accepted_tokens = 0;  // and accepted
   double expert_load_imbalance = 0;  // mixture of experts: max / mean tokens per expert (0: dense)
   bool thread_running = false;
+  // The LoRA adapters (names, sorted, once each) of the running and of the waiting
+  // requests (vLLM's lora_requests_info).
+  std::vector<std::string> running_adapters;
+  std::vector<std::string> waiting_adapters;
 };
+
+// The LoRA adapters' names of `seqs`' requests, sorted, once each.
+std::vector<std::string> adapter_names(const std::vector<Sequence*>& seqs);
 
 class EngineStatus {
  public:
@@ -62,6 +70,7 @@ class EngineStatus {
   void publish(int64_t now, bool force_rss, const KvBlockManager& kv, int running, int waiting);
 
   EngineSnapshot snapshot() const;
+  void set_adapters(std::vector<std::string> running, std::vector<std::string> waiting);
 
  private:
   EngineMetrics& metrics_;

@@ -66,12 +66,12 @@ Status LocalModelRunner::forward(std::span<const SequenceChunk> chunks, ForwardO
 }
 
 Status LocalModelRunner::forward_here(std::span<const SequenceChunk> chunks, ForwardOutput& out) {
-  // Hidden states (embeddings) come from the plain pass only: a step that has such a
-  // chunk runs every token to full depth (right, only not shortened).
+  // Hidden states (embeddings) and adapters come from the plain pass only: a step that
+  // has such a chunk runs every token to full depth (right, only not shortened).
   const bool exits = exit_.enabled() &&
                      std::any_of(chunks.begin(), chunks.end(),
                                  [](const SequenceChunk& c) { return c.early_exit_from != kNoEarlyExit; }) &&
-                     std::none_of(chunks.begin(), chunks.end(), [](const SequenceChunk& c) { return c.hidden; });
+                     std::none_of(chunks.begin(), chunks.end(), [](const SequenceChunk& c) { return c.hidden || c.adapter != nullptr; });
   Status st = exits ? model_.forward(chunks, kv_, state_, pool_, exit_, out) : model_.forward(chunks, kv_, state_, pool_, out);
   pool_.park();
   return st;

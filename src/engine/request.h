@@ -26,6 +26,8 @@
 
 namespace llms {
 
+class LoraAdapter;
+
 enum class Lane {
   kInteractive,  // latency-sensitive: ahead of the batch lane
   kBatch,        // throughput work
@@ -67,6 +69,13 @@ struct RequestParams {
   bool report_entropy = false;
   // Every prompt position is computed in this request's own pass (prompt scoring, embeddings).
   bool computes_whole_prompt() const { return prompt_logprobs || pooling != Pooling::kNone; }
+  // The LoRA adapter the request runs with (model/lora.h), bound to the engine's model;
+  // null: the base model. Shared so that an adapter unloaded while the request runs
+  // stays alive until it ends. Its identity scopes the request's prefix-cache blocks
+  // and result-cache entry; an adapter request never exits early (the exit layers were
+  // calibrated on the base); speculative proposals are verified with the adapter, so
+  // they stay exact.
+  std::shared_ptr<const LoraAdapter> adapter;
   // Constrains the output (Engine::compile_grammar() makes it for this engine's
   // vocabulary); null: unconstrained. Shared and immutable.
   std::shared_ptr<const CompiledGrammar> grammar;

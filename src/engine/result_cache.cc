@@ -1,5 +1,7 @@
 #include "engine/result_cache.h"
 
+#include "model/lora.h"
+
 namespace llms {
 
 int64_t CachedCompletion::bytes() const {
@@ -24,6 +26,7 @@ std::optional<Hash128> ResultCache::key_for(const Hash128& model_identity, const
       p.cache_salt);
   h.add_pod(s.logit_bias.size());
   for (const auto& [id, bias] : s.logit_bias) h.add_pod(id).add_pod(bias);
+  if (p.adapter) h.add("lora").add_pod(p.adapter->identity());
   if (p.grammar) h.add_pod(p.grammar->grammar().hash()).add_pod(p.grammar->vocab().hash());
   return h.finish128();
 }

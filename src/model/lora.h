@@ -52,6 +52,9 @@ class LoraAdapter {
   int64_t max_rank() const { return max_rank_; }
   int num_matrices() const { return num_matrices_; }
   const std::string& path() const { return path_; }
+  // What requests call it (the server's NAME); set once, before the adapter is shared.
+  const std::string& name() const { return name_; }
+  void set_name(std::string name) { name_ = std::move(name); }
 
  private:
   LoraAdapter() = default;
@@ -62,6 +65,7 @@ class LoraAdapter {
   int64_t bytes_ = 0, max_rank_ = 0;
   int num_matrices_ = 0;
   std::string path_;
+  std::string name_;
 };
 
 }  // namespace llms

@@ -88,15 +88,20 @@ void deploy(ServerContext& ctx, const HttpRequest& req, const std::shared_ptr<Ht
 
 }  // namespace
 
-void handle_admin(ServerContext& ctx, const HttpRequest& req, std::shared_ptr<HttpExchange> ex) {
+std::optional<HttpResponse> admin_refusal(const ServerContext& ctx, const HttpRequest& req) {
   if (ctx.admin_token.empty()) {
-    return ex->respond(api_error_response(not_found_error("the admin API is off: start the server with --admin-token-file")));
+    return api_error_response(not_found_error("the admin API is off: start the server with --admin-token-file"));
   }
   if (auto e = check_token(ctx, req)) {
     HttpResponse r = api_error_response(*e);
     r.headers.emplace_back("WWW-Authenticate", "Bearer");
-    return ex->respond(std::move(r));
+    return r;
   }
+  return std::nullopt;
+}
+
+void handle_admin(ServerContext& ctx, const HttpRequest& req, std::shared_ptr<HttpExchange> ex) {
+  if (auto refused = admin_refusal(ctx, req)) return ex->respond(std::move(*refused));
   if (req.path == "/admin/versions") return answer(ctx, ex, 200, Json{{"ok", true}});
   if (req.path == "/admin/deploy") return deploy(ctx, req, ex);
   Status (Deployer::*action)() = nullptr;

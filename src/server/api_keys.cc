@@ -89,6 +89,7 @@ std::string_view bearer_credential(std::string_view authorization) {
 bool ApiKeys::protects(std::string_view path) const {
   if (keys_.empty() || path == "/health" || path == "/ready") return false;
   if (path.starts_with("/admin/")) return false;  // the admin token's, never an API key's
+  if (path == "/v1/load_lora_adapter" || path == "/v1/unload_lora_adapter") return false;  // the admin token's too
   if (path == "/" || path.starts_with("/ui/")) return false;  // the dashboard's files; its API calls carry the key
   return path != "/metrics" || protect_metrics_;
 }

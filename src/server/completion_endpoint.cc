@@ -15,13 +15,30 @@
 
 namespace llms {
 
-std::optional<ApiError> check_model(const ServerContext& ctx, const std::string& asked) {
-  if (asked.empty() || asked == ctx.model_name) return std::nullopt;
+namespace {
+
+ApiError unknown_model(const ServerContext& ctx, const std::string& asked) {
   ApiError e = not_found_error(fmt::format("The model '{}' does not exist; this server serves '{}'", asked,
                                            ctx.model_name),
                                "model_not_found");
   e.param = "model";
   return e;
+}
+
+}  // namespace
+
+std::optional<ApiError> check_model(const ServerContext& ctx, const std::string& asked) {
+  if (asked.empty() || asked == ctx.model_name || ctx.loras->find(asked)) return std::nullopt;
+  return unknown_model(ctx, asked);
+}
+
+std::optional<ApiError> resolve_adapter(const ServerContext& ctx, const ServingVersion& v, const std::string& asked,
+                                        std::shared_ptr<const LoraAdapter>* adapter) {
+  *adapter = nullptr;
+  if (asked.empty() || asked == ctx.model_name) return std::nullopt;
+  *adapter = v.loras().find(asked);
+  if (*adapter) return std::nullopt;
+  return unknown_model(ctx, asked);
 }
 
 // Tools: the call format of the version's template; the tools for a Jinja template
@@ -152,6 +169,8 @@ void start_on(ServerContext& ctx, const std::shared_ptr<HttpExchange>& ex, Compl
   // and the model's defaults filled in.
   if (auto e = r.params.sampling.check(v.engine().vocab_size())) return fail(bad_request(e->message, e->param));
   if (auto e = check_route(r, v)) return fail(*e);
+  // The adapter as this version holds it (unloaded since check_model(): the same 404).
+  if (auto e = resolve_adapter(ctx, v, r.model, &r.params.adapter)) return fail(*e);
   GrammarSpec spec;
   spec.constraint = r.constraint;
   if (r.kind == ApiKind::kChat) {

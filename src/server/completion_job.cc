@@ -36,7 +36,7 @@ CompletionJob::CompletionJob(ServerContext& ctx, VersionPtr version, std::shared
   meta_.kind = request_.kind;
   meta_.id = ctx_.next_id(request_.kind == ApiKind::kChat ? "chatcmpl-" : "cmpl-");
   meta_.created = unix_seconds();
-  meta_.model = ctx_.model_name;
+  meta_.model = request_.model.empty() ? ctx_.model_name : request_.model;  // an adapter's name, as asked
   meta_.fingerprint = version_->name();
   start_ns_ = now_ns();
 }

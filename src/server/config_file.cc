@@ -167,6 +167,10 @@ std::vector<ConfigKey> make_keys() {
       num_key("review_sample", "Share of finished requests, per version, written to review_log for people to read",
               SRV(review_sample)),
       str_key("review_log", "Review log file (JSON lines; rotated at review_log_max_bytes)", SRV(review_log)),
+      str_key("lora",
+              "LoRA adapters, NAME=PATH (a GGUF adapter or a PEFT directory), one per line; the flag repeats; a "
+              "request whose model is NAME runs with it",
+              SRV(lora)),
       str_key("review_redact",
               "Regular expressions redacted in the review log besides e-mails, phone and card numbers (one per line; "
               "the flag repeats)",

@@ -51,8 +51,11 @@ void EmbeddingJob::start(const std::vector<PromptInput>& prompts) {
   counted_ = true;
   const Engine& engine = version_->engine();
   const Pooling pooling = served_pooling(ctx_.config.server, version_->model());
+  std::shared_ptr<const LoraAdapter> adapter;
+  if (auto e = resolve_adapter(ctx_, *version_, request_.model, &adapter)) return ex_->respond(api_error_response(*e));
   for (const PromptInput& p : prompts) {
     RequestParams params;
+    params.adapter = adapter;
     params.prompt = p.tokens;
     params.max_tokens = 0;
     params.pooling = pooling;
@@ -127,7 +130,7 @@ void EmbeddingJob::respond() {
   }
   const Json body = {{"object", "list"},
                      {"data", std::move(data)},
-                     {"model", ctx_.model_name},
+                     {"model", request_.model.empty() ? ctx_.model_name : request_.model},
                      {"usage", {{"prompt_tokens", prompt_tokens}, {"total_tokens", prompt_tokens}}}};
   ex_->set_note(access_note(ctx_.next_id("embd-"), prompt_tokens, 0, -1, "stop"));
   HttpResponse r = json_response(200, body);

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 
 #include "server/http_types.h"
 #include "server/openai_request.h"
@@ -51,9 +52,23 @@ std::string rater_id(std::string_view authorization);
 // GET /admin/versions, POST /admin/deploy, /admin/promote, /admin/abort, /admin/rollback
 // (bearer token of --admin-token-file; 404 while the admin API is off).
 void handle_admin(ServerContext& ctx, const HttpRequest& req, std::shared_ptr<HttpExchange> ex);
+// The admin API's answer to a request it refuses: 404 while it is off, 401 without the
+// admin token; none when the request may go on.
+std::optional<HttpResponse> admin_refusal(const ServerContext& ctx, const HttpRequest& req);
+// POST /v1/load_lora_adapter {"lora_name", "lora_path"}, POST /v1/unload_lora_adapter
+// {"lora_name"} (vLLM's): the admin API's rules; the adapter is loaded into (or dropped
+// from) every loaded version on the deployer's thread, then listed (or no longer).
+void handle_load_lora(ServerContext& ctx, const HttpRequest& req, std::shared_ptr<HttpExchange> ex);
+void handle_unload_lora(ServerContext& ctx, const HttpRequest& req, std::shared_ptr<HttpExchange> ex);
 
-// A 404 naming the model the server does have, when `asked` is set and differs.
+// A 404 naming the model the server does have, when `asked` is set and is neither
+// its name nor a LoRA adapter's it serves (ServerContext::loras).
 std::optional<ApiError> check_model(const ServerContext& ctx, const std::string& asked);
+// The adapter `asked` names on version `v` (null for the base model: `asked` empty or
+// the model's name); check_model()'s 404 when `v` holds no adapter of that name (it was
+// unloaded meanwhile).
+std::optional<ApiError> resolve_adapter(const ServerContext& ctx, const ServingVersion& v, const std::string& asked,
+                                        std::shared_ptr<const LoraAdapter>* adapter);
 HttpResponse json_response(int status, const Json& body);
 
 }  // namespace llms

@@ -19,6 +19,12 @@ Json model_card(const ServerContext& ctx) {
   return card;
 }
 
+// An adapter's card, as vLLM lists a LoRA: its base as `parent`, its path as `root`.
+Json adapter_card(const ServerContext& ctx, const LoraSpec& a) {
+  return Json{{"id", a.name},       {"object", "model"},       {"created", ctx.created},
+              {"owned_by", "llmserve"}, {"root", a.path}, {"parent", ctx.model_name}};
+}
+
 }  // namespace
 
 void handle_models(ServerContext& ctx, const HttpRequest& req, std::shared_ptr<HttpExchange> ex) {
@@ -26,9 +32,12 @@ void handle_models(ServerContext& ctx, const HttpRequest& req, std::shared_ptr<H
   if (req.path.size() > prefix.size() && req.path.compare(0, prefix.size(), prefix) == 0) {
     const std::string id = req.path.substr(prefix.size());
     if (auto e = check_model(ctx, id)) return ex->respond(api_error_response(*e));
+    if (const auto a = ctx.loras->find(id)) return ex->respond(json_response(200, adapter_card(ctx, *a)));
     return ex->respond(json_response(200, model_card(ctx)));
   }
-  ex->respond(json_response(200, Json{{"object", "list"}, {"data", Json::array({model_card(ctx)})}}));
+  Json data = Json::array({model_card(ctx)});
+  for (const LoraSpec& a : ctx.loras->list()) data.push_back(adapter_card(ctx, a));
+  ex->respond(json_response(200, Json{{"object", "list"}, {"data", std::move(data)}}));
 }
 
 void handle_health(ServerContext&, const HttpRequest&, std::shared_ptr<HttpExchange> ex) {

@@ -122,8 +122,10 @@ Status LlmServer::init() {
   }
   config_.deploy.threads = config_.engine.threads;
   // Every version's engines publish their blocks to kv_events_.
+  LLMS_ASSIGN_OR_RETURN(std::vector<LoraSpec> loras,
+                        parse_lora_specs(config_.server.lora, served_model_name(config_.server)));
   const VersionSettings settings{&config_.engine, &config_.precision, config_.server.chat_template, kv_events_,
-                                 config_.deploy.cross.share};
+                                 config_.deploy.cross.share, std::make_shared<LoraCatalog>(std::move(loras))};
   VersionLoadOptions first;
   first.settings = settings;
   std::unique_ptr<ModelRoot> root;
@@ -148,6 +150,7 @@ Status LlmServer::init() {
   versions_ = std::make_unique<VersionSet>(std::move(version));
   deployer_ = std::make_unique<Deployer>(std::move(root), *versions_, config_.deploy, settings, *registry_);
   ctx_ = std::make_unique<ServerContext>(*versions_, *deployer_, config_, *registry_, *metrics_, admin_token);
+  ctx_->loras = settings.loras;
   ctx_->review = std::move(review);
   ctx_->review_excluded = std::move(review_excluded);
   router_ = std::make_unique<Router>(*ctx_, std::move(keys), std::move(browser));

@@ -44,6 +44,8 @@ Router::Router(ServerContext& ctx, ApiKeys keys, BrowserPolicy browser)
       {"POST", "/admin/promote", handle_admin},
       {"POST", "/admin/abort", handle_admin},
       {"POST", "/admin/rollback", handle_admin},
+      {"POST", "/v1/load_lora_adapter", handle_load_lora, kJson},
+      {"POST", "/v1/unload_lora_adapter", handle_unload_lora, kJson},
   };
   if (ctx.config.server.ui) {  // else / and /ui/ answer 404 like any unknown path
     routes_.push_back({"GET", "/", handle_ui});

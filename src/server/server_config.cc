@@ -1,5 +1,7 @@
 #include "server/server_config.h"
 
+#include "serving/lora_set.h"
+
 #include "deploy/feedback.h"
 
 #include <fmt/format.h>
@@ -88,6 +90,15 @@ Status ServeConfig::validate() const {
   if (!(deploy.canary_auto.max_latency_ratio >= 1)) return bad("canary_max_latency_ratio", "must be >= 1");
   if (!(deploy.canary_auto.feedback_margin >= 0)) return bad("canary_feedback_margin", "must be >= 0");
   if (!(deploy.max_ppl_drift > 1)) return bad("quality_max_drift", "must be > 1");
+  if (!server.lora.empty()) {
+    LLMS_RETURN_IF_ERROR(parse_lora_specs(server.lora, served_model_name(server)).status());
+    if (!precision.variants.empty()) {
+      return bad("lora", "adapters cannot be served with precision_variants (an adapter binds to one model's weights)");
+    }
+    if (engine.ranks != nullptr) {
+      return bad("lora", "adapters cannot be served under tensor parallelism (a rank holds a share of each weight)");
+    }
+  }
   return ok_status();
 }
 

@@ -56,6 +56,9 @@ struct ServerConfig {
   // Review sampling and feedback (server/review_log.h, deploy/feedback.h).
   double review_sample = 0;          // share of finished requests written to review_log, per version
   std::string review_log;            // the review log (JSON lines)
+  // LoRA adapters, NAME=PATH, one per line (--lora, repeatable): a request whose model
+  // is NAME runs with the adapter at PATH (a GGUF adapter or a PEFT directory).
+  std::string lora;
   std::string review_redact;         // more patterns to redact, one per line (--review-redact, repeatable)
   int64_t review_log_max_bytes = 64 << 20;  // then rotated to FILE.1, FILE.2, ...
   int review_log_keep = 5;           // rotated files kept

@@ -57,7 +57,7 @@ std::string ServerContext::render_metrics() const {
     for (LabeledRegistry& part : v->labeled_registries()) parts.push_back(std::move(part));
   }
   std::string out = Registry::render_all(parts);
-  if (config.server.metrics_compat == "vllm") out += render_vllm_metrics(loaded, model_name);
+  if (config.server.metrics_compat == "vllm") out += render_vllm_metrics(loaded, model_name, loras->list().size());
   return out;
 }
 

@@ -43,6 +43,9 @@ class ServerContext {
   FeedbackBook feedback;            // ratings of recent requests, per version
   std::unique_ptr<ReviewLog> review;  // null: no review sampling (set before serving)
   ApiKeys review_excluded;          // requests with these keys are never reviewed (set before serving)
+  // The LoRA adapters served (each version holds its own copy of their weights, bound to
+  // its model: ServingVersion::loras()); set before serving, never null after.
+  std::shared_ptr<LoraCatalog> loras = std::make_shared<LoraCatalog>();
 
   // Every registry /metrics renders: the server's, and each loaded version's under
   // its version label.

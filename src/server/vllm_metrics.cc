@@ -1,7 +1,11 @@
 #include "server/vllm_metrics.h"
 
-#include <memory>
+#include <fmt/format.h>
 
+#include <memory>
+#include <set>
+
+#include "base/clock.h"
 #include "deploy/serving_version.h"
 #include "metrics/metrics.h"
 
@@ -31,9 +35,32 @@ const std::vector<MetricAlias>& vllm_aliases() {
   return aliases;
 }
 
+std::string join(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ",") + n;
+  return out;
+}
+
+// vLLM's lora_requests_info: one series whose labels name the adapters of the running
+// and of the waiting requests (every loaded version's), and whose value is the time
+// it was written (the gateway's LoRA-affinity picker reads the labels).
+std::string lora_requests_info(std::span<const VersionPtr> loaded, size_t max_lora) {
+  std::set<std::string> running, waiting;
+  for (const VersionPtr& v : loaded) {
+    const EngineSnapshot s = v->engine().snapshot();
+    running.insert(s.running_adapters.begin(), s.running_adapters.end());
+    waiting.insert(s.waiting_adapters.begin(), s.waiting_adapters.end());
+  }
+  return fmt::format(
+      "# HELP vllm:lora_requests_info Running stats on lora requests.\n# TYPE vllm:lora_requests_info gauge\n"
+      "vllm:lora_requests_info{{max_lora=\"{}\",running_lora_adapters=\"{}\",waiting_lora_adapters=\"{}\"}} {:.3f}\n",
+      max_lora, join({running.begin(), running.end()}), join({waiting.begin(), waiting.end()}),
+      static_cast<double>(unix_seconds()));
+}
+
 }  // namespace
 
-std::string render_vllm_metrics(std::span<const VersionPtr> loaded, const std::string& model_name) {
+std::string render_vllm_metrics(std::span<const VersionPtr> loaded, const std::string& model_name, size_t num_adapters) {
   std::vector<LabeledRegistry> parts;
   std::vector<LabeledRegistry> alias_parts;
   for (const VersionPtr& v : loaded) {
@@ -57,6 +84,7 @@ std::string render_vllm_metrics(std::span<const VersionPtr> loaded, const std::s
     parts[i].registry = info.back().get();
   }
   out += Registry::render_all(parts);
+  if (num_adapters > 0) out += lora_requests_info(loaded, num_adapters);
   return out;
 }
 

@@ -1,5 +1,7 @@
 #include "serving/served_model.h"
 
+#include <fmt/format.h>
+
 #include "base/log.h"
 #include "serving/engine_target.h"
 #include "serving/precision_router.h"
@@ -25,6 +27,8 @@ Result<std::unique_ptr<ServedModel>> ServedModel::load(const std::string& path, 
   } else {
     LLMS_ASSIGN_OR_RETURN(m->model_, quantized_model(path, types.back(), engine.threads));
   }
+  m->loras_ = std::make_unique<LoraSet>(*m->model_);
+  m->tensor_parallel_ = engine.ranks != nullptr;
   if (m->model_->config().synthetic) log_warn("{}: synthetic model with RANDOM weights; its text is noise", path);
   // The path's tokenizer, not the GGUF metadata alone: a Hugging Face directory's
   // tokenizer.json (and generation_config.json's sampling defaults) once models load from one.
@@ -62,6 +66,18 @@ Status ServedModel::load_variants(const std::string& path, const EngineConfig& e
   log_info("{}: precision variants {} (auto routing)", path, router->names());
   target_ = std::move(router);
   return ok_status();
+}
+
+Status ServedModel::add_adapter(const LoraSpec& spec) {
+  if (!variants_.empty()) {
+    return unimplemented(fmt::format("adapter '{}': LoRA adapters with precision variants (an adapter binds to one "
+                                     "model's weights)", spec.name));
+  }
+  if (tensor_parallel_) {
+    return unimplemented(fmt::format("adapter '{}': LoRA adapters under tensor parallelism (a rank holds a share of "
+                                     "each weight)", spec.name));
+  }
+  return loras_->add(spec);
 }
 
 std::vector<std::pair<std::string, Registry*>> ServedModel::variant_registries() const {

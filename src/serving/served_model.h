@@ -17,6 +17,7 @@
 #include "engine/engine.h"
 #include "metrics/metrics.h"
 #include "model/model.h"
+#include "serving/lora_set.h"
 #include "serving/precision_policy.h"
 #include "serving/serving_target.h"
 #include "tokenizer/tokenizer.h"
@@ -49,6 +50,14 @@ class ServedModel {
   const Tokenizer& tokenizer() const { return *tokenizer_; }
   ServingTarget& target() { return *target_; }
   const ServingTarget& target() const { return *target_; }
+  // The LoRA adapters bound to the primary model (serving/lora_set.h).
+  LoraSet& loras() { return *loras_; }
+  const LoraSet& loras() const { return *loras_; }
+  // Loads `spec` into loras(); UNIMPLEMENTED with precision variants (an adapter binds
+  // to one model's weights, and the router picks the variant after the adapter) and
+  // under tensor parallelism (a rank holds a share of each weight).
+  Status add_adapter(const LoraSpec& spec);
+
   // Each cheaper variant's name and engine registry, cheapest first (none without variants).
   std::vector<std::pair<std::string, Registry*>> variant_registries() const;
 
@@ -68,6 +77,8 @@ class ServedModel {
   };
   std::vector<Variant> variants_;  // the cheaper ones (the most precise is model_ and engine_)
   std::unique_ptr<ServingTarget> target_;
+  std::unique_ptr<LoraSet> loras_;
+  bool tensor_parallel_ = false;
 };
 
 }  // namespace llms
