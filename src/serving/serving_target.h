@@ -1,7 +1,9 @@
 // ServingTarget: what the server hands a request to. One engine (EngineTarget), or
 // several behind a routing policy: the precision variants of a model today
-// (PrecisionRouter); model versions, several models per server, LoRA adapters and the
-// ranks of a distributed group are the next policies. The server calls only this:
+// (PrecisionRouter); several models per server are the next policy. (LoRA adapters
+// are not a policy: one engine runs them, each request naming its adapter in
+// RequestParams; a tensor-parallel group is one engine whose runner leads the ranks.)
+// The server calls only this:
 // which engine runs a request, and whose result cache may answer it, is the target's
 // business, so no caller reaches into a router's engines.
 //
