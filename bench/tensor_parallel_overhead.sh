@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Tensor parallelism's overhead on one machine: `mpirun -np 2 ... --tensor-parallel 2
 # --threads 1` against one process `--threads 2` on the same cores and bandwidth,
-# rounds interleaved. Single-stream decode (1 request at a time, 128 tokens) and
-# batched serving (32 concurrent x 64 tokens), llama-110m-shaped Q8_0 by default.
+# rounds interleaved. Single-stream decode (1 request at a time, 128 tokens), batched
+# serving (32 concurrent x 64 tokens) and prefill (one request at a time, 512-token
+# prompts, 1 token out: prompt tokens per second), llama-110m-shaped Q8_0 by default.
 #
 #   bench/tensor_parallel_overhead.sh [ROUNDS=3] [PRESET=llama-110m] [TYPE=q8_0]
 set -euo pipefail
@@ -23,11 +24,13 @@ run_one() {  # $1: label; the rest: the command that serves on port 18150
   "$@" >"$work/server.log" 2>&1 &
   local pid=$!
   for _ in $(seq 120); do curl -sf localhost:18150/ready >/dev/null && break; sleep 0.5; done
-  for shape in "decode 8 1 128" "batch 64 32 64"; do
-    read -r name prompts conc out <<<"$shape"
+  for shape in "decode 8 1 32 128" "batch 64 32 32 64" "prefill 8 1 512 1"; do
+    read -r name prompts conc in out <<<"$shape"
     "$llmserve" bench serve --base-url http://127.0.0.1:18150 --num-prompts "$prompts" --max-concurrency "$conc" \
-      --input-len 32 --output-len "$out" --ignore-eos --warmup 2 --save-result "$work/r.json" >/dev/null 2>&1
-    python3 -c "import json,sys; r=json.load(open('$work/r.json')); print('$label', '$name', '%.1f' % r['output_throughput'])"
+      --input-len "$in" --output-len "$out" --ignore-eos --warmup 2 --save-result "$work/r.json" >/dev/null 2>&1
+    python3 -c "import json,sys; r=json.load(open('$work/r.json')); \
+tps = r['total_input_tokens'] / r['duration'] if '$name' == 'prefill' else r['output_throughput']; \
+print('$label', '$name', '%.1f' % tps)"
   done
   kill "$pid"; wait "$pid" 2>/dev/null || true
 }
@@ -39,7 +42,7 @@ done | tee "$work/all.txt"
 python3 - "$work/all.txt" <<'PY'
 import statistics, sys
 rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
-for shape in ("decode", "batch"):
+for shape in ("decode", "batch", "prefill"):
     med = {who: statistics.median(float(t) for w, s, t in rows if w == who and s == shape) for who in ("one", "tp2")}
     print(f"{shape}: one process {med['one']:.1f} tok/s, TP-2 {med['tp2']:.1f} tok/s, TP-2 / one = {med['tp2'] / med['one']:.2f}")
 PY

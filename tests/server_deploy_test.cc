@@ -346,7 +346,8 @@ TEST(DeployTest, DrainAndSwapHoldsRequestsInsteadOfRefusingThem) {
 
 // Task scores in the gate: references the serving version's own greedy answers let
 // a Q8_0 copy pass with its figures in the answer; unrelated references make the same
-// weights fall below --gate-min-chrf and the answer says which score and by how much.
+// weights fall below --gate-min-bleu and --gate-min-chrf and the answer names both,
+// with every figure.
 TEST(DeployTest, TaskGateScoresTheCandidateOnReferences) {
   if (!have_stories()) GTEST_SKIP() << "needs ../shared/models/stories260K.gguf";
   const Candidates& c = candidates();
@@ -354,6 +355,7 @@ TEST(DeployTest, TaskGateScoresTheCandidateOnReferences) {
   const std::string refs = temp_path("task_refs.jsonl");
   auto server = start_on_root(r.dir, [&](ServeConfig& cfg) {
     cfg.deploy.gate.task.reference_path = refs;
+    cfg.deploy.gate.task.min_bleu = 20;
     cfg.deploy.gate.task.min_chrf = 30;
     cfg.deploy.gate.task.max_tokens = 24;
   });
@@ -369,6 +371,7 @@ TEST(DeployTest, TaskGateScoresTheCandidateOnReferences) {
   ASSERT_TRUE(r.root.install("v2", c.q8, false).ok());
   HttpResult d = admin(port, "deploy", {{"version", "v2"}});
   ASSERT_EQ(d.status, 200) << d.body;
+  EXPECT_GE(d.json()["gate"]["task"]["bleu"].get<double>(), 20) << d.body;
   EXPECT_GE(d.json()["gate"]["task"]["chrf"].get<double>(), 30) << d.body;
   EXPECT_EQ(d.json()["gate"]["task"]["references"], 2);
   EXPECT_NE(d.json()["message"].get<std::string>().find("task scores BLEU"), std::string::npos) << d.body;
@@ -380,8 +383,11 @@ TEST(DeployTest, TaskGateScoresTheCandidateOnReferences) {
   EXPECT_EQ(d.status, 409) << d.body;
   EXPECT_EQ(d.json()["result"], "refused_gate");
   const std::string message = d.json()["message"].get<std::string>();
-  EXPECT_NE(message.find("chrF"), std::string::npos) << message;
-  EXPECT_NE(message.find("below its minimum"), std::string::npos) << message;
+  // Both missed, named in the order of the figures.
+  EXPECT_NE(message.find("refused by the quality gate: BLEU "), std::string::npos) << message;
+  EXPECT_NE(message.find(" and chrF "), std::string::npos) << message;
+  EXPECT_NE(message.find("are below their minimum"), std::string::npos) << message;
+  EXPECT_LT(d.json()["gate"]["task"]["bleu"].get<double>(), 20) << d.body;
   EXPECT_LT(d.json()["gate"]["task"]["chrf"].get<double>(), 30) << d.body;
   EXPECT_EQ(d.json()["state"]["current"], "v2");
 }

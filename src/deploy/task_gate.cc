@@ -124,12 +124,17 @@ std::string describe_task_scores(const TaskScores& s, const TaskGateConfig& c, s
   auto figure = [&](const char* name, double value, double min, const char* format) {
     std::string out = fmt::format(fmt::runtime(format), name, value);
     if (min > 0) out += fmt::format(" (min {})", min);
-    if (value < min && missed.empty()) missed = fmt::format("{} {}", name, fmt::format(fmt::runtime("{:.4g}"), value));
+    if (value < min) {
+      missed += fmt::format("{}{} {}", missed.empty() ? "" : " and ", name, fmt::format(fmt::runtime("{:.4g}"), value));
+    }
     return out;
   };
-  const std::string text = fmt::format("{}, {}, {} over {} references", figure("BLEU", s.bleu.score, c.min_bleu, "{} {:.2f}"),
-                                       figure("chrF", s.chrf, c.min_chrf, "{} {:.2f}"),
-                                       figure("exact match", s.exact_match, c.min_exact, "{} {:.3f}"), s.pairs);
+  // One after another, so that `missed` names the scores in this order (a function's
+  // arguments are evaluated in no set order).
+  const std::string bleu = figure("BLEU", s.bleu.score, c.min_bleu, "{} {:.2f}");
+  const std::string chrf = figure("chrF", s.chrf, c.min_chrf, "{} {:.2f}");
+  const std::string exact = figure("exact match", s.exact_match, c.min_exact, "{} {:.3f}");
+  const std::string text = fmt::format("{}, {}, {} over {} references", bleu, chrf, exact, s.pairs);
   if (failed) *failed = missed;
   return text;
 }
@@ -144,10 +149,12 @@ Status apply_task_gate(ServingVersion& candidate, const TaskGateConfig& c, GateR
   std::string missed;
   const std::string figures = "task scores " + describe_task_scores(g->task, c, &missed);
   if (!missed.empty()) {
+    const bool several = missed.find(" and ") != std::string::npos;
     g->passed = false;
     const std::string prefix = "passed: ";
     std::string rest = g->reason.rfind(prefix, 0) == 0 ? g->reason.substr(prefix.size()) : g->reason;
-    g->reason = fmt::format("refused by the quality gate: {} is below its minimum; {}; {}", missed, figures, rest);
+    g->reason = fmt::format("refused by the quality gate: {} {} below {} minimum; {}; {}", missed,
+                            several ? "are" : "is", several ? "their" : "its", figures, rest);
   } else {
     g->reason += "; " + figures;
   }

@@ -169,6 +169,10 @@ class Engine {
   // Samples the next token of `s` from `logits`, under its grammar when it has one;
   // -1 when the grammar leaves no token (the sequence is then finished).
   int32_t sample_next(Sequence& s, const float*& logits);
+  // Ends `s` for its grammar with an error: past the grammar's budget (the matcher
+  // failed) is the client's grammar_budget_exceeded; otherwise `code` (empty: a
+  // server error) and `message` say what happened.
+  void end_for_grammar(Sequence& s, std::string code, std::string message);
   void draw_ahead(const SchedulePlan& plan);
   // Records the log-probabilities of the prompt tokens that chunk `chunk` (computed
   // with every position's logits) predicts, into s.prompt_scores.

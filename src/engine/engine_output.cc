@@ -19,13 +19,20 @@ int32_t Engine::sample_next(Sequence& s, const float*& logits) {
   if (!constrain_logits(*s.matcher, std::span<const float>(logits, static_cast<size_t>(n_vocab)), s.params.ignore_eos,
                         &token_mask_, &constrained_logits_)) {
     // The request's own grammar: past its mask budget, or no token of this vocabulary fits.
-    s.client_error_code = s.matcher->failed() ? "grammar_budget_exceeded" : "grammar_dead_end";
-    finish(s, FinishReason::kError,
-           s.matcher->failed() ? "the grammar: " + s.matcher->failure() : "the grammar allows no token of this vocabulary here");
+    end_for_grammar(s, "grammar_dead_end", "the grammar allows no token of this vocabulary here");
     return -1;
   }
   logits = constrained_logits_.data();  // logprobs are those of the constrained distribution
   return s.sampler->sample(logits, n_vocab);
+}
+
+void Engine::end_for_grammar(Sequence& s, std::string code, std::string message) {
+  if (s.matcher->failed()) {
+    code = "grammar_budget_exceeded";
+    message = "the grammar: " + s.matcher->failure();
+  }
+  s.client_error_code = std::move(code);
+  finish(s, FinishReason::kError, std::move(message));
 }
 
 // The tokens of the chunks that end in a plain draw (logits wanted, no proposals to
@@ -104,12 +111,7 @@ void Engine::on_token(Sequence& s, int32_t token, const float* logits, int64_t n
   // The mask allowed the token, so the matcher takes it.
   if (s.matcher && !s.matcher->accept_token(token)) {
     // Refused for ambiguity (the mask cannot see it) is the grammar's doing; otherwise a bug.
-    if (s.matcher->failed()) {
-      s.client_error_code = "grammar_budget_exceeded";
-      finish(s, FinishReason::kError, "the grammar: " + s.matcher->failure());
-    } else {
-      finish(s, FinishReason::kError, "internal error: the grammar refused a token its mask allowed");
-    }
+    end_for_grammar(s, "", "internal error: the grammar refused a token its mask allowed");
     return;
   }
   if (s.matcher && s.matcher->terminated()) {  // an end-of-generation token where the grammar may end

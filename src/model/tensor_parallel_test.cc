@@ -151,6 +151,21 @@ TEST(TensorParallel, HuggingFaceDirectorySplitTwoWaysMatchesTheWholeModel) {
   check_split_of(dir, 2, "tinystories-656k/hf");
 }
 
+TEST(TensorParallel, FewerKvHeadsThanRanksIsRefusedWithTheLimit) {
+  // MQA: one KV head for all 8 query heads cannot be split over two ranks.
+  SyntheticSpec mqa = small("llama");
+  mqa.n_head_kv = 1;
+  const std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_tp_mqa.gguf";
+  ASSERT_TRUE(write_synthetic_model(mqa, path).ok());
+  ThreadGroup group(2);
+  auto part = Model::load(path, &group.member(0));
+  ASSERT_FALSE(part.ok());
+  EXPECT_NE(part.status().message().find("1 KV head, fewer than the 2 ranks"), std::string::npos)
+      << part.status().to_string();
+  EXPECT_NE(part.status().message().find("--tensor-parallel 1 or fewer"), std::string::npos);
+  std::filesystem::remove(path);
+}
+
 TEST(TensorShard, SplitPointsFallOnStepsAsEvenlyAsTheyCan) {
   auto tiny_llama = split_points(5632, 256, 4);  // TinyLlama's FFN over 4 ranks, Q4_K
   ASSERT_TRUE(tiny_llama.ok());

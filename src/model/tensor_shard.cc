@@ -61,6 +61,14 @@ Result<TensorShard> TensorShard::plan(const GgufFile& file, const ModelConfig& c
   if (c.n_head_kv < 1 || c.n_head % c.n_head_kv != 0) {
     return invalid_argument(fmt::format("{} query heads do not group over {} KV heads", c.n_head, c.n_head_kv));
   }
+  if (c.n_head_kv < size) {
+    // A rank holds whole KV heads (and the query heads that read them): MQA's one KV
+    // head, or GQA's few, cannot go to more ranks than there are heads.
+    return invalid_argument(fmt::format(
+        "the model has {} KV head{}, fewer than the {} ranks of tensor parallelism: each rank holds whole KV "
+        "heads, so use --tensor-parallel {} or fewer (and replicas or pipeline stages for more machines)",
+        c.n_head_kv, c.n_head_kv == 1 ? "" : "s", size, c.n_head_kv));
+  }
   const int64_t group = c.n_head / c.n_head_kv;
   // A KV head's query heads take `width` columns of attn_output: shares start on its blocks.
   const int64_t width = group * c.head_dim, block = max_block(file, c.n_layer, "attn_output.weight");
