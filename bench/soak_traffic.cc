@@ -115,7 +115,7 @@ std::string random_prompt(uint64_t r) {
 }
 
 // Weights of the mix, in the order of Scenario.
-constexpr int kWeights[] = {18, 8, 12, 10, 10, 8, 5, 8, 3, 3, 5};
+constexpr int kWeights[] = {18, 8, 12, 10, 10, 8, 5, 8, 3, 3, 5, 6};
 static_assert(std::size(kWeights) == static_cast<size_t>(Scenario::kCount));
 
 Scenario pick(uint64_t r) {
@@ -132,17 +132,36 @@ Scenario pick(uint64_t r) {
 
 const char* scenario_name(Scenario s) {
   static const char* const kNames[] = {"stream", "chat-stream", "whole", "cached", "shared-prefix", "cancel",
-                                       "timeout", "bad-request", "stalled-reader", "slow-headers", "probe"};
+                                       "timeout", "bad-request", "stalled-reader", "slow-headers", "probe",
+                                       "attack"};
   return kNames[static_cast<size_t>(s)];
 }
 
-Reply http_call(const TrafficOptions& o, const std::string& method, const std::string& path, const std::string& body,
-                double timeout_s) {
+namespace {
+
+// `text` (a whole request) on its own connection; the answer read to the close.
+Reply raw_call(const TrafficOptions& o, const std::string& text, double timeout_s) {
   Socket s(o);
-  if (!s.send(request_text(o, method, path, body))) return Reply{0, "", "connect/send failed"};
+  if (!s.send(text)) return Reply{0, "", "connect/send failed"};
   if (!s.read_until("", timeout_s)) return Reply{0, "", "no complete answer within the deadline"};
   Reply r = parse_reply(s.got());
   if (r.status == 0) r.error = "malformed answer: " + s.got().substr(0, 200);
+  t_last_answer = text.substr(0, std::min<size_t>(text.find(' '), 80)) + " -> " + std::to_string(r.status) + " " +
+                  r.body.substr(0, 200) + r.error;
+  return r;
+}
+
+std::string random_word(std::mt19937_64& rng, size_t n) {
+  std::string w;
+  for (size_t i = 0; i < n; ++i) w += static_cast<char>('A' + rng() % 26);
+  return w;
+}
+
+}  // namespace
+
+Reply http_call(const TrafficOptions& o, const std::string& method, const std::string& path, const std::string& body,
+                double timeout_s) {
+  Reply r = raw_call(o, request_text(o, method, path, body), timeout_s);
   t_last_answer = method + " " + path + " -> " + std::to_string(r.status) + " " + r.body.substr(0, 200) + r.error;
   return r;
 }
@@ -194,6 +213,52 @@ bool Traffic::slow_headers() {
   return s.got().rfind("HTTP/1.1 408", 0) == 0;
 }
 
+// The attacks the hardening work answers (tests/server_hostile_requests_test.cc,
+// tests/server_hardening_test.cc), each with the answer it must get.
+bool Traffic::attack(uint64_t r) {
+  const std::string completion = Json{{"prompt", "x"}, {"max_tokens", 2}}.dump();
+  switch (r % 7) {
+    case 0: {  // nested counted repetitions: compiled, or refused naming the budget
+      const Json body = {{"prompt", "x"}, {"max_tokens", 4}, {"regex", "(x{1,4096}){1,4096}"}};
+      const Reply reply = http_call(o_, "POST", "/v1/completions", body.dump());
+      return expect(reply, 200, nullptr) || expect(reply, 400, "grammar_");
+    }
+    case 1: {  // too ambiguous after about 90 tokens: a client error mid-generation
+      const Json body = {{"prompt", "Once"}, {"max_tokens", 300}, {"temperature", 0}, {"ignore_eos", true},
+                         {"regex", "(x{1,128}|x){1,128}"}};
+      return expect(http_call(o_, "POST", "/v1/completions", body.dump()), 400, "\"grammar_budget_exceeded\"");
+    }
+    case 2: {  // an answer past max_response_bytes: refused before any compute
+      const Json body = {{"prompt", "Once"}, {"max_tokens", 2000}, {"n", 64}, {"logprobs", 20}, {"ignore_eos", true}};
+      return expect(http_call(o_, "POST", "/v1/completions", body.dump()), 400, "\"response_too_large\"");
+    }
+    case 3: {  // an invented method (sometimes 60 KB) and path: never a new metric series
+      std::mt19937_64 rng(r);
+      const std::string method = r % 10 == 3 ? random_word(rng, 60 << 10) : random_word(rng, 1 + rng() % 24);
+      const std::string path = "/v1/" + random_word(rng, 1 + rng() % 300);
+      const Reply reply = raw_call(o_, method + " " + path + " HTTP/1.1\r\nHost: " + o_.host +
+                                           "\r\nConnection: close\r\nContent-Length: 0\r\n\r\n", 60);
+      return reply.status == 400 || reply.status == 404 || reply.status == 405 || reply.status == 431;
+    }
+    case 4:  // a page on another site that reached the server by DNS rebinding
+      return expect(raw_call(o_, "POST /v1/completions HTTP/1.1\r\nHost: attacker.example\r\nConnection: close\r\n"
+                                 "Content-Type: application/json\r\nContent-Length: " +
+                                     std::to_string(completion.size()) + "\r\n\r\n" + completion, 60),
+                    403, "host_not_allowed");
+    case 5:  // a cross-origin fetch
+      return expect(raw_call(o_, "POST /v1/completions HTTP/1.1\r\nHost: " + o_.host +
+                                     "\r\nOrigin: http://attacker.example\r\nConnection: close\r\n"
+                                     "Content-Type: application/json\r\nContent-Length: " +
+                                     std::to_string(completion.size()) + "\r\n\r\n" + completion, 60),
+                    403, "origin_not_allowed");
+    default:  // a form post, which a browser sends without a preflight
+      return expect(raw_call(o_, "POST /v1/completions HTTP/1.1\r\nHost: " + o_.host +
+                                     "\r\nConnection: close\r\nContent-Type: text/plain\r\nContent-Length: " +
+                                     std::to_string(completion.size()) + "\r\n\r\n" + completion, 60),
+                    415, nullptr);
+  }
+}
+
 bool Traffic::run(Scenario s, uint64_t r) {
   switch (s) {
     case Scenario::kStream: return stream(r, false);
@@ -228,6 +293,7 @@ bool Traffic::run(Scenario s, uint64_t r) {
     case Scenario::kSlowHeaders: return slow_headers();
     case Scenario::kProbe:
       return expect(http_call(o_, "GET", r % 2 ? "/health" : "/v1/models", ""), 200, nullptr);
+    case Scenario::kAttack: return attack(r);
     case Scenario::kCount: break;
   }
   return false;

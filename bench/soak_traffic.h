@@ -3,7 +3,9 @@
 // completions and chats, repeats of deterministic requests (the result cache),
 // prompts sharing a long prefix (the prefix cache), clients that leave mid-stream,
 // requests with a tiny timeout, bad requests, streams whose client stops reading,
-// headers sent too slowly, and probes — checking every answer it gets.
+// headers sent too slowly, probes, and attacks (grammars past their budget, an answer
+// too large to build, invented methods and paths, a foreign Host or Origin, a
+// form-typed body) — checking every answer it gets.
 //
 // Thread-safety: Traffic's counters are atomics or under its mutex; run_client() is
 // called from several threads at once.
@@ -29,6 +31,7 @@ enum class Scenario {
   kStall,
   kSlowHeaders,
   kProbe,
+  kAttack,
   kCount
 };
 const char* scenario_name(Scenario s);
@@ -68,6 +71,7 @@ class Traffic {
   bool cancel(uint64_t r);
   bool stall(uint64_t r);
   bool slow_headers();
+  bool attack(uint64_t r);
   bool expect(const Reply& reply, int status, const char* needle);
   void note(Scenario s, const std::string& what);
 
