@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <random>
+
+#include "base/hash.h"
 
 namespace llms {
 namespace {
@@ -32,12 +35,18 @@ FeedbackBook::FeedbackBook(FeedbackConfig config, Registry& registry)
       rating_mean_(registry.gauge_family("llmserve_feedback_rating_mean", "Mean rating of answers, by version",
                                          {"version"})),
       labels_(registry.counter_family("llmserve_feedback_labels_total",
-                                      "Labels people put on answers (complaint, ...), by version", {"version", "label"})) {}
+                                      "Labels people put on answers (complaint, ...), by version", {"version", "label"})),
+      seed_(std::random_device{}() * 0x9E3779B97F4A7C15ULL ^ std::random_device{}()) {}
+
+uint64_t FeedbackBook::digest(const std::string& text) const { return hash64(text.data(), text.size(), seed_); }
 
 void FeedbackBook::remember(const std::string& request_id, const std::string& version) {
+  const uint64_t id = digest(request_id);
   std::lock_guard<std::mutex> lock(mu_);
-  if (!recent_.emplace(request_id, Recent{version, {}}).second) return;
-  order_.push_back(request_id);
+  auto v = std::find(versions_.begin(), versions_.end(), version);
+  if (v == versions_.end()) v = versions_.insert(versions_.end(), version);
+  if (!recent_.emplace(id, Recent{static_cast<uint32_t>(v - versions_.begin()), {}}).second) return;
+  order_.push_back(id);
   while (order_.size() > std::max<size_t>(1, config_.recent_requests)) {
     recent_.erase(order_.front());
     order_.pop_front();
@@ -62,15 +71,18 @@ Status FeedbackBook::check(const Feedback& f) const {
 Result<std::string> FeedbackBook::record(const Feedback& f) {
   LLMS_RETURN_IF_ERROR(check(f));
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = recent_.find(f.request_id);
+  auto it = recent_.find(digest(f.request_id));
   if (it == recent_.end()) {
     return not_found(fmt::format("no recent request '{}' to rate (ids are kept for the last {} requests)", f.request_id,
                                  config_.recent_requests));
   }
-  if (!it->second.raters.insert(f.rater).second) {
+  std::vector<uint64_t>& raters = it->second.raters;
+  const uint64_t rater = digest(f.rater);
+  if (std::find(raters.begin(), raters.end(), rater) != raters.end()) {
     return already_exists(fmt::format("request '{}' was already rated with this key", f.request_id));
   }
-  const std::string& version = it->second.version;
+  raters.push_back(rater);
+  const std::string& version = versions_[it->second.version];
   VersionFeedback& v = per_version_[version];
   v.ratings.add(f.rating);
   v.negative += is_negative(config_.scale, f.rating) ? 1 : 0;

@@ -34,7 +34,7 @@ const char* rating_scale_name(RatingScale s);
 
 struct FeedbackConfig {
   RatingScale scale = RatingScale::kThumbs;
-  size_t recent_requests = 100000;  // request ids remembered (oldest forgotten first)
+  size_t recent_requests = 100000;  // request ids remembered (oldest forgotten first), ~80 bytes each
   size_t max_label_names = 32;      // distinct labels counted; later ones count as "other"
 };
 
@@ -80,11 +80,15 @@ class FeedbackBook {
   const FeedbackConfig& config() const { return config_; }
 
  private:
+  // A remembered request: the version that answered (an index into versions_) and
+  // the digests of the raters who rated it (usually none). Ids are held as keyed
+  // 64-bit digests: a window of 100,000 takes a few MB, not tens.
   struct Recent {
-    std::string version;
-    std::set<std::string> raters;
+    uint32_t version = 0;
+    std::vector<uint64_t> raters;
   };
   Status check(const Feedback& f) const;
+  uint64_t digest(const std::string& text) const;
 
   const FeedbackConfig config_;
   Family<Counter>& ratings_;
@@ -92,8 +96,10 @@ class FeedbackBook {
   Family<Counter>& labels_;
 
   mutable std::mutex mu_;
-  std::deque<std::string> order_;  // remembered ids, oldest first
-  std::unordered_map<std::string, Recent> recent_;
+  const uint64_t seed_;            // keys the digests: ids cannot be chosen to collide
+  std::deque<uint64_t> order_;     // remembered ids' digests, oldest first
+  std::unordered_map<uint64_t, Recent> recent_;
+  std::vector<std::string> versions_;  // the names Recent::version indexes
   std::map<std::string, VersionFeedback> per_version_;
   std::set<std::string> label_names_;
 };
