@@ -2,6 +2,7 @@
 // run_tensor_parallel_worker(), the ranks a ThreadGroup) serves what the engine over
 // the whole model serves: the same greedy tokens, log-probabilities within 1e-4,
 // through prefill chunks, batches, the prefix cache and ngram speculative decoding.
+// The same with the model's layers split into two pipeline stages (rank 1 the last).
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -56,7 +57,7 @@ std::vector<testing::Collected> serve(const Model& model, const Tokenizer& token
   return out;
 }
 
-void check(const SyntheticSpec& spec, bool speculative) {
+void check(const SyntheticSpec& spec, bool speculative, SplitKind split = SplitKind::kTensor) {
   SCOPED_TRACE(spec.arch);
   const std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_tp_engine.gguf";
   ASSERT_TRUE(write_synthetic_model(spec, path).ok());
@@ -67,7 +68,7 @@ void check(const SyntheticSpec& spec, bool speculative) {
   ThreadGroup group(2);
   Status worker_status = internal_error("not run");
   std::thread worker([&] {
-    auto part = Model::load(path, &group.member(1));
+    auto part = Model::load(path, &group.member(1), split);
     if (!part.ok()) {
       worker_status = part.status();
       return;
@@ -76,7 +77,7 @@ void check(const SyntheticSpec& spec, bool speculative) {
   });
   std::vector<testing::Collected> got;
   {
-    auto lead = Model::load(path, &group.member(0));
+    auto lead = Model::load(path, &group.member(0), split);
     ASSERT_TRUE(lead.ok()) << lead.status().to_string();
     got = serve(**lead, *tokenizer, speculative);
   }  // the engine's end tells the worker to stop
@@ -111,6 +112,14 @@ TEST(TensorParallelEngine, MixtureOfExpertsSplitWithinExperts) {
   s.n_expert = 4, s.n_expert_used = 2;
   check(s, false);
 }
+
+TEST(PipelineParallelEngine, TwoStagesServeWhatTheWholeModelServes) {
+  SyntheticSpec s = spec_of("llama");
+  s.n_layer = 3;  // stages of 1 and 2 layers (the head counts with the last)
+  check(s, false, SplitKind::kPipeline);
+}
+
+TEST(PipelineParallelEngine, SpeculativeDecodingAcrossStages) { check(spec_of("qwen2"), true, SplitKind::kPipeline); }
 
 }  // namespace
 }  // namespace llms
