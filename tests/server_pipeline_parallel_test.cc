@@ -4,8 +4,9 @@
 // architecture, log-probabilities within 1e-4 (F32), streaming, the prefix cache and
 // speculative decoding; a model one process refuses under a memory limit fits in two
 // stages under the same limit each; the start-up refusals (a group of the wrong size,
-// ranks with different model files, tensor and pipeline parallelism together); a stage
-// killed with kill -9 mid-request (503, then mpirun exits non-zero). Registered only
+// ranks with different model files, tensor and pipeline parallelism together); a stream
+// cancelled midway; a stage killed with kill -9 mid-request (503, then mpirun exits
+// non-zero) and while idle. Registered only
 // where CMake finds MPI and mpirun.
 #include <signal.h>
 #include <sys/wait.h>
@@ -151,6 +152,47 @@ TEST(PipelineParallelServe, AStageKilledMidRequestEndsItWith503AndTheGroupExitsN
   EXPECT_NE(http_get(group.port, "/ready").status, 200) << "a group without its last stage is not ready";
   int status = 0;
   ASSERT_TRUE(poll_until([&] { return waitpid(group.pid, &status, WNOHANG) == group.pid; }, 10));
+  const double exit_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
+  close(group.stdout_fd);
+  EXPECT_LT(exit_s, 10.0);
+  EXPECT_FALSE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "mpirun must exit non-zero, status " << status;
+}
+
+// A client that leaves mid-stream cancels its request: its blocks are freed (rank 0's
+// block manager decides for every stage) and the group goes on serving.
+TEST(PipelineParallelServe, AStreamCancelledMidwayFreesItsBlocksAndTheGroupGoesOn) {
+  const ServeChild group =
+      spawn_serve("-m " + slow_synthetic_path() + " --threads 1 --pipeline-parallel 2", mpirun() + " -np 2");
+  ASSERT_GT(group.port, 0) << "the group did not start";
+  const int port = group.port;
+  {
+    RawClient streamer(port);
+    ASSERT_TRUE(streamer.send_request(
+        "POST", "/v1/completions",
+        Json{{"prompt", "tell a long story"}, {"max_tokens", 4000}, {"ignore_eos", true}, {"stream", true}}.dump()));
+    ASSERT_NE(streamer.read_until("\"text\"", 30).find("data: {"), std::string::npos);
+    ASSERT_TRUE(poll_until([&] { return metric(port, "llmserve_requests_running") == 1; }));
+  }  // closed mid-stream
+  EXPECT_TRUE(poll_until([&] { return metric(port, "llmserve_requests_finished_total{reason=\"cancelled\"}") == 1; }));
+  EXPECT_TRUE(poll_until([&] { return metric(port, "llmserve_kv_blocks{state=\"used\"}") == 0; }));
+  const HttpResult after = http_post(port, "/v1/completions", Json{{"prompt", "again"}, {"max_tokens", 8}});
+  EXPECT_EQ(after.status, 200) << after.body;
+  EXPECT_EQ(after.json()["usage"]["completion_tokens"], 8) << after.body;
+  EXPECT_TRUE(stop_group(group));
+}
+
+// With no request running, a dead stage is noticed by rank 0's heartbeat.
+TEST(PipelineParallelServe, AStageKilledWhileIdleEndsTheGroupWithoutARequest) {
+  const ServeChild group = spawn_serve("-m " + synthetic_path() + " --threads 1 --pipeline-parallel 2 --step-timeout-s 2",
+                                       mpirun() + " --mca orte_abort_on_non_zero_status 0 -np 2");
+  ASSERT_GT(group.port, 0) << "the group did not start";
+  ASSERT_EQ(http_get(group.port, "/ready").status, 200);
+  const pid_t stage = rank_pid(group.pid, 1);
+  ASSERT_GT(stage, 0);
+  const auto killed = std::chrono::steady_clock::now();
+  ASSERT_EQ(kill(stage, SIGKILL), 0);
+  int status = 0;
+  ASSERT_TRUE(poll_until([&] { return waitpid(group.pid, &status, WNOHANG) == group.pid; }, 15));
   const double exit_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
   close(group.stdout_fd);
   EXPECT_LT(exit_s, 10.0);
