@@ -190,6 +190,12 @@ TEST(PipelineParallel, StoriesInTwoStagesMatchesTheWholeModel) {
   check_split_of(path, 2, "stories260K", SplitKind::kPipeline);
 }
 
+TEST(PipelineParallel, HuggingFaceDirectoryInTwoStagesMatchesTheWholeModel) {
+  const std::string dir = std::string(LLMSERVE_SHARED_DIR) + "/models/tinystories-656k/hf";
+  if (!std::filesystem::exists(dir + "/model.safetensors")) GTEST_SKIP() << "needs " << dir;
+  check_split_of(dir, 2, "tinystories-656k/hf", SplitKind::kPipeline);
+}
+
 TEST(PipelineParallel, HiddenRowsAndPartialLogitsComeBackToRankZero) {
   const std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_pp_hidden.gguf";
   SyntheticSpec spec = small("llama");
