@@ -12,6 +12,7 @@
 
 #include "dist/thread_group.h"
 #include "engine/engine.h"
+#include "engine/kv_sizing.h"
 #include "engine/tensor_parallel_worker.h"
 #include "engine/testing/engine_test_util.h"
 #include "model/model.h"
@@ -117,6 +118,28 @@ TEST(PipelineParallelEngine, TwoStagesServeWhatTheWholeModelServes) {
   SyntheticSpec s = spec_of("llama");
   s.n_layer = 3;  // stages of 1 and 2 layers (the head counts with the last)
   check(s, false, SplitKind::kPipeline);
+}
+
+// Every stage allocates rank 0's block count: the count comes from the stage with the
+// most layers, so no stage passes kv_cache_memory.
+TEST(PipelineParallelEngine, TheKvBudgetHoldsForTheStageWithTheMostLayers) {
+  SyntheticSpec s = spec_of("llama");
+  s.n_layer = 7;
+  const std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_pp_kv.gguf";
+  ASSERT_TRUE(write_synthetic_model(s, path).ok());
+  ThreadGroup group(3);  // loading does not communicate: one thread loads every stage
+  EngineConfig c;
+  c.kv.block_size = 16;
+  c.kv.cache_bytes = 1LL << 20;
+  int64_t most = 0;
+  int32_t blocks = 0;
+  for (int r = 0; r < 3; ++r) {
+    auto stage = Model::load(path, &group.member(r), SplitKind::kPipeline).value();
+    most = std::max(most, stage->kv_config(1, 16, c.kv.k_type, c.kv.v_type).bytes_per_block());
+    if (r == 0) blocks = size_kv_cache(*stage, c).value().num_blocks;
+  }
+  std::filesystem::remove(path);
+  EXPECT_EQ(blocks, c.kv.cache_bytes / most);
 }
 
 TEST(PipelineParallelEngine, SpeculativeDecodingAcrossStages) { check(spec_of("qwen2"), true, SplitKind::kPipeline); }
