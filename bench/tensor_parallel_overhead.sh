@@ -4,14 +4,17 @@
 # rounds interleaved. Single-stream decode (1 request at a time, 128 tokens), batched
 # serving (32 concurrent x 64 tokens) and prefill (one request at a time, 512-token
 # prompts, 1 token out: prompt tokens per second), llama-110m-shaped Q8_0 by default.
+# GROUPS picks the groups measured against the one process: tp2 (--tensor-parallel 2),
+# pp2 (--pipeline-parallel 2), or both ("tp2 pp2").
 #
-#   bench/tensor_parallel_overhead.sh [ROUNDS=3] [PRESET=llama-110m] [TYPE=q8_0]
+#   bench/tensor_parallel_overhead.sh [ROUNDS=3] [PRESET=llama-110m] [TYPE=q8_0] [GROUPS=tp2]
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 llmserve=${LLMSERVE:-$here/build/release/src/cli/llmserve}
 rounds=${1:-3}
 preset=${2:-llama-110m}
 type=${3:-q8_0}
+groups=${4:-tp2}
 work=$(mktemp -d)
 trap 'pkill -f "serve --port 18150" 2>/dev/null || true; rm -rf "$work"' EXIT
 model=$work/model.gguf
@@ -37,12 +40,21 @@ print('$label', '$name', '%.1f' % tps)"
 
 for r in $(seq "$rounds"); do
   run_one one "$llmserve" serve --port 18150 -m "$model" --threads 2 --no-warmup-pass
-  run_one tp2 "${mpirun[@]}" -np 2 "$llmserve" serve --port 18150 -m "$model" --threads 1 --tensor-parallel 2 --no-warmup-pass
+  for g in $groups; do
+    case $g in
+      tp2) flag=--tensor-parallel ;;
+      pp2) flag=--pipeline-parallel ;;
+      *) echo "unknown group $g (tp2 or pp2)" >&2; exit 2 ;;
+    esac
+    run_one "$g" "${mpirun[@]}" -np 2 "$llmserve" serve --port 18150 -m "$model" --threads 1 $flag 2 --no-warmup-pass
+  done
 done | tee "$work/all.txt"
-python3 - "$work/all.txt" <<'PY'
+python3 - "$work/all.txt" $groups <<'PY'
 import statistics, sys
 rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
-for shape in ("decode", "batch", "prefill"):
-    med = {who: statistics.median(float(t) for w, s, t in rows if w == who and s == shape) for who in ("one", "tp2")}
-    print(f"{shape}: one process {med['one']:.1f} tok/s, TP-2 {med['tp2']:.1f} tok/s, TP-2 / one = {med['tp2'] / med['one']:.2f}")
+for g in sys.argv[2:]:
+    for shape in ("decode", "batch", "prefill"):
+        med = {who: statistics.median(float(t) for w, s, t in rows if w == who and s == shape) for who in ("one", g)}
+        name = g.upper().replace("2", "-2")
+        print(f"{shape}: one process {med['one']:.1f} tok/s, {name} {med[g]:.1f} tok/s, {name} / one = {med[g] / med['one']:.2f}")
 PY

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "command_util.h"
+#include "mpi_group_util.h"
 #include "server_test_util.h"
 #include "tools/synthetic.h"
 
@@ -24,88 +25,10 @@ namespace llms::test {
 namespace {
 
 const std::string kBin = LLMSERVE_BIN;
-const std::string kMpirun = std::string(LLMSERVE_MPIRUN) + " --allow-run-as-root --oversubscribe";
+const std::string kMpirun = mpirun();
 
-struct Answer {
-  std::string text;
-  std::vector<double> logprobs;
-};
-
-const char* const kPrompts[] = {"Once upon a time", "The little dog", "She wanted to", "One day, a big"};
-
-// Each prompt's greedy completion with its tokens' log-probabilities.
-std::vector<Answer> ask(int port) {
-  std::vector<Answer> out;
-  for (const char* prompt : kPrompts) {
-    const HttpResult r = http_post(port, "/v1/completions",
-                                   Json{{"prompt", prompt}, {"max_tokens", 24}, {"temperature", 0}, {"logprobs", 1}});
-    EXPECT_EQ(r.status, 200) << r.body;
-    const Json j = r.json();
-    Answer a;
-    a.text = j["choices"][0]["text"].get<std::string>();
-    for (const auto& lp : j["choices"][0]["logprobs"]["token_logprobs"]) a.logprobs.push_back(lp.get<double>());
-    out.push_back(std::move(a));
-  }
-  return out;
-}
-
-// The pid of the child of `parent` that MPI made rank `rank` (its OMPI_COMM_WORLD_RANK).
-pid_t rank_pid(pid_t parent, int rank) {
-  const std::string want = "OMPI_COMM_WORLD_RANK=" + std::to_string(rank);
-  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
-    const std::string name = e.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream stat(e.path() / "stat");
-    std::string pid, comm, state;
-    pid_t ppid = 0;
-    if (!(stat >> pid >> comm >> state >> ppid) || ppid != parent) continue;
-    std::ifstream env(e.path() / "environ", std::ios::binary);
-    for (std::string var; std::getline(env, var, '\0');) {
-      if (var == want) return static_cast<pid_t>(std::stol(name));
-    }
-  }
-  return -1;
-}
-
-// Rank 0 stopped (SIGTERM) stops the workers: true when every rank and mpirun exit 0.
-bool stop_group(const ServeChild& group) {
-  const pid_t rank0 = rank_pid(group.pid, 0);
-  if (rank0 <= 0) return false;
-  kill(rank0, SIGTERM);
-  int status = 0;
-  waitpid(group.pid, &status, 0);
-  close(group.stdout_fd);
-  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
-}
-
-// Greedy text equal to one process's (and with `logprobs_within`, each token's
-// log-probability within it).
 void check_equal_to_one_process(const std::string& model, double logprobs_within, const std::string& flags = "") {
-  const ServeChild one = spawn_serve("-m " + model + " --threads 1 " + flags);
-  ASSERT_GT(one.port, 0);
-  const std::vector<Answer> want = ask(one.port);
-  stop_serve(one);
-
-  const ServeChild group = spawn_serve("-m " + model + " --threads 1 --tensor-parallel 2 " + flags, kMpirun + " -np 2");
-  ASSERT_GT(group.port, 0) << "the group did not start";
-  const std::vector<Answer> got = ask(group.port);
-  // The same answer streamed.
-  const SseResult streamed = http_stream(
-      group.port, "/v1/completions", Json{{"prompt", kPrompts[0]}, {"max_tokens", 24}, {"temperature", 0}, {"stream", true}});
-  std::string text;
-  for (const Json& c : streamed.chunks()) text += c["choices"][0].value("text", "");
-  EXPECT_TRUE(streamed.done());
-  EXPECT_EQ(text, want[0].text);
-  EXPECT_TRUE(stop_group(group));
-
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < want.size(); ++i) {
-    EXPECT_EQ(got[i].text, want[i].text) << kPrompts[i];
-    ASSERT_EQ(got[i].logprobs.size(), want[i].logprobs.size());
-    for (size_t t = 0; logprobs_within > 0 && t < want[i].logprobs.size(); ++t) {
-      EXPECT_NEAR(got[i].logprobs[t], want[i].logprobs[t], logprobs_within) << kPrompts[i] << " token " << t;
-    }
-  }
+  check_group_equals_one_process(model, "--tensor-parallel 2", logprobs_within, flags);
 }
 
 TEST(TensorParallelServe, StoriesGreedyOutputEqualsOneProcess) {

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 
@@ -25,7 +26,12 @@ struct Options {
   std::unique_ptr<ConfigFlags> flags;  // every key of the table
   std::string type;  // shorthand for precision_variants = TYPE: the weights quantized at load
   int tensor_parallel = 1;
+  int pipeline_parallel = 1;
   double step_timeout_s = 30;
+
+  // The group's size and how it splits the model (one of the two flags, checked in run()).
+  int group_size() const { return std::max(tensor_parallel, pipeline_parallel); }
+  SplitKind split() const { return pipeline_parallel > 1 ? SplitKind::kPipeline : SplitKind::kTensor; }
 };
 
 // Defaults, then the config file, then the flags (read again on SIGHUP).
@@ -55,17 +61,22 @@ sigset_t block_server_signals() {
 void reload(const Options& o, LlmServer& server, Communicator* group) {
   log_info("SIGHUP: reloading {}", o.config_file.empty() ? "(no config file: flags only)" : o.config_file);
   Result<ServeConfig> next = effective_config(o);
-  if (next.ok()) next->engine.ranks = group;
+  if (next.ok()) {
+    next->engine.ranks = group;
+    next->engine.split = o.split();
+  }
   Status s = next.ok() ? server.reload(*next) : next.status();
   if (!s.ok()) log_error("SIGHUP: configuration not reloaded: {}", s.to_string());
 }
 
-// --tensor-parallel N: this process's rank of the group mpirun started. Ranks > 0 run
-// their share until rank 0 stops them and exit here; rank 0 returns the group.
+// --tensor-parallel N or --pipeline-parallel N: this process's rank of the group mpirun
+// started. Ranks > 0 run their share until rank 0 stops them and exit here; rank 0
+// returns the group.
 std::unique_ptr<Communicator> join_group(const Options& o, const ServeConfig& config) {
-  if (o.tensor_parallel <= 1) return nullptr;
-  if (config.server.model_path.empty()) fail(unimplemented("--tensor-parallel serves a model file (-m), not a model root"));
-  const GroupOptions g{o.tensor_parallel, o.step_timeout_s, config.server.model_path, config.engine.threads};
+  if (o.group_size() <= 1) return nullptr;
+  const char* flag = group_flag(o.split());
+  if (config.server.model_path.empty()) fail(unimplemented(fmt::format("{} serves a model file (-m), not a model root", flag)));
+  const GroupOptions g{o.group_size(), o.step_timeout_s, config.server.model_path, config.engine.threads, o.split()};
   auto ranks = value_or_fail(open_serving_group(g));
   if (ranks->rank() == 0) return ranks;
   // A worker ends when rank 0 says stop; mpirun's forwarded SIGINT/SIGTERM is rank 0's to handle.
@@ -102,12 +113,18 @@ void run(const Options& o) {
     return;
   }
   std::signal(SIGPIPE, SIG_IGN);  // a closed socket or stdout is an error value, not death
-  if (o.tensor_parallel > 1 && !config.server.lora.empty()) {  // every rank says so, before the group forms
-    fail(invalid_argument("--lora: adapters cannot be served under --tensor-parallel (a rank holds a share of each "
-                          "weight)"));
+  // Every rank says so, before the group forms.
+  if (o.tensor_parallel > 1 && o.pipeline_parallel > 1) {
+    fail(unimplemented(fmt::format("--tensor-parallel {} with --pipeline-parallel {}: the two do not combine yet; use one "
+                                   "(docs/operations.md says which)", o.tensor_parallel, o.pipeline_parallel)));
+  }
+  if (o.group_size() > 1 && !config.server.lora.empty()) {
+    fail(invalid_argument(fmt::format("--lora: adapters cannot be served under {} (a rank holds a share of the "
+                                      "weights)", group_flag(o.split()))));
   }
   const std::unique_ptr<Communicator> group = join_group(o, config);
   config.engine.ranks = group.get();
+  config.engine.split = o.split();
   const sigset_t signals = block_server_signals();
   auto server = value_or_fail(LlmServer::start(config));
   std::printf("llmserve: serving '%s' on http://%s:%d\n", server->context().model_name.c_str(),
@@ -117,7 +134,7 @@ void run(const Options& o) {
   const Status lost = group ? group->health() : ok_status();
   if (!lost.ok()) {
     // Every request in flight has had its 503; the orchestrator restarts the group.
-    log_error("tensor parallel: the group failed ({}); shutting down", lost.to_string());
+    log_error("{}: the group failed ({}); shutting down", group_flag(o.split()), lost.to_string());
   } else {
     log_info("{}: shutting down (up to {} s for requests in flight)", sig == SIGTERM ? "SIGTERM" : "SIGINT",
              config.server.shutdown_timeout_s);
@@ -125,7 +142,7 @@ void run(const Options& o) {
   server->shutdown();
   server.reset();
   if (!lost.ok()) {
-    std::fprintf(stderr, "error: tensor parallel group: %s\n", lost.message().c_str());
+    std::fprintf(stderr, "error: %s group: %s\n", group_flag(o.split()), lost.message().c_str());
     abort_mpi_world(1);  // every rank ends; mpirun exits non-zero
   }
   std::printf("llmserve: stopped\n");
@@ -147,8 +164,13 @@ void add_serve_command(CLI::App& app) {
                   "Split the model over this many ranks (Megatron-style), started together by mpirun -np N; rank 0 "
                   "serves HTTP")
       ->check(CLI::Range(1, 1024));
+  cmd->add_option("--pipeline-parallel", o->pipeline_parallel,
+                  "Split the model's layers into this many stages (balanced by bytes), one per rank, started together "
+                  "by mpirun -np N; rank 0 (the first stage) serves HTTP")
+      ->check(CLI::Range(1, 1024));
   cmd->add_option("--step-timeout-s", o->step_timeout_s,
-                  "With --tensor-parallel: the longest a step waits for the other ranks before the group is failed")
+                  "With --tensor-parallel or --pipeline-parallel: the longest a step waits for the other ranks before "
+                  "the group is failed")
       ->check(CLI::PositiveNumber);
   cmd->callback([o] { run(*o); });
 }

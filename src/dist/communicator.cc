@@ -1,5 +1,7 @@
 #include "dist/communicator.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 namespace llms {
@@ -12,6 +14,14 @@ Status LocalCommunicator::gather(std::span<const float> mine, std::span<const in
 Status LocalCommunicator::allgather(std::span<const uint8_t> mine, std::vector<uint8_t>& all) {
   all.assign(mine.begin(), mine.end());
   return ok_status();
+}
+
+Status LocalCommunicator::send(int dest, std::span<const float> /*data*/) {
+  return internal_error(fmt::format("a single process has no rank {} to send to", dest));
+}
+
+Status LocalCommunicator::recv(int source, std::span<float> /*data*/) {
+  return internal_error(fmt::format("a single process has no rank {} to receive from", source));
 }
 
 LocalCommunicator& LocalCommunicator::instance() {

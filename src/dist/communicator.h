@@ -1,5 +1,5 @@
-// Communicator: the ranks of one tensor-parallel group and the few collectives the
-// forward pass and the step plan need, behind an interface so that the model and the
+// Communicator: the ranks of one tensor- or pipeline-parallel group and the few
+// collectives and messages the forward pass and the step plan need, behind an interface so that the model and the
 // engine have one code path: a single process uses LocalCommunicator (size 1, every
 // collective a no-op or a copy), a group launched by mpirun uses MPI
 // (dist/mpi_world.h).
@@ -40,6 +40,17 @@ class Communicator {
   virtual Status gather(std::span<const float> mine, std::span<const int64_t> counts, float* all) = 0;
   // Every rank's `mine` (the same length on every rank), in rank order, on every rank.
   virtual Status allgather(std::span<const uint8_t> mine, std::vector<uint8_t>& all) = 0;
+  // Point-to-point (pipeline parallelism: one stage's hidden states to the next, the
+  // last stage's logits to rank 0). send() is buffered: it returns once `data` is
+  // copied, before `dest` has it, so the sender computes on while it travels; messages
+  // from one rank to another arrive in the order sent.
+  virtual Status send(int dest, std::span<const float> data) = 0;
+  // The next message from `source` into `data` (exactly its length), within the step
+  // deadline.
+  virtual Status recv(int source, std::span<float> data) = 0;
+  // Waits (within the step deadline) until every message this rank sent has been
+  // received, so that a pass leaves nothing in flight.
+  virtual Status flush_sends() { return ok_status(); }
   // The failure that ended the group (a rank died or missed a deadline); OK while it
   // works. Any thread may ask.
   virtual Status health() const { return ok_status(); }
@@ -54,6 +65,9 @@ class LocalCommunicator final : public Communicator {
   Status allreduce_sum(float* /*data*/, int64_t /*n*/) override { return ok_status(); }
   Status gather(std::span<const float> mine, std::span<const int64_t> counts, float* all) override;
   Status allgather(std::span<const uint8_t> mine, std::vector<uint8_t>& all) override;
+  // A group of one has no one to send to or receive from: INTERNAL.
+  Status send(int dest, std::span<const float> data) override;
+  Status recv(int source, std::span<float> data) override;
 
   // The communicator of every single-process model (stateless, so one serves all).
   static LocalCommunicator& instance();

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <chrono>
+#include <deque>
 #include <mutex>
 #include <thread>
 
@@ -28,7 +29,7 @@ class MpiWorld final : public Communicator {
   }
   ~MpiWorld() override {
     // A failed group cannot finalise (it would wait for the dead rank).
-    if (health().ok()) {
+    if (health().ok() && flush_sends().ok()) {
       MPI_Comm_free(&comm_);
       MPI_Finalize();
     }
@@ -84,11 +85,61 @@ class MpiWorld final : public Communicator {
     });
   }
 
+  Status send(int dest, std::span<const float> data) override {
+    if (Status s = health(); !s.ok()) return s;
+    reap_sends();
+    // The copy travels while the caller computes; flush_sends() waits for it.
+    sends_.push_back({std::vector<float>(data.begin(), data.end()), MPI_REQUEST_NULL});
+    Pending& p = sends_.back();
+    const int rc = MPI_Isend(p.data.data(), static_cast<int>(p.data.size()), MPI_FLOAT, dest, kTag, comm_, &p.req);
+    if (rc != MPI_SUCCESS) return fail(unavailable(fmt::format("MPI send to rank {} failed: {}", dest, mpi_error(rc))));
+    return ok_status();
+  }
+
+  Status recv(int source, std::span<float> data) override {
+    MPI_Status status;
+    LLMS_RETURN_IF_ERROR(run("receive", false, [&](MPI_Request* r) {
+      return MPI_Irecv(data.data(), static_cast<int>(data.size()), MPI_FLOAT, source, kTag, comm_, r);
+    }, &status));
+    int count = 0;
+    MPI_Get_count(&status, MPI_FLOAT, &count);
+    if (static_cast<size_t>(count) != data.size()) {
+      return fail(internal_error(fmt::format("a message of {} floats from rank {}, {} expected", count, source, data.size())));
+    }
+    return ok_status();
+  }
+
+  Status flush_sends() override {
+    while (!sends_.empty()) {
+      LLMS_RETURN_IF_ERROR(run("send", false, [&](MPI_Request* r) {
+        *r = sends_.front().req;
+        return MPI_SUCCESS;
+      }));
+      sends_.pop_front();
+    }
+    return ok_status();
+  }
+
  private:
+  static constexpr int kTag = 7;  // every point-to-point message (one stream per pair of ranks)
+  struct Pending {
+    std::vector<float> data;
+    MPI_Request req;
+  };
+
+  // Drops the sends already delivered (their buffers are free again).
+  void reap_sends() {
+    while (!sends_.empty()) {
+      int done = 0;
+      if (MPI_Test(&sends_.front().req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS || !done) return;
+      sends_.pop_front();
+    }
+  }
+
   // Starts a collective with `start` and polls it to completion: within the step
   // deadline, or (idle) without one, sleeping between polls.
   template <typename Start>
-  Status run(const char* what, bool idle, Start&& start) {
+  Status run(const char* what, bool idle, Start&& start, MPI_Status* status = MPI_STATUS_IGNORE) {
     if (Status s = health(); !s.ok()) return s;
     MPI_Request req = MPI_REQUEST_NULL;
     int rc = start(&req);
@@ -97,7 +148,7 @@ class MpiWorld final : public Communicator {
     const auto deadline = begin + std::chrono::duration<double>(options_.step_timeout_s);
     for (int polls = 0;; ++polls) {
       int done = 0;
-      rc = MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+      rc = MPI_Test(&req, &done, status);
       if (rc != MPI_SUCCESS) return fail(unavailable(fmt::format("MPI {} failed: {}", what, mpi_error(rc))));
       if (done) return ok_status();
       if (polls < 2000) continue;  // a step's collective usually completes within these
@@ -122,6 +173,7 @@ class MpiWorld final : public Communicator {
   MpiOptions options_;
   int rank_ = 0, size_ = 1;
   std::vector<float> parts_;  // [size, n]: every rank's part of an allreduce
+  std::deque<Pending> sends_;  // sent, not yet known to be delivered, in order
   mutable std::mutex mu_;     // guards failed_ (health() is asked from other threads)
   Status failed_;
 };

@@ -57,6 +57,19 @@ class Member final : public Communicator {
     return ok_status();
   }
 
+  Status send(int dest, std::span<const float> data) override {
+    if (dest < 0 || dest >= size() || dest == rank_) return invalid_argument(fmt::format("no rank {} to send to", dest));
+    group_.post(rank_, dest, std::vector<float>(data.begin(), data.end()));
+    return ok_status();
+  }
+
+  Status recv(int source, std::span<float> data) override {
+    if (source < 0 || source >= size() || source == rank_) {
+      return invalid_argument(fmt::format("no rank {} to receive from", source));
+    }
+    return group_.take(source, rank_, data);
+  }
+
  private:
   ThreadGroup& group_;
   const int rank_;
@@ -66,6 +79,7 @@ class Member final : public Communicator {
 
 ThreadGroup::ThreadGroup(int size, double timeout_s) : size_(size), timeout_s_(timeout_s) {
   slots_.resize(static_cast<size_t>(size));
+  mail_.resize(static_cast<size_t>(size * size));
   for (int r = 0; r < size; ++r) members_.push_back(std::make_unique<Member>(*this, r));
 }
 
@@ -93,6 +107,34 @@ Status ThreadGroup::exchange(int rank, std::vector<uint8_t> mine, std::vector<st
     full_ = false;
     cv_.notify_all();
   }
+  return ok_status();
+}
+
+}  // namespace llms
+
+namespace llms {
+
+void ThreadGroup::post(int from, int to, std::vector<float> message) {
+  std::lock_guard<std::mutex> lock(mu_);
+  mail_[static_cast<size_t>(from * size_ + to)].push_back(std::move(message));
+  cv_.notify_all();
+}
+
+Status ThreadGroup::take(int from, int to, std::span<float> out) {
+  std::unique_lock<std::mutex> lock(mu_);
+  auto& box = mail_[static_cast<size_t>(from * size_ + to)];
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s_);
+  if (!cv_.wait_until(lock, deadline, [&] { return !box.empty(); })) {
+    return Status(StatusCode::kDeadlineExceeded,
+                  fmt::format("rank {}: no message from rank {} within {} s", to, from, timeout_s_));
+  }
+  std::vector<float> m = std::move(box.front());
+  box.pop_front();
+  if (m.size() != out.size()) {
+    return invalid_argument(fmt::format("rank {}: a message of {} floats from rank {}, {} expected", to, m.size(), from,
+                                        out.size()));
+  }
+  std::copy(m.begin(), m.end(), out.begin());
   return ok_status();
 }
 

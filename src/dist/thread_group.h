@@ -1,6 +1,7 @@
 // ThreadGroup: the ranks of a tensor-parallel group as threads of one process, each
 // with a Communicator of its own (member(r)). The collectives meet on a shared slot
 // table under a mutex, so results are the same as MPI's (allreduce in rank order);
+// point-to-point messages wait in a queue per (sender, receiver) pair;
 // tests use it to run a split model on every build, with or without MPI.
 //
 // Thread-safety: each member is used by one thread (its rank's), as Communicator
@@ -9,6 +10,8 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
+#include <span>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -28,6 +31,10 @@ class ThreadGroup {
   // Every member's `mine`, in rank order; DEADLINE_EXCEEDED when some member does
   // not arrive within the timeout (used by the members' collectives).
   Status exchange(int rank, std::vector<uint8_t> mine, std::vector<std::vector<uint8_t>>& all);
+  // Queues `from`'s message to `to` (never waits); take() gives them in order, waiting
+  // up to the timeout (DEADLINE_EXCEEDED), INVALID_ARGUMENT for a length that differs.
+  void post(int from, int to, std::vector<float> message);
+  Status take(int from, int to, std::span<float> out);
 
  private:
   const int size_;
@@ -37,6 +44,7 @@ class ThreadGroup {
   std::vector<std::vector<uint8_t>> slots_;
   int arrived_ = 0, departed_ = 0;
   bool full_ = false;  // every member arrived; the round is read until all depart
+  std::vector<std::deque<std::vector<float>>> mail_;  // [from * size + to]
   std::vector<std::unique_ptr<Communicator>> members_;
 };
 

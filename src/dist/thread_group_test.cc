@@ -66,6 +66,33 @@ TEST(ThreadGroup, AMemberThatNeverArrivesIsADeadlineNotAHang) {
   EXPECT_EQ(s.code(), StatusCode::kDeadlineExceeded) << s.to_string();
 }
 
+TEST(ThreadGroup, MessagesBetweenTwoRanksArriveInTheOrderSentWithoutTheSenderWaiting) {
+  ThreadGroup g(3, /*timeout_s=*/5);
+  // Rank 0 sends rank 2 three messages before rank 2 asks for any (sends never wait);
+  // rank 1 sends one too: each pair's stream is its own.
+  for (float v : {1.0f, 2.0f, 3.0f}) ASSERT_TRUE(g.member(0).send(2, std::vector<float>{v, -v}).ok());
+  ASSERT_TRUE(g.member(1).send(2, std::vector<float>{9.0f}).ok());
+  float one = 0;
+  ASSERT_TRUE(g.member(2).recv(1, {&one, 1}).ok());
+  EXPECT_EQ(one, 9.0f);
+  for (float v : {1.0f, 2.0f, 3.0f}) {
+    float two[2] = {0, 0};
+    ASSERT_TRUE(g.member(2).recv(0, two).ok());
+    EXPECT_EQ(two[0], v);
+    EXPECT_EQ(two[1], -v);
+  }
+  EXPECT_TRUE(g.member(0).flush_sends().ok());
+}
+
+TEST(ThreadGroup, AMessageNeverSentIsADeadlineAndAWrongLengthAnError) {
+  ThreadGroup g(2, /*timeout_s=*/0.2);
+  float x[2];
+  EXPECT_EQ(g.member(1).recv(0, x).code(), StatusCode::kDeadlineExceeded);
+  ASSERT_TRUE(g.member(0).send(1, std::vector<float>{1.0f}).ok());
+  EXPECT_EQ(g.member(1).recv(0, x).code(), StatusCode::kInvalidArgument);
+  EXPECT_FALSE(g.member(0).send(0, std::vector<float>{1.0f}).ok()) << "no message to oneself";
+}
+
 }  // namespace
 }  // namespace llms
 

@@ -17,6 +17,7 @@
 #include "engine/admission.h"
 #include "engine/autotune.h"
 #include "model/early_exit.h"
+#include "model/tensor_shard.h"
 #include "tensor/dtype.h"
 
 namespace llms {
@@ -135,10 +136,12 @@ struct EngineConfig {
   int threads = 0;               // kernel threads; 0 = one per core
   bool profile = false;          // time each step's parts (Engine::step_profile())
   int stats_window = 1024;       // steps and requests the dashboard's window keeps (stats_window.h)
-  // Tensor parallelism: the group this process is rank 0 of (dist/communicator.h; not
-  // owned, it outlives every engine), which the served model is split over; null: one
-  // process. Set by `serve --tensor-parallel`, not a key of the config file.
+  // Tensor or pipeline parallelism: the group this process is rank 0 of
+  // (dist/communicator.h; not owned, it outlives every engine), which the served model
+  // is split over as `split` says; null: one process. Set by `serve --tensor-parallel`
+  // or `--pipeline-parallel`, not keys of the config file.
   Communicator* ranks = nullptr;
+  SplitKind split = SplitKind::kTensor;
 
   // Each part's validate(), then the rules across parts.
   Status validate() const;

@@ -10,8 +10,15 @@
 namespace llms {
 
 Result<KvSizing> size_kv_cache(const Model& model, const EngineConfig& config) {
-  const KvCacheConfig probe = model.kv_config(1, config.kv.block_size, config.kv.k_type, config.kv.v_type);
+  KvCacheConfig probe = model.kv_config(1, config.kv.block_size, config.kv.k_type, config.kv.v_type);
   LLMS_RETURN_IF_ERROR(probe.validate());
+  if (const TensorShard& own = model.shard(); own.pipelined()) {
+    // A stage's config is the whole model's (stages split layers, not heads).
+    for (int stage = 0; stage < own.stages; ++stage) {
+      LLMS_ASSIGN_OR_RETURN(const TensorShard other, TensorShard::plan_stage(model.file(), model.config(), stage, own.stages));
+      probe.n_layer = std::max(probe.n_layer, static_cast<int>(other.layers.count));
+    }
+  }
   KvSizing s;
   s.bytes_per_block = probe.bytes_per_block();
   s.asked_context = config.context_length > 0 ? config.context_length : model.config().n_ctx_train;

@@ -14,7 +14,9 @@ namespace llms {
 
 struct KvSizing {
   int32_t num_blocks = 0;
-  int64_t bytes_per_block = 0;  // K and V of every layer
+  // K and V of every layer; of a pipeline stage, of the stage with the most layers:
+  // every stage allocates rank 0's block count, so each stays within the budget.
+  int64_t bytes_per_block = 0;
   int context_length = 0;       // positions a sequence may reach: the asked context, or less when the cache is smaller
   int asked_context = 0;        // config.context_length, or the model's training context
 };

@@ -79,7 +79,9 @@ Status LocalModelRunner::forward_here(std::span<const SequenceChunk> chunks, For
 
 Status LocalModelRunner::set_early_exit(const EarlyExitConfig& exit) {
   LLMS_RETURN_IF_ERROR(exit.validate(model_.config().n_layer));
-  if (exit.enabled() && model_.shard().split()) return unimplemented("early exit under tensor parallelism");
+  if (exit.enabled() && (model_.shard().split() || model_.shard().pipelined())) {
+    return unimplemented("early exit under tensor or pipeline parallelism");
+  }
   exit_ = exit;
   return ok_status();
 }

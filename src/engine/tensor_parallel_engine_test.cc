@@ -2,6 +2,7 @@
 // run_tensor_parallel_worker(), the ranks a ThreadGroup) serves what the engine over
 // the whole model serves: the same greedy tokens, log-probabilities within 1e-4,
 // through prefill chunks, batches, the prefix cache and ngram speculative decoding.
+// The same with the model's layers split into two pipeline stages (rank 1 the last).
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -11,6 +12,7 @@
 
 #include "dist/thread_group.h"
 #include "engine/engine.h"
+#include "engine/kv_sizing.h"
 #include "engine/tensor_parallel_worker.h"
 #include "engine/testing/engine_test_util.h"
 #include "model/model.h"
@@ -56,7 +58,7 @@ std::vector<testing::Collected> serve(const Model& model, const Tokenizer& token
   return out;
 }
 
-void check(const SyntheticSpec& spec, bool speculative) {
+void check(const SyntheticSpec& spec, bool speculative, SplitKind split = SplitKind::kTensor) {
   SCOPED_TRACE(spec.arch);
   const std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_tp_engine.gguf";
   ASSERT_TRUE(write_synthetic_model(spec, path).ok());
@@ -67,7 +69,7 @@ void check(const SyntheticSpec& spec, bool speculative) {
   ThreadGroup group(2);
   Status worker_status = internal_error("not run");
   std::thread worker([&] {
-    auto part = Model::load(path, &group.member(1));
+    auto part = Model::load(path, &group.member(1), split);
     if (!part.ok()) {
       worker_status = part.status();
       return;
@@ -76,7 +78,7 @@ void check(const SyntheticSpec& spec, bool speculative) {
   });
   std::vector<testing::Collected> got;
   {
-    auto lead = Model::load(path, &group.member(0));
+    auto lead = Model::load(path, &group.member(0), split);
     ASSERT_TRUE(lead.ok()) << lead.status().to_string();
     got = serve(**lead, *tokenizer, speculative);
   }  // the engine's end tells the worker to stop
@@ -111,6 +113,36 @@ TEST(TensorParallelEngine, MixtureOfExpertsSplitWithinExperts) {
   s.n_expert = 4, s.n_expert_used = 2;
   check(s, false);
 }
+
+TEST(PipelineParallelEngine, TwoStagesServeWhatTheWholeModelServes) {
+  SyntheticSpec s = spec_of("llama");
+  s.n_layer = 3;  // stages of 1 and 2 layers (the head counts with the last)
+  check(s, false, SplitKind::kPipeline);
+}
+
+// Every stage allocates rank 0's block count: the count comes from the stage with the
+// most layers, so no stage passes kv_cache_memory.
+TEST(PipelineParallelEngine, TheKvBudgetHoldsForTheStageWithTheMostLayers) {
+  SyntheticSpec s = spec_of("llama");
+  s.n_layer = 7;
+  const std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_pp_kv.gguf";
+  ASSERT_TRUE(write_synthetic_model(s, path).ok());
+  ThreadGroup group(3);  // loading does not communicate: one thread loads every stage
+  EngineConfig c;
+  c.kv.block_size = 16;
+  c.kv.cache_bytes = 1LL << 20;
+  int64_t most = 0;
+  int32_t blocks = 0;
+  for (int r = 0; r < 3; ++r) {
+    auto stage = Model::load(path, &group.member(r), SplitKind::kPipeline).value();
+    most = std::max(most, stage->kv_config(1, 16, c.kv.k_type, c.kv.v_type).bytes_per_block());
+    if (r == 0) blocks = size_kv_cache(*stage, c).value().num_blocks;
+  }
+  std::filesystem::remove(path);
+  EXPECT_EQ(blocks, c.kv.cache_bytes / most);
+}
+
+TEST(PipelineParallelEngine, SpeculativeDecodingAcrossStages) { check(spec_of("qwen2"), true, SplitKind::kPipeline); }
 
 }  // namespace
 }  // namespace llms

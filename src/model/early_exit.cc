@@ -346,7 +346,7 @@ void EarlyExitPass::final_logits(ForwardOutput& out) {
 
 Status Model::forward(std::span<const SequenceChunk> chunks, KvCache& kv, ForwardState& state, ThreadPool& pool,
                       const EarlyExitConfig& exit, ForwardOutput& out) const {
-  if (shard_.split()) return unimplemented("early exit under tensor parallelism");
+  if (shard_.split() || shard_.pipelined()) return unimplemented("early exit under tensor or pipeline parallelism");
   EarlyExitPass pass(*this, chunks, kv, state, pool, exit);
   return pass.run(out);
 }

@@ -79,14 +79,14 @@ std::vector<float>& position_row_scratch(int64_t n) {
 
 }  // namespace
 
-Result<std::unique_ptr<Model>> Model::load(const std::string& path, Communicator* ranks) {
+Result<std::unique_ptr<Model>> Model::load(const std::string& path, Communicator* ranks, SplitKind split) {
   LLMS_ASSIGN_OR_RETURN(GgufFile file, open_model_file(path));
-  auto model = from_file(std::move(file), ranks);
+  auto model = from_file(std::move(file), ranks, split);
   if (!model.ok()) return model.status().with_context(path);
   return model;
 }
 
-Result<std::unique_ptr<Model>> Model::from_file(GgufFile file, Communicator* ranks) {
+Result<std::unique_ptr<Model>> Model::from_file(GgufFile file, Communicator* ranks, SplitKind split) {
   std::unique_ptr<Model> m(new Model(std::move(file), ranks != nullptr ? ranks : &LocalCommunicator::instance()));
   LLMS_ASSIGN_OR_RETURN(const ModelConfig full, ModelConfig::from_gguf(m->file_));
   // Identity: everything before the tensor data (metadata and tensor table) plus size,
@@ -99,7 +99,11 @@ Result<std::unique_ptr<Model>> Model::from_file(GgufFile file, Communicator* ran
     if (t.data != nullptr) h.add_bytes(t.data, std::min<uint64_t>(t.num_bytes, 64));
   }
   m->identity_ = h.finish128();
-  LLMS_ASSIGN_OR_RETURN(m->shard_, TensorShard::plan(m->file_, full, m->ranks_->rank(), m->ranks_->size()));
+  if (split == SplitKind::kPipeline && m->ranks_->size() > 1) {
+    LLMS_ASSIGN_OR_RETURN(m->shard_, TensorShard::plan_stage(m->file_, full, m->ranks_->rank(), m->ranks_->size()));
+  } else {
+    LLMS_ASSIGN_OR_RETURN(m->shard_, TensorShard::plan(m->file_, full, m->ranks_->rank(), m->ranks_->size()));
+  }
   LLMS_ASSIGN_OR_RETURN(m->weights_, ModelWeights::load(m->file_, full, m->shard_));
   m->config_ = m->shard_.local_config(full);
   // Loading released each tensor it repacked, but a read maps neighbouring pages too.
@@ -125,7 +129,7 @@ WeightsMemory Model::weights_memory() const {
 
 KvCacheConfig Model::kv_config(int32_t num_blocks, int block_size, DType k_type, DType v_type) const {
   KvCacheConfig kc;
-  kc.n_layer = config_.n_layer;
+  kc.n_layer = static_cast<int>(shard_.layers.count);
   kc.n_kv_heads = config_.n_head_kv;
   kc.head_dim = config_.head_dim;
   kc.block_size = block_size;
@@ -157,8 +161,8 @@ Status Model::validate(std::span<const SequenceChunk> chunks, const KvCache& kv)
     if (ch.adapter != nullptr && ch.adapter->base_identity() != identity_) {
       return invalid_argument(fmt::format("chunk {}: its adapter was loaded for another base model", i));
     }
-    if (ch.adapter != nullptr && shard_.split()) {
-      return unimplemented(fmt::format("chunk {}: LoRA adapters are not applied under tensor parallelism", i));
+    if (ch.adapter != nullptr && (shard_.split() || shard_.pipelined())) {
+      return unimplemented(fmt::format("chunk {}: LoRA adapters are not applied under tensor or pipeline parallelism", i));
     }
     for (int32_t b : ch.block_table.first(static_cast<size_t>(blocks_needed))) {
       if (b < 0 || b >= kv.num_blocks()) return invalid_argument(fmt::format("chunk {}: block id {} out of range", i, b));
@@ -170,25 +174,33 @@ Status Model::validate(std::span<const SequenceChunk> chunks, const KvCache& kv)
 Status Model::forward(std::span<const SequenceChunk> chunks, KvCache& kv, ForwardState& s, ThreadPool& pool,
                       ForwardOutput& out) const {
   LLMS_RETURN_IF_ERROR(validate(chunks, kv));
+  if (shard_.pipelined()) return forward_pipelined(chunks, kv, s, pool, out);
   const ModelConfig& c = config_;
   int64_t n_tokens = 0;
   for (const auto& ch : chunks) n_tokens += static_cast<int64_t>(ch.tokens.size());
   s.reserve(c, n_tokens);
 
   embed(chunks, n_tokens, s, pool);
+  LLMS_RETURN_IF_ERROR(run_layers(chunks, n_tokens, kv, s, pool));
+  const ScopedStepPart part(s.profile_, StepPart::kLogits);
+  return compute_logits(chunks, s, pool, out);
+}
+
+Status Model::run_layers(std::span<const SequenceChunk> chunks, int64_t n_tokens, KvCache& kv, ForwardState& s,
+                         ThreadPool& pool) const {
+  const int first = static_cast<int>(shard_.layers.first), end = first + static_cast<int>(shard_.layers.count);
   // Each block's residual pass also norms the rows for the block after it.
-  for (int l = 0; l < c.n_layer; ++l) {
+  for (int l = first; l < end; ++l) {
     const LayerWeights& L = weights_.layers[static_cast<size_t>(l)];
-    LLMS_RETURN_IF_ERROR(attention_block(l, chunks, n_tokens, kv, s, pool, l > 0, {&L.ffn_norm, &L.ffn_norm_b}));
+    LLMS_RETURN_IF_ERROR(attention_block(l, chunks, n_tokens, kv, s, pool, l > first, {&L.ffn_norm, &L.ffn_norm_b}));
     NormWeights next;
-    if (l + 1 < c.n_layer) {
+    if (l + 1 < end) {
       const LayerWeights& N = weights_.layers[static_cast<size_t>(l + 1)];
       next = {&N.attn_norm, &N.attn_norm_b};
     }
     LLMS_RETURN_IF_ERROR(ffn_block(l, n_tokens, s, pool, true, next));
   }
-  const ScopedStepPart part(s.profile_, StepPart::kLogits);
-  return compute_logits(chunks, s, pool, out);
+  return ok_status();
 }
 
 void Model::embed(std::span<const SequenceChunk> chunks, int64_t n_tokens, ForwardState& s, ThreadPool& pool) const {
@@ -219,6 +231,8 @@ void Model::embed(std::span<const SequenceChunk> chunks, int64_t n_tokens, Forwa
     std::vector<float>& pos_row = position_row_scratch(c.n_embd);
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t pos = s.slots_[static_cast<size_t>(t)].pos;
+      if (cs_size > 0) rope_table(pos, inv_freq, c.rope_dim, c.rope_style, rope_cs + t * cs_size);
+      if (!shard_.first_stage()) continue;  // a later stage receives its rows
       float* xt = x + t * c.n_embd;
       decode_row(weights_.token_embd.dtype, weights_.token_embd.row(token_ids[static_cast<size_t>(t)]), xt, c.n_embd);
       if (c.learned_positions) {
@@ -230,7 +244,6 @@ void Model::embed(std::span<const SequenceChunk> chunks, int64_t n_tokens, Forwa
         const float scale = std::sqrt(static_cast<float>(c.n_embd));
         for (int64_t j = 0; j < c.n_embd; ++j) xt[j] *= scale;
       }
-      if (cs_size > 0) rope_table(pos, inv_freq, c.rope_dim, c.rope_style, rope_cs + t * cs_size);
     }
   });
   embed_part.reset();
@@ -259,7 +272,7 @@ Status Model::attention_block(int l, std::span<const SequenceChunk> chunks, int6
     products(outs, l, whats, xn, n, s, pool);
   }
   part.emplace(prof, StepPart::kElementwise);
-  const KvLayerView layer = kv.layer(l);
+  const KvLayerView layer = kv.layer(l - static_cast<int>(shard_.layers.first));  // a stage's cache holds its layers
   const int cs_size = c.rope_dim > 0 ? rope_table_size(c.rope_dim, c.rope_style) : 0;
   const float* rope_cs = s.rope_cs_.as<float>();
   // Per token: biases, RoPE with the pass's table, and the store of its key and value
@@ -305,7 +318,8 @@ Status Model::attention_block(int l, std::span<const SequenceChunk> chunks, int6
   part.reset();
   float* tmp = s.tmp_.as<float>();
   product(L.wo, l, "attn_output", att, n, tmp, s, pool);
-  LLMS_RETURN_IF_ERROR(ranks_->allreduce_sum(tmp, n * c.n_embd));  // [n, n_embd]: every rank's heads
+  // [n, n_embd]: every rank's heads (pipeline stages hold whole layers: nothing to add)
+  if (shard_.split()) LLMS_RETURN_IF_ERROR(ranks_->allreduce_sum(tmp, n * c.n_embd));
   part.emplace(prof, StepPart::kElementwise);
   add_residual(x, tmp, L.bo, L.attn_post_norm, n, pool, next, xn);
   return ok_status();
@@ -328,7 +342,7 @@ Status Model::ffn_block(int l, int64_t n, ForwardState& s, ThreadPool& pool, boo
   } else {
     dense_ffn(l, xn, n, tmp, s, pool);
   }
-  LLMS_RETURN_IF_ERROR(ranks_->allreduce_sum(tmp, n * config_.n_embd));  // [n, n_embd]: every rank's columns
+  if (shard_.split()) LLMS_RETURN_IF_ERROR(ranks_->allreduce_sum(tmp, n * config_.n_embd));  // [n, n_embd]: every rank's columns
   part.emplace(s.profile_, StepPart::kElementwise);
   add_residual(x, tmp, L.b_down, L.ffn_post_norm, n, pool, next, xn);
   return ok_status();
@@ -440,8 +454,10 @@ Status Model::compute_logits(std::span<const SequenceChunk> chunks, ForwardState
     }
     t += len;
   }
-  // Under tensor parallelism only rank 0 holds logits (it samples).
-  out.logits.resize(ranks_->rank() == 0 ? src.size() * static_cast<size_t>(c.n_vocab) : 0);
+  // Under tensor parallelism only rank 0 holds logits (it samples); a pipeline's last
+  // stage computes them for rank 0.
+  const bool holds = !shard_.split() || ranks_->rank() == 0;
+  out.logits.resize(holds ? src.size() * static_cast<size_t>(c.n_vocab) : 0);
   if (!src.empty()) {
     if (shard_.split()) {
       LLMS_RETURN_IF_ERROR(split_head_rows(src, out.logits.data(), s, pool));

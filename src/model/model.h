@@ -107,6 +107,10 @@ class ForwardState {
   // Tensor parallelism: this rank's logits [rows, its vocabulary share], and on rank 0
   // every rank's, in rank order, before they are interleaved into whole rows.
   std::vector<float> head_part_, head_all_;
+  // Pipeline parallelism: the pass's micro-batches (chunk index boundaries), and the
+  // last stage's output of one micro-batch before it goes to rank 0.
+  std::vector<size_t> micro_cuts_;
+  ForwardOutput stage_out_;
 };
 
 // A norm's weights (RMSNorm: b empty); null w: none.
@@ -122,8 +126,13 @@ class Model {
   // With `ranks` (not owned; it must outlive the model) of size N > 1, this process
   // loads only its share of the weights (tensor_shard.h) and every forward pass adds
   // the ranks' partial sums over them; null: one process.
-  static Result<std::unique_ptr<Model>> load(const std::string& path, Communicator* ranks = nullptr);
-  static Result<std::unique_ptr<Model>> from_file(GgufFile file, Communicator* ranks = nullptr);
+  // With `split` kPipeline, the ranks are pipeline stages instead (tensor_shard.h):
+  // this process loads its stage's layers only, and each pass's hidden states go stage
+  // to stage (model_pipeline.cc).
+  static Result<std::unique_ptr<Model>> load(const std::string& path, Communicator* ranks = nullptr,
+                                             SplitKind split = SplitKind::kTensor);
+  static Result<std::unique_ptr<Model>> from_file(GgufFile file, Communicator* ranks = nullptr,
+                                                  SplitKind split = SplitKind::kTensor);
 
   // This rank's hyperparameters: under tensor parallelism its share's head counts and
   // FFN widths (so KV sizing and activations are per rank); n_vocab is whole.
@@ -143,7 +152,8 @@ class Model {
   // for the short (or only) factor set, or LongRoPE's long one (empty if none).
   const std::vector<float>& rope_inv_freq(bool long_factors) const { return long_factors ? inv_freq_long_ : inv_freq_; }
 
-  // A KV cache config for this model with `num_blocks` blocks.
+  // A KV cache config for this model with `num_blocks` blocks (of a pipeline stage:
+  // its layers only).
   KvCacheConfig kv_config(int32_t num_blocks, int block_size, DType k_type, DType v_type) const;
 
   // Runs the chunks; writes their keys and values into `kv` and the logits asked for
@@ -161,7 +171,7 @@ class Model {
   friend class EarlyExitPass;
   Model(GgufFile file, Communicator* ranks) : file_(std::move(file)), ranks_(ranks) {}
   // The embedding rows of the chunks' tokens into state.x_ [n_tokens, n_embd], with
-  // each token's slot and RoPE table.
+  // each token's slot and RoPE table (a later pipeline stage: slots and tables only).
   void embed(std::span<const SequenceChunk> chunks, int64_t n_tokens, ForwardState& s, ThreadPool& pool) const;
   // The chunks' token rows grouped by adapter into s.adapter_groups_ (model/lora_pass.cc).
   void group_adapters(std::span<const SequenceChunk> chunks, ForwardState& s) const;
@@ -170,6 +180,19 @@ class Model {
   void add_adapters(std::span<const MatmulOutput> outs, int layer, std::span<const char* const> whats, const float* x,
                     ForwardState& s, ThreadPool& pool) const;
   Status validate(std::span<const SequenceChunk> chunks, const KvCache& kv) const;
+  // This rank's layers (all of them, or a pipeline stage's) over the rows of state.x_;
+  // the first normalises its own input.
+  Status run_layers(std::span<const SequenceChunk> chunks, int64_t n_tokens, KvCache& kv, ForwardState& s,
+                    ThreadPool& pool) const;
+  // The pass of a pipeline stage (model_pipeline.cc): the chunks in micro-batches, each
+  // embedded (first stage) or received from the stage before, run through this
+  // stage's layers, and sent on; the last stage sends the logits and hidden rows to
+  // rank 0, which alone fills `out`.
+  Status forward_pipelined(std::span<const SequenceChunk> chunks, KvCache& kv, ForwardState& s, ThreadPool& pool,
+                           ForwardOutput& out) const;
+  // Rank 0: out's row indices for the whole pass, and the logits and hidden rows of
+  // each micro-batch received from the last stage into their places.
+  Status receive_outputs(std::span<const SequenceChunk> chunks, ForwardState& s, ForwardOutput& out) const;
   // A block reads the normed rows state.xn_ and adds its output to state.x_. With
   // input_normed, xn_ already holds this block's input norm of x_ (the block before
   // computed it); with `next`, the block leaves next's norm of the new x_ in xn_, in

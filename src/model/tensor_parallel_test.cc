@@ -1,7 +1,9 @@
 // A model split over ranks (threads of one process here, dist/thread_group.h; MPI
 // processes in tests/server_tensor_parallel_test.cc) gives rank 0 the logits of the
 // whole model: the same top token and log-probabilities within 1e-4, for every
-// architecture and for quantized weights cut on block boundaries.
+// architecture and for quantized weights cut on block boundaries. The same for the
+// layers split into pipeline stages (each holding its layers' weights and KV only),
+// and the byte balance that cuts them.
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -68,7 +70,8 @@ std::vector<std::vector<float>> run(const Model& m) {
 }
 
 // The model at `path` (a GGUF file or a Hugging Face directory) split over `ranks`.
-void check_split_of(const std::string& path, int ranks, const std::string& label) {
+void check_split_of(const std::string& path, int ranks, const std::string& label,
+                    SplitKind split = SplitKind::kTensor) {
   auto whole = Model::load(path);
   ASSERT_TRUE(whole.ok()) << whole.status().to_string();
   const std::vector<std::vector<float>> want = run(**whole);
@@ -77,9 +80,14 @@ void check_split_of(const std::string& path, int ranks, const std::string& label
   std::vector<std::thread> threads;
   for (int r = 0; r < ranks; ++r) {
     threads.emplace_back([&, r] {
-      auto part = Model::load(path, &group.member(r));
+      auto part = Model::load(path, &group.member(r), split);
       ASSERT_TRUE(part.ok()) << part.status().to_string();
-      EXPECT_LT((*part)->config().n_head_kv, (*whole)->config().n_head_kv);
+      if (split == SplitKind::kTensor) {
+        EXPECT_LT((*part)->config().n_head_kv, (*whole)->config().n_head_kv);
+      } else {  // a stage holds its layers' weights and KV only
+        EXPECT_LT((*part)->kv_config(8, kBlock, DType::kF32, DType::kF32).n_layer, (*whole)->config().n_layer);
+        EXPECT_LT((*part)->weights_memory().owned_bytes, (*whole)->weights_memory().owned_bytes);
+      }
       got[static_cast<size_t>(r)] = run(**part);
     });
   }
@@ -97,10 +105,10 @@ void check_split_of(const std::string& path, int ranks, const std::string& label
   }
 }
 
-void check_split(const SyntheticSpec& spec, int ranks) {
+void check_split(const SyntheticSpec& spec, int ranks, SplitKind split = SplitKind::kTensor) {
   const std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_tp_" + spec.arch + ".gguf";
   ASSERT_TRUE(write_synthetic_model(spec, path).ok());
-  check_split_of(path, ranks, spec.arch + " " + std::string(dtype_name(spec.weight_type)));
+  check_split_of(path, ranks, spec.arch + " " + std::string(dtype_name(spec.weight_type)), split);
   std::filesystem::remove(path);
 }
 
@@ -164,6 +172,103 @@ TEST(TensorParallel, FewerKvHeadsThanRanksIsRefusedWithTheLimit) {
       << part.status().to_string();
   EXPECT_NE(part.status().message().find("--tensor-parallel 1 or fewer"), std::string::npos);
   std::filesystem::remove(path);
+}
+
+TEST(PipelineParallel, EveryArchitectureInTwoStagesMatchesTheWholeModel) {
+  for (const char* arch : {"llama", "qwen2", "phi3", "gemma2"}) {
+    SyntheticSpec s = small(arch);
+    s.n_layer = 3;
+    if (std::string(arch) == "phi3") s.n_head_kv = s.n_head;
+    if (std::string(arch) == "gemma2") s.head_dim = 32, s.tied_output = true;
+    check_split(s, 2, SplitKind::kPipeline);
+  }
+  SyntheticSpec gpt2 = small("gpt2");
+  gpt2.n_head = gpt2.n_head_kv = 4, gpt2.tied_output = true;
+  check_split(gpt2, 2, SplitKind::kPipeline);
+  SyntheticSpec mixtral = small("llama");
+  mixtral.n_expert = 4, mixtral.n_expert_used = 2;
+  check_split(mixtral, 2, SplitKind::kPipeline);
+  SyntheticSpec qwen = small("qwen2moe");
+  qwen.n_expert = 8, qwen.n_expert_used = 3, qwen.n_ff_exp = 64;
+  check_split(qwen, 2, SplitKind::kPipeline);
+}
+
+TEST(PipelineParallel, ThreeStagesOfQuantizedWeightsMatchTheWholeModel) {
+  SyntheticSpec q8 = small("llama");
+  q8.n_layer = 4, q8.weight_type = DType::kQ8_0;
+  check_split(q8, 3, SplitKind::kPipeline);
+}
+
+TEST(PipelineParallel, StoriesInTwoStagesMatchesTheWholeModel) {
+  const std::string path = std::string(LLMSERVE_SHARED_DIR) + "/models/stories260K.gguf";
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << "needs " << path;
+  check_split_of(path, 2, "stories260K", SplitKind::kPipeline);
+}
+
+TEST(PipelineParallel, HuggingFaceDirectoryInTwoStagesMatchesTheWholeModel) {
+  const std::string dir = std::string(LLMSERVE_SHARED_DIR) + "/models/tinystories-656k/hf";
+  if (!std::filesystem::exists(dir + "/model.safetensors")) GTEST_SKIP() << "needs " << dir;
+  check_split_of(dir, 2, "tinystories-656k/hf", SplitKind::kPipeline);
+}
+
+TEST(PipelineParallel, HiddenRowsAndPartialLogitsComeBackToRankZero) {
+  const std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_pp_hidden.gguf";
+  SyntheticSpec spec = small("llama");
+  spec.n_layer = 3;
+  ASSERT_TRUE(write_synthetic_model(spec, path).ok());
+  // Three sequences in one pass: hidden rows and no logits, the last row's logits, every row's.
+  const std::vector<int32_t> a = {5, 6, 7, 8}, b = {9, 10}, c = {11, 12, 13};
+  const std::vector<int32_t> tables[3] = {{0}, {1}, {2}};
+  auto pass = [&](const Model& m, ForwardOutput& out) {
+    KvCache kv(m.kv_config(4, kBlock, DType::kF32, DType::kF32));
+    ForwardState state;
+    ThreadPool pool(1);
+    std::vector<SequenceChunk> chunks = {{a, 0, tables[0], LogitsWanted::kNone},
+                                         {b, 0, tables[1], LogitsWanted::kLast},
+                                         {c, 0, tables[2], LogitsWanted::kAll}};
+    chunks[0].hidden = chunks[1].hidden = true;
+    const Status s = m.forward(chunks, kv, state, pool, out);
+    EXPECT_TRUE(s.ok()) << s.to_string();
+  };
+  ForwardOutput want;
+  pass(*Model::load(path).value(), want);
+  ThreadGroup group(2);
+  ForwardOutput got[2];
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r) {
+    threads.emplace_back([&, r] { pass(*Model::load(path, &group.member(r), SplitKind::kPipeline).value(), got[r]); });
+  }
+  for (auto& t : threads) t.join();
+  std::filesystem::remove(path);
+  EXPECT_EQ(got[0].first_row, want.first_row);
+  EXPECT_EQ(got[0].first_hidden_row, want.first_hidden_row);
+  ASSERT_EQ(got[0].logits.size(), want.logits.size());
+  ASSERT_EQ(got[0].hidden.size(), want.hidden.size());
+  for (size_t i = 0; i < want.logits.size(); ++i) ASSERT_NEAR(got[0].logits[i], want.logits[i], 1e-4) << i;
+  for (size_t i = 0; i < want.hidden.size(); ++i) ASSERT_NEAR(got[0].hidden[i], want.hidden[i], 1e-4) << i;
+  EXPECT_TRUE(got[1].logits.empty() && got[1].hidden.empty()) << "only rank 0 gets the outputs";
+}
+
+TEST(PipelineParallel, StagesBalanceBytesWithTheHeadOnTheLast) {
+  const int64_t even[] = {10, 10, 10, 10};
+  EXPECT_EQ(balance_stages(even, 0, 2).value(), (std::vector<int>{0, 2, 4}));
+  // The head (25) weighs on the last stage: it takes one layer.
+  EXPECT_EQ(balance_stages(even, 25, 2).value(), (std::vector<int>{0, 3, 4}));
+  const int64_t uneven[] = {40, 10, 10, 10, 10};
+  EXPECT_EQ(balance_stages(uneven, 0, 2).value(), (std::vector<int>{0, 1, 5}));
+  EXPECT_EQ(balance_stages(uneven, 0, 5).value(), (std::vector<int>{0, 1, 2, 3, 4, 5}));
+  EXPECT_FALSE(balance_stages(even, 0, 5).ok());  // fewer layers than stages
+}
+
+TEST(PipelineParallel, MoreStagesThanLayersIsRefused) {
+  const std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_pp_refused.gguf";
+  ASSERT_TRUE(write_synthetic_model(small("llama"), path).ok());  // 2 layers
+  ThreadGroup group(3, 1);
+  auto m = Model::load(path, &group.member(0), SplitKind::kPipeline);
+  std::filesystem::remove(path);
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("2 layers cannot be split into 3 pipeline stages"), std::string::npos)
+      << m.status().to_string();
 }
 
 TEST(TensorShard, SplitPointsFallOnStepsAsEvenlyAsTheyCan) {

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstdio>
 #include <numeric>
 
 namespace llms {
@@ -48,6 +50,7 @@ Result<TensorShard> TensorShard::plan(const GgufFile& file, const ModelConfig& c
   TensorShard s;
   s.rank = rank;
   s.size = size;
+  s.layers = {0, c.n_layer};
   if (size == 1) {
     s.kv_heads = {0, c.n_head_kv};
     s.heads = {0, c.n_head};
@@ -89,6 +92,58 @@ Result<TensorShard> TensorShard::plan(const GgufFile& file, const ModelConfig& c
   LLMS_ASSIGN_OR_RETURN(const std::vector<int64_t> vocab, split_points(c.n_vocab, 1, size));
   s.vocab = {vocab[static_cast<size_t>(rank)], vocab[static_cast<size_t>(rank) + 1] - vocab[static_cast<size_t>(rank)]};
   for (int r = 0; r < size; ++r) s.vocab_counts_.push_back(vocab[static_cast<size_t>(r) + 1] - vocab[static_cast<size_t>(r)]);
+  return s;
+}
+
+Result<std::vector<int>> balance_stages(std::span<const int64_t> bytes, int64_t tail_bytes, int stages) {
+  const int n = static_cast<int>(bytes.size());
+  if (stages < 1 || n < stages) {
+    return invalid_argument(fmt::format("{} layers cannot be split into {} pipeline stages", n, stages));
+  }
+  std::vector<int64_t> prefix(static_cast<size_t>(n) + 1, 0);
+  for (int i = 0; i < n; ++i) prefix[static_cast<size_t>(i) + 1] = prefix[static_cast<size_t>(i)] + bytes[static_cast<size_t>(i)];
+  auto run = [&](int a, int b) { return prefix[static_cast<size_t>(b)] - prefix[static_cast<size_t>(a)] + (b == n ? tail_bytes : 0); };
+  // best[k][i]: the smallest largest run over k runs of the first i layers; cut[k][i]: its last run's start.
+  constexpr int64_t kNone = INT64_MAX;
+  std::vector<std::vector<int64_t>> best(static_cast<size_t>(stages) + 1, std::vector<int64_t>(static_cast<size_t>(n) + 1, kNone));
+  std::vector<std::vector<int>> cut(best.size(), std::vector<int>(static_cast<size_t>(n) + 1, 0));
+  best[0][0] = 0;
+  for (int k = 1; k <= stages; ++k) {
+    for (int i = k; i <= n; ++i) {
+      for (int j = k - 1; j < i; ++j) {  // the last run is [j, i); ties keep the earliest cut
+        if (best[static_cast<size_t>(k) - 1][static_cast<size_t>(j)] == kNone) continue;
+        const int64_t worst = std::max(best[static_cast<size_t>(k) - 1][static_cast<size_t>(j)], run(j, i));
+        if (worst < best[static_cast<size_t>(k)][static_cast<size_t>(i)]) {
+          best[static_cast<size_t>(k)][static_cast<size_t>(i)] = worst;
+          cut[static_cast<size_t>(k)][static_cast<size_t>(i)] = j;
+        }
+      }
+    }
+  }
+  std::vector<int> b(static_cast<size_t>(stages) + 1, n);
+  for (int k = stages; k > 0; --k) b[static_cast<size_t>(k) - 1] = cut[static_cast<size_t>(k)][static_cast<size_t>(b[static_cast<size_t>(k)])];
+  return b;
+}
+
+Result<TensorShard> TensorShard::plan_stage(const GgufFile& file, const ModelConfig& c, int stage, int stages) {
+  LLMS_ASSIGN_OR_RETURN(TensorShard s, plan(file, c, 0, 1));
+  // Each layer's bytes in the file (blk.L.*), and the output head's (tied: the embedding's).
+  std::vector<int64_t> bytes(static_cast<size_t>(c.n_layer), 0);
+  int64_t head = 0;
+  for (const auto& t : file.tensors()) {
+    int l = -1;
+    if (std::sscanf(t.name.c_str(), "blk.%d.", &l) == 1 && l >= 0 && l < c.n_layer) {
+      bytes[static_cast<size_t>(l)] += static_cast<int64_t>(t.num_bytes);
+    }
+  }
+  const GgufTensorInfo* out = file.find_tensor("output.weight");
+  if (out == nullptr) out = file.find_tensor("token_embd.weight");
+  if (out != nullptr) head = static_cast<int64_t>(out->num_bytes);
+  auto points = balance_stages(bytes, head, stages);
+  if (!points.ok()) return points.status().with_context("--pipeline-parallel");
+  s.stage = stage;
+  s.stages = stages;
+  s.layers = {(*points)[static_cast<size_t>(stage)], (*points)[static_cast<size_t>(stage) + 1] - (*points)[static_cast<size_t>(stage)]};
   return s;
 }
 

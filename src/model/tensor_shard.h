@@ -10,10 +10,15 @@
 // multiple of the tensor's block size (256 for k-quants), so shares are uneven where
 // the width does not divide (TinyLlama's 5632 over 4 ranks: 1536, 1280, 1536, 1280).
 //
+// Pipeline parallelism instead gives each rank (a stage) every head and column of a
+// contiguous run of layers, balanced by bytes (balance_stages()); the first stage
+// also embeds, the last also runs the final norm and the output head.
+//
 // Thread-safety: a plain value.
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "base/status.h"
@@ -27,18 +32,33 @@ struct ShardRange {
   int64_t count = 0;
 };
 
+// How a group of ranks splits a model: by heads and columns (tensor parallelism) or
+// by layers (pipeline parallelism).
+enum class SplitKind { kTensor, kPipeline };
+
 struct TensorShard {
   int rank = 0;
-  int size = 1;
+  int size = 1;  // ranks sharing each layer (tensor parallelism)
+  // Pipeline parallelism: this rank's stage of `stages` and its layers (without it:
+  // stage 0 of 1, every layer).
+  int stage = 0, stages = 1;
+  ShardRange layers;
   ShardRange kv_heads, heads;  // of n_head_kv and n_head
   ShardRange ff, ff_exp, ff_shexp;  // hidden columns of the dense FFN, of each expert, of the shared expert
   ShardRange vocab;  // rows of the output head
 
   bool split() const { return size > 1; }
+  bool pipelined() const { return stages > 1; }
+  bool first_stage() const { return stage == 0; }
+  bool last_stage() const { return stage == stages - 1; }
   // Rank `rank` of `size`'s share of the model `full` read from `file` (whose
   // tensor types set the block boundaries). INVALID_ARGUMENT when some rank would
   // get no head or no column, naming the limit.
   static Result<TensorShard> plan(const GgufFile& file, const ModelConfig& full, int rank, int size);
+  // Stage `stage` of `stages`: whole layers, [first, first + count) as
+  // balance_stages() cuts the file's layers (the output head counted with the last);
+  // INVALID_ARGUMENT when there are fewer layers than stages.
+  static Result<TensorShard> plan_stage(const GgufFile& file, const ModelConfig& full, int stage, int stages);
   // `full` with this share's head counts and FFN widths (n_vocab stays whole: the
   // logits are gathered whole on rank 0).
   ModelConfig local_config(const ModelConfig& full) const;
@@ -53,5 +73,10 @@ struct TensorShard {
 // `step` (but the last), each as close to an even split as the steps allow;
 // INVALID_ARGUMENT when there are too few steps for every part to get one.
 Result<std::vector<int64_t>> split_points(int64_t units, int64_t step, int parts);
+
+// stages + 1 layer boundaries 0 = b[0] < ... < b[stages] = layers: contiguous runs of
+// at least one layer whose largest byte count (the last run's plus `tail_bytes`, the
+// output head) is as small as it can be. INVALID_ARGUMENT with fewer layers than stages.
+Result<std::vector<int>> balance_stages(std::span<const int64_t> layer_bytes, int64_t tail_bytes, int stages);
 
 }  // namespace llms

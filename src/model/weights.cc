@@ -301,10 +301,12 @@ Result<ModelWeights> ModelWeights::load(const GgufFile& file, const ModelConfig&
   if (c.learned_positions) {
     LLMS_ASSIGN_OR_RETURN(w.position_embd, load_table(ld, "position_embd.weight", c.n_embd, c.n_ctx_train));
   }
-  LLMS_RETURN_IF_ERROR(load_norm(ld, "output_norm", c, w.output_norm, w.output_norm_b));
   w.tied_output = !ld.has("output.weight");
-  const std::string out_name = w.tied_output ? "token_embd.weight" : "output.weight";
-  LLMS_ASSIGN_OR_RETURN(w.output, ld.matrix(out_name, c.n_embd, c.n_vocab, Cut{s.vocab, kAll}));
+  if (s.last_stage()) {  // under pipeline parallelism the last stage alone runs the head
+    LLMS_RETURN_IF_ERROR(load_norm(ld, "output_norm", c, w.output_norm, w.output_norm_b));
+    const std::string out_name = w.tied_output ? "token_embd.weight" : "output.weight";
+    LLMS_ASSIGN_OR_RETURN(w.output, ld.matrix(out_name, c.n_embd, c.n_vocab, Cut{s.vocab, kAll}));
+  }
   LLMS_ASSIGN_OR_RETURN(w.rope_freqs, load_rope_factors(ld, "rope_freqs.weight", c));
   LLMS_ASSIGN_OR_RETURN(w.rope_factors_short, load_rope_factors(ld, "rope_factors_short.weight", c));
   LLMS_ASSIGN_OR_RETURN(w.rope_factors_long, load_rope_factors(ld, "rope_factors_long.weight", c));
@@ -313,7 +315,10 @@ Result<ModelWeights> ModelWeights::load(const GgufFile& file, const ModelConfig&
   }
   w.experts_used = c.n_expert_used;
   w.layers.resize(static_cast<size_t>(c.n_layer));
-  for (int l = 0; l < c.n_layer; ++l) LLMS_RETURN_IF_ERROR(load_layer(ld, l, c, s, w.layers[static_cast<size_t>(l)]));
+  // A pipeline stage holds its layers only; the others stay empty.
+  for (int64_t l = s.layers.first; l < s.layers.first + s.layers.count; ++l) {
+    LLMS_RETURN_IF_ERROR(load_layer(ld, static_cast<int>(l), c, s, w.layers[static_cast<size_t>(l)]));
+  }
   return w;
 }
 
@@ -328,7 +333,7 @@ std::vector<const WeightMatrix*> LayerWeights::dense_matrices() const {
 WeightsMemory ModelWeights::memory() const {
   WeightsMemory m;
   auto add_vector = [&](const std::vector<float>& v) { m.owned_bytes += static_cast<int64_t>(v.size() * sizeof(float)); };
-  m.owned_bytes += output.packed_bytes();
+  if (output.loaded()) m.owned_bytes += output.packed_bytes();
   for (const auto* v : {&output_norm, &output_norm_b, &rope_freqs, &rope_factors_short, &rope_factors_long}) {
     add_vector(*v);
   }
@@ -351,7 +356,7 @@ namespace {
 // `used` times the first one).
 template <typename F>
 int64_t per_token(const ModelWeights& w, F&& f) {
-  int64_t total = f(w.output);
+  int64_t total = w.output.loaded() ? f(w.output) : 0;
   for (const auto& L : w.layers) {
     for (const WeightMatrix* m : L.dense_matrices()) total += f(*m);
     if (!L.experts.empty()) {

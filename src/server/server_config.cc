@@ -96,7 +96,7 @@ Status ServeConfig::validate() const {
       return bad("lora", "adapters cannot be served with precision_variants (an adapter binds to one model's weights)");
     }
     if (engine.ranks != nullptr) {
-      return bad("lora", "adapters cannot be served under tensor parallelism (a rank holds a share of each weight)");
+      return bad("lora", "adapters cannot be served under tensor or pipeline parallelism (a rank holds a share of the weights)");
     }
   }
   return ok_status();

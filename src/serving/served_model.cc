@@ -21,9 +21,9 @@ Result<std::unique_ptr<ServedModel>> ServedModel::load(const std::string& path, 
   std::unique_ptr<ServedModel> m(new ServedModel());
   const std::vector<DType>& types = precision.variants;
   if (types.empty()) {
-    LLMS_ASSIGN_OR_RETURN(m->model_, Model::load(path, engine.ranks));
+    LLMS_ASSIGN_OR_RETURN(m->model_, Model::load(path, engine.ranks, engine.split));
   } else if (engine.ranks != nullptr) {
-    return unimplemented("precision variants under tensor parallelism (each variant would need a group of its own)");
+    return unimplemented("precision variants under tensor or pipeline parallelism (each variant would need a group of its own)");
   } else {
     LLMS_ASSIGN_OR_RETURN(m->model_, quantized_model(path, types.back(), engine.threads));
   }

@@ -1,5 +1,6 @@
-// The group of `llmserve serve --tensor-parallel N`, launched as N processes by
-// mpirun: opens the MPI world (dist/mpi_world.h), checks that it has N ranks and
+// The group of `llmserve serve --tensor-parallel N` (or `--pipeline-parallel N`: the
+// ranks are pipeline stages, each with a contiguous run of layers, model/tensor_shard.h),
+// launched as N processes by mpirun: opens the MPI world (dist/mpi_world.h), checks that it has N ranks and
 // that every rank runs the same build on the same model file, and runs the ranks
 // other than 0 (run_group_worker(): their share of the model and the worker loop of
 // engine/tensor_parallel_worker.h). Rank 0 serves: its EngineConfig::ranks is the group.
@@ -13,6 +14,7 @@
 #include "base/hash.h"
 #include "base/status.h"
 #include "dist/communicator.h"
+#include "model/tensor_shard.h"
 
 namespace llms {
 
@@ -21,7 +23,11 @@ struct GroupOptions {
   double step_timeout_s = 30;  // --step-timeout-s: the longest a collective waits for a rank
   std::string model_path;
   int threads = 0;             // kernel threads per rank (0: one per core)
+  SplitKind split = SplitKind::kTensor;  // kPipeline: --pipeline-parallel
 };
+
+// The flag that sets the group's size: "--tensor-parallel" or "--pipeline-parallel".
+const char* group_flag(SplitKind split);
 
 // The checked group; FAILED_PRECONDITION when the world's size is not options.size
 // or a rank differs in build or model file (every rank fails alike).

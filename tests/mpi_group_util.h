@@ -1,0 +1,39 @@
+// Helpers of the end-to-end tests of groups under mpirun (`serve --tensor-parallel 2`,
+// `serve --pipeline-parallel 2`): the launcher, the greedy answers compared with one
+// process's, the pid of a rank, and a group stopped as an orchestrator would.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "server_test_util.h"
+
+namespace llms::test {
+
+// mpirun with the options every group test needs (root in containers, more ranks than cores).
+std::string mpirun();
+
+struct Answer {
+  std::string text;
+  std::vector<double> logprobs;
+};
+
+// The prompts every comparison asks.
+const std::vector<std::string>& group_prompts();
+// Each prompt's greedy completion (24 tokens) with its tokens' log-probabilities.
+std::vector<Answer> ask(int port);
+
+// The pid of the child of `parent` that MPI made rank `rank` (its OMPI_COMM_WORLD_RANK).
+pid_t rank_pid(pid_t parent, int rank);
+// Rank 0 stopped (SIGTERM) stops the workers: true when every rank and mpirun exit 0.
+bool stop_group(const ServeChild& group);
+
+// Greedy text of the group (`group_flags`, e.g. "--pipeline-parallel 2", under mpirun
+// -np 2) equal to one process's, also streamed; with `logprobs_within` > 0, each
+// token's log-probability within it.
+void check_group_equals_one_process(const std::string& model, const std::string& group_flags, double logprobs_within,
+                                    const std::string& flags = "");
+
+}  // namespace llms::test

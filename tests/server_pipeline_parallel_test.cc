@@ -1,0 +1,203 @@
+// `llmserve serve --pipeline-parallel 2` under `mpirun -np 2`: the layers in two
+// stages (rank 0 embeds, samples and serves; rank 1 runs the last layers and the head).
+// Greedy text equal to one process's on stories260K and on a generated model of every
+// architecture, log-probabilities within 1e-4 (F32), streaming, the prefix cache and
+// speculative decoding; a model one process refuses under a memory limit fits in two
+// stages under the same limit each; the start-up refusals (a group of the wrong size,
+// ranks with different model files, tensor and pipeline parallelism together); a stream
+// cancelled midway; a stage killed with kill -9 mid-request (503, then mpirun exits
+// non-zero) and while idle. Registered only
+// where CMake finds MPI and mpirun.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include "command_util.h"
+#include "mpi_group_util.h"
+#include "server_test_util.h"
+#include "tools/synthetic.h"
+
+namespace llms::test {
+namespace {
+
+const std::string kBin = LLMSERVE_BIN;
+
+TEST(PipelineParallelServe, StoriesGreedyOutputEqualsOneProcess) {
+  if (!have_stories()) GTEST_SKIP() << "needs stories260K.gguf";
+  check_group_equals_one_process(stories_path(), "--pipeline-parallel 2", 0);
+  check_group_equals_one_process(stories_path(), "--pipeline-parallel 2", 1e-4, "--kv-type f32");
+}
+
+// Each architecture we serve, generated with three layers (stages of one and two, the
+// head counted with the last), F32 weights and KV cache.
+TEST(PipelineParallelServe, EveryArchitectureEqualsOneProcess) {
+  struct Case {
+    const char* name;
+    const char* arch;
+    int n_head_kv, n_expert, n_expert_used;
+  };
+  const Case cases[] = {{"llama", "llama", 2, 0, 0},   {"qwen2", "qwen2", 2, 0, 0},        {"phi3", "phi3", 4, 0, 0},
+                        {"gemma2", "gemma2", 2, 0, 0}, {"gpt2", "gpt2", 4, 0, 0},          {"mixtral", "llama", 2, 4, 2},
+                        {"qwen2moe", "qwen2moe", 2, 8, 2}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    SyntheticSpec spec;
+    spec.arch = c.arch;
+    spec.n_layer = 3;
+    spec.n_head_kv = c.n_head_kv;
+    spec.n_expert = c.n_expert, spec.n_expert_used = c.n_expert_used;
+    spec.n_ctx = 256;
+    spec.seed = 31;
+    const std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_pp_" + c.name + ".gguf";
+    ASSERT_TRUE(write_synthetic_model(spec, path).ok());
+    check_group_equals_one_process(path, "--pipeline-parallel 2", 1e-4, "--kv-type f32");
+    std::filesystem::remove(path);
+  }
+}
+
+// The prefix cache and prompt-lookup speculation across stages: a repeated prompt reads
+// its cached blocks (on both stages), and the speculative answer is the plain one.
+TEST(PipelineParallelServe, PrefixCacheAndSpeculationWorkAcrossStages) {
+  if (!have_stories()) GTEST_SKIP() << "needs stories260K.gguf";
+  const ServeChild group = spawn_serve("-m " + stories_path() +
+                                           " --threads 1 --pipeline-parallel 2 --speculative ngram --result-cache-bytes 0",
+                                       mpirun() + " -np 2");
+  ASSERT_GT(group.port, 0) << "the group did not start";
+  const std::string prompt =
+      "Once upon a time there was a little girl named Lily. She liked to play in the park with her friends. One day";
+  Json body = {{"prompt", prompt}, {"max_tokens", 64}, {"temperature", 0}, {"speculative", false}};
+  const HttpResult plain = http_post(group.port, "/v1/completions", body);
+  ASSERT_EQ(plain.status, 200) << plain.body;
+  body["speculative"] = true;
+  const HttpResult speculated = http_post(group.port, "/v1/completions", body);
+  ASSERT_EQ(speculated.status, 200) << speculated.body;
+  EXPECT_EQ(speculated.json()["choices"][0]["text"], plain.json()["choices"][0]["text"]);
+  EXPECT_GT(speculated.json()["usage"]["prompt_tokens_details"]["cached_tokens"].get<int64_t>(), 0) << speculated.body;
+  EXPECT_GT(metric(group.port, "llmserve_spec_decode_accepted_tokens_total"), 0);
+  EXPECT_TRUE(stop_group(group));
+}
+
+// A model one process refuses under a memory limit is served by two stages under the
+// same limit each: rank 0 holds its layers only.
+TEST(PipelineParallelServe, AModelTooBigForOneProcessFitsInTwoStagesUnderTheSameLimit) {
+  SyntheticSpec spec;  // 97 MiB of F32 matrices in 8 layers
+  spec.n_embd = 512, spec.n_head = 8, spec.n_head_kv = 4, spec.n_layer = 8, spec.n_ff = 1536, spec.n_ctx = 256;
+  const std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_pp_memory.gguf";
+  ASSERT_TRUE(write_synthetic_model(spec, path).ok());
+  const std::string flags = " --threads 1 --memory-limit-bytes 104857600 --kv-cache-memory 4194304 --no-warmup-pass";
+  const CmdResult one = run_command(kBin + " serve --port 0 -m " + path + flags + " 2>&1");
+  EXPECT_NE(one.exit_code, 0);
+  EXPECT_NE(one.out.find("exceed the low memory watermark"), std::string::npos) << one.out;
+  const ServeChild group = spawn_serve("-m " + path + flags + " --pipeline-parallel 2", mpirun() + " -np 2");
+  ASSERT_GT(group.port, 0) << "the group did not start under the same limit";
+  const double weights = metric(group.port, "llmserve_memory_bytes{part=\"weights\"}");
+  EXPECT_LT(weights, 0.6 * 97 * (1 << 20)) << "rank 0 holds more than its stage";
+  const HttpResult r = http_post(group.port, "/v1/completions", Json{{"prompt", "a b c"}, {"max_tokens", 4}});
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_TRUE(stop_group(group));
+  std::filesystem::remove(path);
+}
+
+TEST(PipelineParallelServe, AGroupOfTheWrongSizeIsRefused) {
+  const CmdResult r = run_command(mpirun() + " -np 2 " + kBin + " serve --port 0 -m " + synthetic_path() +
+                                  " --threads 1 --pipeline-parallel 3 2>&1");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.out.find("--pipeline-parallel 3 needs 3 ranks (mpirun -np 3), this group has 2"), std::string::npos)
+      << r.out;
+}
+
+TEST(PipelineParallelServe, TensorAndPipelineParallelismTogetherAreRefused) {
+  const CmdResult r = run_command(mpirun() + " -np 2 " + kBin + " serve --port 0 -m " + synthetic_path() +
+                                  " --threads 1 --tensor-parallel 2 --pipeline-parallel 2 2>&1");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.out.find("--tensor-parallel 2 with --pipeline-parallel 2: the two do not combine yet"), std::string::npos)
+      << r.out;
+}
+
+TEST(PipelineParallelServe, StagesWithDifferentModelFilesAreRefused) {
+  if (!have_stories()) GTEST_SKIP() << "needs stories260K.gguf";
+  const std::string common = " serve --port 0 --threads 1 --pipeline-parallel 2 -m ";
+  const CmdResult r = run_command(mpirun() + " -np 1 " + kBin + common + synthetic_path() + " : -np 1 " + kBin + common +
+                                  stories_path() + " 2>&1");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.out.find("rank 1's model file differs from rank 0's"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("serving"), std::string::npos) << "no rank may start: " << r.out;
+}
+
+TEST(PipelineParallelServe, AStageKilledMidRequestEndsItWith503AndTheGroupExitsNonZero) {
+  const ServeChild group =
+      spawn_serve("-m " + slow_synthetic_path() + " --threads 1 --pipeline-parallel 2 --step-timeout-s 2",
+                  mpirun() + " --mca orte_abort_on_non_zero_status 0 -np 2");
+  ASSERT_GT(group.port, 0) << "the group did not start";
+  ASSERT_EQ(http_get(group.port, "/ready").status, 200);
+  HttpResult answer;
+  std::thread client([&] {
+    answer = http_post(group.port, "/v1/completions",
+                       Json{{"prompt", "Once upon a time"}, {"max_tokens", 4000}, {"temperature", 0}, {"ignore_eos", true}});
+  });
+  ASSERT_TRUE(poll_until([&] { return metric(group.port, "llmserve_generation_tokens_total") > 8; }, 60));
+  const pid_t stage = rank_pid(group.pid, 1);
+  ASSERT_GT(stage, 0);
+  const auto killed = std::chrono::steady_clock::now();
+  ASSERT_EQ(kill(stage, SIGKILL), 0);
+  client.join();
+  EXPECT_EQ(answer.status, 503) << answer.body;
+  EXPECT_EQ(answer.json()["error"]["code"], "model_lost") << answer.body;
+  EXPECT_NE(http_get(group.port, "/ready").status, 200) << "a group without its last stage is not ready";
+  int status = 0;
+  ASSERT_TRUE(poll_until([&] { return waitpid(group.pid, &status, WNOHANG) == group.pid; }, 10));
+  const double exit_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
+  close(group.stdout_fd);
+  EXPECT_LT(exit_s, 10.0);
+  EXPECT_FALSE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "mpirun must exit non-zero, status " << status;
+}
+
+// A client that leaves mid-stream cancels its request: its blocks are freed (rank 0's
+// block manager decides for every stage) and the group goes on serving.
+TEST(PipelineParallelServe, AStreamCancelledMidwayFreesItsBlocksAndTheGroupGoesOn) {
+  const ServeChild group =
+      spawn_serve("-m " + slow_synthetic_path() + " --threads 1 --pipeline-parallel 2", mpirun() + " -np 2");
+  ASSERT_GT(group.port, 0) << "the group did not start";
+  const int port = group.port;
+  {
+    RawClient streamer(port);
+    ASSERT_TRUE(streamer.send_request(
+        "POST", "/v1/completions",
+        Json{{"prompt", "tell a long story"}, {"max_tokens", 4000}, {"ignore_eos", true}, {"stream", true}}.dump()));
+    ASSERT_NE(streamer.read_until("\"text\"", 30).find("data: {"), std::string::npos);
+    ASSERT_TRUE(poll_until([&] { return metric(port, "llmserve_requests_running") == 1; }));
+  }  // closed mid-stream
+  EXPECT_TRUE(poll_until([&] { return metric(port, "llmserve_requests_finished_total{reason=\"cancelled\"}") == 1; }));
+  EXPECT_TRUE(poll_until([&] { return metric(port, "llmserve_kv_blocks{state=\"used\"}") == 0; }));
+  const HttpResult after = http_post(port, "/v1/completions", Json{{"prompt", "again"}, {"max_tokens", 8}});
+  EXPECT_EQ(after.status, 200) << after.body;
+  EXPECT_EQ(after.json()["usage"]["completion_tokens"], 8) << after.body;
+  EXPECT_TRUE(stop_group(group));
+}
+
+// With no request running, a dead stage is noticed by rank 0's heartbeat.
+TEST(PipelineParallelServe, AStageKilledWhileIdleEndsTheGroupWithoutARequest) {
+  const ServeChild group = spawn_serve("-m " + synthetic_path() + " --threads 1 --pipeline-parallel 2 --step-timeout-s 2",
+                                       mpirun() + " --mca orte_abort_on_non_zero_status 0 -np 2");
+  ASSERT_GT(group.port, 0) << "the group did not start";
+  ASSERT_EQ(http_get(group.port, "/ready").status, 200);
+  const pid_t stage = rank_pid(group.pid, 1);
+  ASSERT_GT(stage, 0);
+  const auto killed = std::chrono::steady_clock::now();
+  ASSERT_EQ(kill(stage, SIGKILL), 0);
+  int status = 0;
+  ASSERT_TRUE(poll_until([&] { return waitpid(group.pid, &status, WNOHANG) == group.pid; }, 15));
+  const double exit_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
+  close(group.stdout_fd);
+  EXPECT_LT(exit_s, 10.0);
+  EXPECT_FALSE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "mpirun must exit non-zero, status " << status;
+}
+
+}  // namespace
+}  // namespace llms::test
