@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "kernels/convert.h"
 #include "quant/row_convert.h"
 
 namespace llms {
