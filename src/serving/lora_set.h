@@ -3,9 +3,11 @@
 // served model's adapters, each loaded from its path and bound to that model's
 // weights. A request names an adapter as its model (`"model": "NAME"`); the version
 // it runs on hands it the adapter by pointer, shared, so that an adapter unloaded
-// while a request runs stays alive until that request ends.
+// while a request runs stays alive until that request ends. Under a memory budget
+// (--lora-memory) a LoraSet drops unused adapters' factors and loads them again when
+// a request names them.
 //
-// Thread-safety: both classes are safe to call from any thread (a mutex each).
+// Thread-safety: both classes are safe to call from any thread (their own mutexes).
 #pragma once
 
 #include <map>
