@@ -26,15 +26,13 @@ cleanup() {
 }
 trap cleanup EXIT
 model=$work/model.gguf
-"$llmserve" make-model --preset "$preset" --type "$type" "$model" >/dev/null 2>&1
-lora_flags=()
-for i in $(seq 0 $((adapters - 1))); do
-  # make-model writes the model beside each adapter: the same file (the same seed), thrown away.
-  "$llmserve" make-model --preset "$preset" --type "$type" "$work/scratch.gguf" --lora "$work/lora$i.gguf" \
-    --lora-rank 16 --lora-seed $((i + 1)) >/dev/null 2>&1
-  rm -f "$work/scratch.gguf"
+make_flags=() lora_flags=()
+for i in $(seq 0 $((adapters - 1))); do  # seeds 1..8
+  make_flags+=(--lora "$work/lora$i.gguf")
   lora_flags+=(--lora "tune$i=$work/lora$i.gguf")
 done
+"$llmserve" make-model --preset "$preset" --type "$type" "$model" --lora-rank 16 --lora-seed 1 "${make_flags[@]}" \
+  >/dev/null 2>&1
 
 "$llmserve" serve --port "$port" -m "$model" --model-name base --threads "$threads" --result-cache-bytes 0 \
   --profile-steps "${lora_flags[@]}" >"$work/server.log" 2>&1 &

@@ -151,6 +151,16 @@ bool LoraSet::make_room(int64_t bytes) {
   return true;
 }
 
+bool LoraSet::room_possible(int64_t bytes) const {
+  const int64_t budget = stats_.budget_bytes;
+  if (budget <= 0) return true;
+  int64_t held = 0;  // by adapters in use: what no eviction frees
+  for (const auto& [name, e] : adapters_) {
+    if (e.adapter && e.adapter.use_count() > 1) held += e.bytes;
+  }
+  return held + bytes <= budget;
+}
+
 void LoraSet::hold(Entry& e, std::shared_ptr<const LoraAdapter> adapter) {
   e.adapter = std::move(adapter);
   stats_.resident_bytes += e.bytes;
@@ -176,6 +186,12 @@ Status LoraSet::add(const LoraSpec& spec) {
   return ok_status();
 }
 
+Status LoraSet::no_room(std::string_view name) const {
+  return resource_exhausted(fmt::format("adapter '{}' is not in memory, and the LoRA memory budget ({} bytes) is held "
+                                        "by adapters that running requests use; retry when they end",
+                                        name, stats_.budget_bytes));
+}
+
 Result<LoraAcquired> LoraSet::acquire(std::string_view name) {
   auto resident = [&]() -> Result<std::shared_ptr<const LoraAdapter>> {
     auto it = adapters_.find(name);
@@ -194,7 +210,9 @@ Result<LoraAcquired> LoraSet::acquire(std::string_view name) {
     std::lock_guard<std::mutex> lock(mu_);
     LLMS_ASSIGN_OR_RETURN(auto a, resident());  // loaded by the load before this one
     if (a) return LoraAcquired{std::move(a), 0};
-    spec.path = adapters_.find(name)->second.path;
+    const Entry& e = adapters_.find(name)->second;
+    if (!room_possible(e.bytes)) return no_room(name);  // refused before reading the file
+    spec.path = e.path;
   }
   int64_t load_ns = 0;
   LLMS_ASSIGN_OR_RETURN(std::shared_ptr<const LoraAdapter> adapter, read(spec, &load_ns));
@@ -208,11 +226,7 @@ Result<LoraAcquired> LoraSet::acquire(std::string_view name) {
     return LoraAcquired{it->second.adapter, 0};
   }
   it->second.bytes = adapter->bytes();
-  if (!make_room(it->second.bytes)) {
-    return resource_exhausted(fmt::format("adapter '{}' is not in memory, and the LoRA memory budget ({} bytes) is "
-                                          "held by adapters that running requests use; retry when they end",
-                                          name, stats_.budget_bytes));
-  }
+  if (!make_room(it->second.bytes)) return no_room(name);
   hold(it->second, adapter);
   return LoraAcquired{std::move(adapter), load_ns};
 }

@@ -126,6 +126,10 @@ class LoraSet {
   // Unloads unused adapters, least recently used first, until `bytes` more fit; false
   // when they cannot. Under mu_.
   bool make_room(int64_t bytes);
+  // Whether make_room(bytes) would succeed. Under mu_.
+  bool room_possible(int64_t bytes) const;
+  // RESOURCE_EXHAUSTED for `name`: every resident adapter is in use. Under mu_.
+  Status no_room(std::string_view name) const;
   // Holds `adapter` in `e` (room made). Under mu_.
   void hold(Entry& e, std::shared_ptr<const LoraAdapter> adapter);
 
