@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "command_util.h"
+#include "io/gguf_file.h"
 
 namespace {
 
@@ -149,6 +150,41 @@ TEST(CliTest, MakeModelWritesASyntheticModelThatGenerates) {
   EXPECT_EQ(slurp(out), slurp(again));
   std::filesystem::remove(out);
   std::filesystem::remove(again);
+}
+
+// quantize --lora writes the adapter's merged weights (tools/lora_merge_test.cc checks
+// their logits): the adapted matrices differ from a plain quantize's, the rest do not,
+// and the file names the adapter; misuse is a clear error.
+TEST(CliTest, QuantizeMergesALoraAdapter) {
+  const std::string dir = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_cli_merge";
+  std::filesystem::create_directories(dir);
+  ASSERT_EQ(run("make-model --preset tiny " + dir + "/base.gguf --lora " + dir + "/a.gguf --lora-rank 4").exit_code, 0);
+  CmdResult r = run("quantize " + dir + "/base.gguf " + dir + "/merged.gguf --type q8_0 --lora " + dir + "/a.gguf");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  ASSERT_EQ(run("quantize " + dir + "/base.gguf " + dir + "/plain.gguf --type q8_0").exit_code, 0);
+  const llms::GgufFile merged = llms::GgufFile::open(dir + "/merged.gguf").value();
+  const llms::GgufFile plain = llms::GgufFile::open(dir + "/plain.gguf").value();
+  auto bytes = [](const llms::GgufFile& f, const std::string& name) {
+    const llms::GgufTensorInfo* t = f.find_tensor(name);
+    const llms::TensorData d = f.read(*t);
+    return std::string(reinterpret_cast<const char*>(d.data()), t->num_bytes);
+  };
+  EXPECT_NE(bytes(merged, "blk.0.attn_q.weight"), bytes(plain, "blk.0.attn_q.weight"));
+  EXPECT_NE(bytes(merged, "blk.1.ffn_down.weight"), bytes(plain, "blk.1.ffn_down.weight"));
+  EXPECT_EQ(bytes(merged, "blk.0.attn_norm.weight"), bytes(plain, "blk.0.attn_norm.weight"));
+  EXPECT_EQ(bytes(merged, "token_embd.weight"), bytes(plain, "token_embd.weight"));
+  const auto named = merged.get_string_or("llmserve.quantize.lora", "");
+  ASSERT_TRUE(named.ok());
+  EXPECT_NE(named->find("a.gguf"), std::string::npos) << *named;
+  r = run("quantize " + dir + "/base.gguf " + dir + "/x.gguf --type q8_0 --lora-scale 2", true);
+  EXPECT_NE(r.out.find("--lora-scale needs --lora"), std::string::npos) << r.out;
+  r = run("quantize " + dir + "/base.gguf " + dir + "/x.gguf --type q8_0 --lora " + dir + "/none.gguf", true);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.out.find("none.gguf"), std::string::npos) << r.out;
+  r = run("quantize " + dir + "/base.gguf " + dir + "/x.gguf --target-bpw 6 --calib " + dir + "/base.gguf --lora " + dir +
+          "/a.gguf", true);
+  EXPECT_NE(r.out.find("--lora merges with --type"), std::string::npos) << r.out;
+  std::filesystem::remove_all(dir);
 }
 
 // A mixture of experts through the tools: inspect names its experts, bench-engine

@@ -7,6 +7,7 @@ namespace llms {
 const char* step_part_name(StepPart p) {
   switch (p) {
     case StepPart::kMatmul: return "matmul";
+    case StepPart::kLora: return "lora";
     case StepPart::kAttention: return "attention";
     case StepPart::kElementwise: return "elementwise";
     case StepPart::kLogits: return "logits";

@@ -1,6 +1,7 @@
-// StepProfile: where an engine step's time goes, by part (matrix products, attention,
-// element-wise ops, the output head, sampling, detokenization and stop matching,
-// scheduling, waiting for the pool's workers) and by step size (tokens in the step).
+// StepProfile: where an engine step's time goes, by part (matrix products, LoRA
+// adapters' products, attention, element-wise ops, the output head, sampling,
+// detokenization and stop matching, scheduling, waiting for the pool's workers) and by
+// step size (tokens in the step).
 //
 // Off unless the engine is configured to profile: the model and the engine then time
 // each part with two clock reads (about 40 ns), next to parts that take microseconds.
@@ -22,6 +23,7 @@ namespace llms {
 
 enum class StepPart {
   kMatmul,       // the layers' matrix products (activation quantization included)
+  kLora,         // the LoRA adapters' low-rank products beside them (absent without adapters)
   kAttention,    // paged attention
   kElementwise,  // embeddings, norms, RoPE, KV stores, activations, residual adds
   kLogits,       // the final norm and the output head's product

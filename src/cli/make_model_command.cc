@@ -22,8 +22,10 @@ void add_make_model_command(CLI::App& app) {
     int experts = -1, experts_used = 0, expert_ffn = 0;
     uint64_t seed = 1;
     bool tied = false;
-    // A generated LoRA adapter for the model (--lora OUT).
-    std::string lora_out, lora_format = "gguf", lora_type = "f32";
+    // Generated LoRA adapters for the model (--lora OUT, repeatable: the i-th seeded
+    // --lora-seed + i).
+    std::vector<std::string> lora_out;
+    std::string lora_format = "gguf", lora_type = "f32";
     SyntheticLoraSpec lora;
   };
   auto opts = std::make_shared<Options>();
@@ -52,7 +54,9 @@ void add_make_model_command(CLI::App& app) {
                   "llama, qwen2: none, linear (factor 4), yarn (factor 4 over a quarter of the context) or llama3");
   cmd->add_option("--seed", opts->seed, "Random seed")->capture_default_str();
   cmd->add_flag("--tied", opts->tied, "Share the output head with the token embedding (gpt2 presets always do)");
-  cmd->add_option("--lora", opts->lora_out, "Also write a random LoRA adapter for the model to this path");
+  cmd->add_option("--lora", opts->lora_out,
+                  "Also write a random LoRA adapter for the model to this path (repeatable: the i-th (from 0) is "
+                  "seeded --lora-seed + i)");
   cmd->add_option("--lora-format", opts->lora_format, "gguf (llama.cpp's adapter) or peft (a PEFT directory)")
       ->check(CLI::IsMember({"gguf", "peft"}))
       ->capture_default_str();
@@ -92,13 +96,17 @@ void add_make_model_command(CLI::App& app) {
     const std::string base_path = opts->out + ".lora-base.tmp";
     ok_or_fail(write_synthetic_model(spec, base_path));
     GgufFile base = value_or_fail(GgufFile::open(base_path));
-    const LoraFile lora = value_or_fail(make_synthetic_lora(base, opts->lora));
     const DType type = dtype_or_fail(opts->lora_type, "--lora-type");
-    ok_or_fail(opts->lora_format == "peft" ? write_lora_peft(lora, base, type, opts->lora_out)
-                                           : write_lora_gguf(lora, type, opts->lora_out));
+    for (size_t i = 0; i < opts->lora_out.size(); ++i) {
+      SyntheticLoraSpec spec = opts->lora;
+      spec.seed += i;
+      const std::string& out = opts->lora_out[i];
+      const LoraFile lora = value_or_fail(make_synthetic_lora(base, spec));
+      ok_or_fail(opts->lora_format == "peft" ? write_lora_peft(lora, base, type, out) : write_lora_gguf(lora, type, out));
+      std::printf("wrote %s (random LoRA adapter, rank %lld, %zu matrices)\n", out.c_str(),
+                  static_cast<long long>(spec.rank), lora.matrices.size());
+    }
     std::remove(base_path.c_str());
-    std::printf("wrote %s (random LoRA adapter, rank %lld, %zu matrices)\n", opts->lora_out.c_str(),
-                static_cast<long long>(opts->lora.rank), lora.matrices.size());
   });
 }
 

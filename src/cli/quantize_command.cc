@@ -1,4 +1,5 @@
 // llmserve quantize IN.gguf|DIR OUT.gguf --type T [--keep TYPE:PATTERN[,PATTERN]]... [--policy depth]
+//                  [--lora ADAPTER [--lora-scale S]]
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -17,6 +18,7 @@
 #include "io/hf_model.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
+#include "tools/lora_merge.h"
 #include "tools/quantizer.h"
 #include "tokenizer/load_tokenizer.h"
 
@@ -36,6 +38,8 @@ struct Options {
   double target_bpw = 0, max_kl = 0;
   uint64_t target_size = 0;
   int ctx = 128;
+  std::string lora;
+  float lora_scale = 1.0f;
 };
 
 std::vector<int32_t> tokens_of(const std::string& model_path, const std::string& text_path) {
@@ -156,6 +160,19 @@ void run(const Options& o) {
   }
   q.threads = o.threads;
   q.vocab_from = o.vocab_from;
+  std::optional<LoraMerge> lora;
+  if (!o.lora.empty()) {
+    if (o.target_bpw > 0 || o.target_size > 0 || o.max_kl > 0 || o.policy == "measured" ||
+        (o.policy == "auto" && !o.calib.empty())) {
+      fail(invalid_argument("--lora merges with --type and --policy rule or depth; the planner measures the base "
+                            "without the adapter"));
+    }
+    const GgufFile base = value_or_fail(open_model_file(o.in));
+    lora = value_or_fail(LoraMerge::prepare(o.lora, base, o.lora_scale));
+    q.lora = &*lora;
+  } else if (o.lora_scale != 1.0f) {
+    fail(invalid_argument("--lora-scale needs --lora"));
+  }
   if (o.target_bpw > 0 || o.target_size > 0 || o.max_kl > 0) {
     if (!o.type.empty()) q.type = dtype_or_fail(o.type, "--type");
     run_planned(o, q);
@@ -223,6 +240,10 @@ void add_quantize_command(CLI::App& app) {
   cmd->add_flag("--json", o->json, "Print every decision as JSON");
   cmd->add_option("--vocab-from", o->vocab_from,
                   "A directory input: the vocabulary of this GGUF file instead of the directory's tokenizer files");
+  cmd->add_option("--lora", o->lora,
+                  "Merge this LoRA adapter (a GGUF adapter or a PEFT directory) into the weights: W + s B A, s the "
+                  "adapter's alpha / rank times --lora-scale");
+  cmd->add_option("--lora-scale", o->lora_scale, "Multiplies the merged adapter's own scale")->capture_default_str();
   cmd->callback([o] { run(*o); });
 }
 

@@ -63,6 +63,7 @@ Result<std::shared_ptr<ServingVersion>> ServingVersion::load(const VersionLoadOp
                                                         v->sampler_ = static_cast<TrafficSampler*>(&e.add_observer(
                                                             std::make_unique<TrafficSampler>(o.settings.sample_share, &v->quality_.samples_pending)));
                                                       }));
+  v->loras().set_budget(o.settings.lora_memory);
   if (o.settings.loras) {
     for (const LoraSpec& spec : o.settings.loras->list()) LLMS_RETURN_IF_ERROR(v->add_adapter(spec));
   }

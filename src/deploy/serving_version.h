@@ -58,6 +58,7 @@ struct VersionSettings {
   // The server's LoRA adapters: every version loads each (a deploy whose model one
   // does not fit fails); null: none.
   std::shared_ptr<LoraCatalog> loras;
+  int64_t lora_memory = 0;  // each version's budget for resident adapters (--lora-memory; 0: none)
 };
 
 // The quality monitor's and the validation check's gauges of one version

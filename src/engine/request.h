@@ -76,6 +76,10 @@ struct RequestParams {
   // calibrated on the base); speculative proposals are verified with the adapter, so
   // they stay exact.
   std::shared_ptr<const LoraAdapter> adapter;
+  // Time the request already waited before submit(), for its adapter to be loaded again
+  // (serving/lora_set.h): its arrival is taken as that long before submit(), so the load
+  // counts in its queue time and TTFT.
+  int64_t setup_ns = 0;
   // Constrains the output (Engine::compile_grammar() makes it for this engine's
   // vocabulary); null: unconstrained. Shared and immutable.
   std::shared_ptr<const CompiledGrammar> grammar;

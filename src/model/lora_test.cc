@@ -143,6 +143,31 @@ TEST_F(LoraModelTest, AdapterEqualsMergedWeights) {
   EXPECT_GE(moved, 100 * worst + 1e-3) << "the adapter must move the logits";
 }
 
+// The adapters' products are timed as their own part of the step (StepPart::kLora),
+// apart from the base's matrix products; a pass without adapters records none.
+TEST_F(LoraModelTest, TheAdaptersShareOfTheStepIsProfiled) {
+  auto a = adapter(11, "gguf");
+  ASSERT_NE(a, nullptr);
+  auto part_ns = [&](const LoraAdapter* with, StepPart part) {
+    KvCache kv(model_->kv_config(2, 16, DType::kF32, DType::kF32));
+    const std::vector<int32_t> table = {0, 1};
+    StepProfile profile(true);
+    ForwardState state;
+    state.set_profile(&profile);
+    ThreadPool pool(2);
+    ForwardOutput out;
+    SequenceChunk c{kPrompt, 0, table, LogitsWanted::kLast};
+    c.adapter = with;
+    EXPECT_TRUE(model_->forward({&c, 1}, kv, state, pool, out).ok());
+    return profile.current()[static_cast<size_t>(part)];
+  };
+  EXPECT_GT(part_ns(a.get(), StepPart::kLora), 0);
+  EXPECT_GT(part_ns(a.get(), StepPart::kMatmul), 0);
+  EXPECT_EQ(part_ns(nullptr, StepPart::kLora), 0);
+  EXPECT_GT(part_ns(nullptr, StepPart::kMatmul), 0);
+  EXPECT_STREQ(step_part_name(StepPart::kLora), "lora");
+}
+
 // One pass over three sequences (adapter 1, adapter 2, the base), prefill and decode
 // mixed, gives each the logits it gets alone, bit for bit.
 TEST_F(LoraModelTest, MixedAdaptersInOneBatchEqualEachAlone) {

@@ -433,7 +433,10 @@ void Model::products(std::span<const MatmulOutput> outs, int layer, std::span<co
   std::optional<ScopedStepPart> part;
   if (layer >= 0) part.emplace(s.profile_, StepPart::kMatmul);
   matmul_shared_input(outs, x, n, pool);
-  if (layer >= 0 && s.num_adapter_groups_ > 0) add_adapters(outs, layer, whats, x, s, pool);
+  if (layer >= 0 && s.num_adapter_groups_ > 0) {
+    part.emplace(s.profile_, StepPart::kLora);  // the adapters' share of the step, apart from the base's products
+    add_adapters(outs, layer, whats, x, s, pool);
+  }
 }
 
 Status Model::compute_logits(std::span<const SequenceChunk> chunks, ForwardState& s, ThreadPool& pool,

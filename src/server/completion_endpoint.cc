@@ -32,13 +32,22 @@ std::optional<ApiError> check_model(const ServerContext& ctx, const std::string&
   return unknown_model(ctx, asked);
 }
 
-std::optional<ApiError> resolve_adapter(const ServerContext& ctx, const ServingVersion& v, const std::string& asked,
-                                        std::shared_ptr<const LoraAdapter>* adapter) {
+std::optional<ApiError> resolve_adapter(const ServerContext& ctx, ServingVersion& v, const std::string& asked,
+                                        std::shared_ptr<const LoraAdapter>* adapter, int64_t* load_ns) {
   *adapter = nullptr;
+  if (load_ns) *load_ns = 0;
   if (asked.empty() || asked == ctx.model_name) return std::nullopt;
-  *adapter = v.loras().find(asked);
-  if (*adapter) return std::nullopt;
-  return unknown_model(ctx, asked);
+  Result<LoraAcquired> got = v.loras().acquire(asked);
+  if (got.ok()) {
+    *adapter = got->adapter;
+    if (load_ns) *load_ns = got->load_ns;
+    return std::nullopt;
+  }
+  if (got.status().code() == StatusCode::kNotFound) return unknown_model(ctx, asked);
+  if (got.status().code() == StatusCode::kResourceExhausted) {
+    return ApiError{503, "service_unavailable", got.status().message(), "model", "lora_memory_full", 1};
+  }
+  return internal_api_error(got.status().message());  // its file cannot be read any more
 }
 
 // Tools: the call format of the version's template; the tools for a Jinja template
@@ -170,7 +179,7 @@ void start_on(ServerContext& ctx, const std::shared_ptr<HttpExchange>& ex, Compl
   if (auto e = r.params.sampling.check(v.engine().vocab_size())) return fail(bad_request(e->message, e->param));
   if (auto e = check_route(r, v)) return fail(*e);
   // The adapter as this version holds it (unloaded since check_model(): the same 404).
-  if (auto e = resolve_adapter(ctx, v, r.model, &r.params.adapter)) return fail(*e);
+  if (auto e = resolve_adapter(ctx, v, r.model, &r.params.adapter, &r.params.setup_ns)) return fail(*e);
   GrammarSpec spec;
   spec.constraint = r.constraint;
   if (r.kind == ApiKind::kChat) {

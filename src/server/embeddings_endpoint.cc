@@ -52,10 +52,14 @@ void EmbeddingJob::start(const std::vector<PromptInput>& prompts) {
   const Engine& engine = version_->engine();
   const Pooling pooling = served_pooling(ctx_.config.server, version_->model());
   std::shared_ptr<const LoraAdapter> adapter;
-  if (auto e = resolve_adapter(ctx_, *version_, request_.model, &adapter)) return ex_->respond(api_error_response(*e));
+  int64_t load_ns = 0;
+  if (auto e = resolve_adapter(ctx_, *version_, request_.model, &adapter, &load_ns)) {
+    return ex_->respond(api_error_response(*e));
+  }
   for (const PromptInput& p : prompts) {
     RequestParams params;
     params.adapter = adapter;
+    params.setup_ns = load_ns;
     params.prompt = p.tokens;
     params.max_tokens = 0;
     params.pooling = pooling;

@@ -66,9 +66,11 @@ void handle_unload_lora(ServerContext& ctx, const HttpRequest& req, std::shared_
 std::optional<ApiError> check_model(const ServerContext& ctx, const std::string& asked);
 // The adapter `asked` names on version `v` (null for the base model: `asked` empty or
 // the model's name); check_model()'s 404 when `v` holds no adapter of that name (it was
-// unloaded meanwhile).
-std::optional<ApiError> resolve_adapter(const ServerContext& ctx, const ServingVersion& v, const std::string& asked,
-                                        std::shared_ptr<const LoraAdapter>* adapter);
+// unloaded meanwhile). An adapter that --lora-memory had unloaded is loaded again here
+// (on the caller's thread), its load time in `*load_ns` (may be null); a 503 with
+// Retry-After when the budget is held by adapters in use.
+std::optional<ApiError> resolve_adapter(const ServerContext& ctx, ServingVersion& v, const std::string& asked,
+                                        std::shared_ptr<const LoraAdapter>* adapter, int64_t* load_ns = nullptr);
 HttpResponse json_response(int status, const Json& body);
 
 }  // namespace llms

@@ -125,7 +125,8 @@ Status LlmServer::init() {
   LLMS_ASSIGN_OR_RETURN(std::vector<LoraSpec> loras,
                         parse_lora_specs(config_.server.lora, served_model_name(config_.server)));
   const VersionSettings settings{&config_.engine, &config_.precision, config_.server.chat_template, kv_events_,
-                                 config_.deploy.cross.share, std::make_shared<LoraCatalog>(std::move(loras))};
+                                 config_.deploy.cross.share, std::make_shared<LoraCatalog>(std::move(loras)),
+                                 config_.server.lora_memory};
   VersionLoadOptions first;
   first.settings = settings;
   std::unique_ptr<ModelRoot> root;

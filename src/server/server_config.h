@@ -59,6 +59,10 @@ struct ServerConfig {
   // LoRA adapters, NAME=PATH, one per line (--lora, repeatable): a request whose model
   // is NAME runs with the adapter at PATH (a GGUF adapter or a PEFT directory).
   std::string lora;
+  // The memory the resident adapters of a loaded version may hold (0: no budget): the
+  // least recently used unused adapter is unloaded to make room, and loaded again when
+  // a request names it (serving/lora_set.h).
+  int64_t lora_memory = 0;
   std::string review_redact;         // more patterns to redact, one per line (--review-redact, repeatable)
   int64_t review_log_max_bytes = 64 << 20;  // then rotated to FILE.1, FILE.2, ...
   int review_log_keep = 5;           // rotated files kept

@@ -75,5 +75,74 @@ TEST(LoraSetTest, LoadsRemovesAndKeepsAdaptersInUse) {
   std::filesystem::remove_all(dir);
 }
 
+// Under a budget of two adapters and a half: the least recently used adapter that no
+// one holds is dropped to make room, an adapter held by a request never is, and a
+// dropped one is loaded again by acquire().
+TEST(LoraSetTest, BudgetDropsTheLeastRecentlyUsedUnheldAdapter) {
+  const std::string dir = ::testing::TempDir() + "/lora_set_budget_test_" + std::to_string(getpid());
+  std::filesystem::create_directories(dir);
+  ASSERT_TRUE(write_synthetic_model(synthetic_preset("tiny").value(), dir + "/base.gguf").ok());
+  auto model = Model::load(dir + "/base.gguf").value();
+  std::vector<LoraSpec> specs;
+  for (int i = 0; i < 3; ++i) {
+    SyntheticLoraSpec spec;
+    spec.rank = 4, spec.seed = 10 + static_cast<uint64_t>(i);
+    const std::string path = dir + "/" + std::to_string(i) + ".gguf";
+    ASSERT_TRUE(write_lora_gguf(make_synthetic_lora(model->file(), spec).value(), DType::kF32, path).ok());
+    specs.push_back({"a" + std::to_string(i), path});
+  }
+  const int64_t bytes = LoraAdapter::load(specs[0].path, *model).value()->bytes();
+  LoraSet set(*model);
+  set.set_budget(2 * bytes + bytes / 2);
+  for (const LoraSpec& s : specs) ASSERT_TRUE(set.add(s).ok());
+  // a0 (least recently used) made room for a2.
+  EXPECT_EQ(set.find("a0"), nullptr);
+  EXPECT_NE(set.find("a1"), nullptr);
+  LoraMemoryStats m = set.memory();
+  EXPECT_EQ(m.resident_bytes, 2 * bytes);
+  EXPECT_EQ(m.loads, 3);
+  EXPECT_EQ(m.evictions, 1);
+  ASSERT_EQ(set.list().size(), 3u);
+  EXPECT_FALSE(set.list()[0].resident);  // still registered
+  // a1 is held (a request runs with it): loading a0 drops a2, though a1 is older.
+  Result<LoraAcquired> held = set.acquire("a1");
+  ASSERT_TRUE(held.ok());
+  EXPECT_EQ(held->load_ns, 0);
+  set.acquire("a2").value();  // a2 now more recent than a1, and not held
+  Result<LoraAcquired> a0 = set.acquire("a0");
+  ASSERT_TRUE(a0.ok()) << a0.status().to_string();
+  EXPECT_GT(a0->load_ns, 0);
+  EXPECT_EQ(set.find("a2"), nullptr);
+  EXPECT_NE(set.find("a1"), nullptr);
+  EXPECT_EQ(a0->adapter->name(), "a0");
+  // a1 and a0 both held: no room for a2, and nothing is dropped.
+  Result<LoraAcquired> refused = set.acquire("a2");
+  EXPECT_EQ(refused.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(refused.status().message().find("running requests use"), std::string::npos);
+  EXPECT_NE(set.find("a1"), nullptr);
+  EXPECT_NE(set.find("a0"), nullptr);
+  m = set.memory();
+  EXPECT_EQ(m.resident_bytes, 2 * bytes);
+  EXPECT_EQ(m.loads, 4);  // a0 once more; a2, refused, was not read
+  EXPECT_EQ(m.evictions, 2);
+  // Once a1's request ends, a2 fits again (a1 dropped: a0 is still held).
+  held = not_found("released");
+  Result<LoraAcquired> a2 = set.acquire("a2");
+  ASSERT_TRUE(a2.ok()) << a2.status().to_string();
+  EXPECT_EQ(set.find("a1"), nullptr);
+  EXPECT_EQ(set.acquire("none").status().code(), StatusCode::kNotFound);
+  // Removing a resident adapter frees its share of the budget.
+  EXPECT_TRUE(set.remove("a0").ok());
+  EXPECT_EQ(set.memory().resident_bytes, bytes);
+  // An adapter bigger than the whole budget is refused when it is registered.
+  LoraSet small(*model);
+  small.set_budget(bytes - 1);
+  const Status big = small.add(specs[0]);
+  EXPECT_EQ(big.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(big.message().find("more than the whole LoRA memory budget"), std::string::npos) << big.message();
+  EXPECT_EQ(small.size(), 0u);
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace llms

@@ -27,7 +27,7 @@ Result<std::unique_ptr<ServedModel>> ServedModel::load(const std::string& path, 
   } else {
     LLMS_ASSIGN_OR_RETURN(m->model_, quantized_model(path, types.back(), engine.threads));
   }
-  m->loras_ = std::make_unique<LoraSet>(*m->model_);
+  m->loras_ = std::make_unique<LoraSet>(*m->model_, &registry);
   m->tensor_parallel_ = engine.ranks != nullptr;
   if (m->model_->config().synthetic) log_warn("{}: synthetic model with RANDOM weights; its text is noise", path);
   // The path's tokenizer, not the GGUF metadata alone: a Hugging Face directory's

@@ -258,7 +258,18 @@ Result<QuantizeReport> quantize_model(const std::string& in_path, const std::str
   QuantizeReport report;
   std::vector<std::string> kept;
   for (const auto& t : in.tensors()) {
-    TensorDecision d = decide(t, in.read(t).data(), o, n_layers, pool);
+    const LoraMerge* merge = o.lora != nullptr && o.lora->adapts(t.name) ? o.lora : nullptr;
+    TensorDecision d;
+    if (merge != nullptr) {  // decided on the merged weights, as they will be written
+      const std::vector<float> merged = merge->merged(in, t, pool);
+      GgufTensorInfo f32 = t;
+      f32.dtype = DType::kF32;
+      f32.num_bytes = merged.size() * sizeof(float);
+      d = decide(f32, reinterpret_cast<const uint8_t*>(merged.data()), o, n_layers, pool);
+      d.from = t.dtype;
+    } else {
+      d = decide(t, in.read(t).data(), o, n_layers, pool);
+    }
     std::vector<int64_t> ne(t.ne.begin(), t.ne.begin() + t.n_dims);
     d.bytes = static_cast<uint64_t>(dtype_row_bytes(d.to, t.ne[0]) * (t.num_elements() / t.ne[0]));
     report.bytes_in += t.num_bytes;
@@ -266,9 +277,20 @@ Result<QuantizeReport> quantize_model(const std::string& in_path, const std::str
     if (!d.reason.empty() && t.n_dims >= 2) kept.push_back(fmt::format("{}: {} ({})", d.name, dtype_name(d.to), d.reason));
     const GgufTensorInfo* src = &t;
     const DType to = d.to;
-    w.add_tensor(t.name, to, ne, [src, to, imp = importance_of(t, o), &pool, &in](std::span<uint8_t> out) {
-      const TensorData bytes = in.read(*src);  // computed once, for a tensor of a model directory
+    w.add_tensor(t.name, to, ne, [src, to, merge, imp = importance_of(t, o), &pool, &in](std::span<uint8_t> out) {
       const int64_t cols = src->ne[0], rows = src->num_elements() / cols;
+      if (merge != nullptr) {  // merged again here, so that one tensor at a time is held
+        const std::vector<float> merged = merge->merged(in, *src, pool);
+        const int64_t out_row = dtype_row_bytes(to, cols);
+        pool.parallel_for(rows, 1, 8, [&](int64_t r0, int64_t r1) {
+          for (int64_t r = r0; r < r1; ++r) {
+            quantize_row_weighted(to, merged.data() + r * cols, row_importance(imp, *src, r), out.data() + r * out_row,
+                                  cols);
+          }
+        });
+        return;
+      }
+      const TensorData bytes = in.read(*src);  // computed once, for a tensor of a model directory
       const int64_t in_row = dtype_row_bytes(src->dtype, cols), out_row = dtype_row_bytes(to, cols);
       pool.parallel_for(rows, 1, 8, [&](int64_t r0, int64_t r1) {
         std::vector<float> x(static_cast<size_t>(cols));
@@ -298,6 +320,7 @@ Result<QuantizeReport> quantize_model(const std::string& in_path, const std::str
   if (o.importance != nullptr) {
     w.set("llmserve.quantize.imatrix", gguf::Value::string_array(o.importance->datasets));
   }
+  if (o.lora != nullptr) w.set("llmserve.quantize.lora", gguf::Value::string(o.lora->describe()));
   for (const auto& [key, value] : o.metadata) w.set(key, gguf::Value::string(value));
   LLMS_RETURN_IF_ERROR(w.write(out_path));
   return report;

@@ -12,7 +12,9 @@
 //   * a plan (from the planner, eval/quant_planner.h) names the type of each tensor it
 //     lists, before all the rules above;
 //   * with an importance table (`llmserve imatrix`), every encoder that searches its
-//     scales minimises the importance-weighted error (quantize_row_weighted).
+//     scales minimises the importance-weighted error (quantize_row_weighted);
+//   * with a LoRA adapter (--lora), each matrix it adapts is merged (W + s B A, in
+//     F32) before any of the above sees it.
 // Every decision and its reason is reported and recorded in the output file's metadata
 // (llmserve.quantize.*).
 #pragma once
@@ -26,6 +28,7 @@
 #include "model/model.h"
 #include "tensor/dtype.h"
 #include "tools/importance_file.h"
+#include "tools/lora_merge.h"
 
 namespace llms {
 
@@ -52,6 +55,9 @@ struct QuantizeOptions {
   // A Hugging Face directory's vocabulary from this GGUF file instead of its tokenizer
   // files (tools/model_vocabulary.h); ignored for a GGUF source.
   std::string vocab_from;
+  // A LoRA adapter merged into the weights before they are quantized (not owned; null:
+  // none): each matrix it adapts is written as W + s B A (tools/lora_merge.h).
+  const LoraMerge* lora = nullptr;
 };
 
 struct TensorDecision {
