@@ -69,7 +69,7 @@ struct ServerConfig {
   std::string review_exclude_key_file;  // keys (one per line) whose requests are never reviewed
   int64_t review_seed = 0;           // seed of the sampling (0: random)
   std::string feedback_scale = "thumbs";  // ratings: thumbs (-1, 0, 1) or stars (1..5)
-  int feedback_recent = 100000;      // request ids that can still be rated
+  int feedback_recent = 100000;      // request ids that can still be rated (~80 bytes each)
   // Output grammars (regex, grammar, response_format, tools) compile on their own
   // threads, never the I/O threads; requests beyond the queue get 503.
   int grammar_threads = 2;
