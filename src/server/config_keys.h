@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "server/config_file.h"
 #include "tensor/dtype.h"
@@ -34,5 +35,15 @@ ConfigKey str_key(std::string name, std::string help, Field<std::string> f);
 ConfigKey secret_key(std::string name, std::string help, Field<std::string> f);
 // A KV cache type (f32, f16, bf16, q8_0, q4_0).
 ConfigKey dtype_key(std::string name, std::string help, Field<DType> f);
+
+// The keys of config_policy_keys.cc, each with its name, help and parsing.
+ConfigKey chat_template_file_key();
+ConfigKey batching_key();
+ConfigKey autotune_key();
+ConfigKey speculative_key();
+ConfigKey exit_layers_key();
+ConfigKey precision_variants_key();
+ConfigKey precision_limits_key(const char* name, std::string help, std::vector<int> PrecisionPolicy::*field);
+ConfigKey swap_key();
 
 }  // namespace llms

@@ -15,6 +15,7 @@
 #include "server/api_error.h"
 #include "server/config_reload.h"
 #include "server/endpoints.h"
+#include "server/model_list.h"
 #include "server/prompt_builder.h"
 
 namespace llms {
@@ -126,6 +127,7 @@ Status LlmServer::init() {
                         parse_lora_specs(config_.server.lora, served_model_name(config_.server)));
   const VersionSettings settings{&config_.engine, &config_.precision, config_.server.chat_template, kv_events_,
                                  config_.deploy.cross.share, std::make_shared<LoraCatalog>(std::move(loras))};
+  LLMS_ASSIGN_OR_RETURN(const std::vector<ModelEntry> models, list_models(config_.server));
   VersionLoadOptions first;
   first.settings = settings;
   std::unique_ptr<ModelRoot> root;
@@ -142,15 +144,18 @@ Status LlmServer::init() {
     LLMS_ASSIGN_OR_RETURN(first.meta, read_version_meta(r.meta_path(*current)));
     root = std::make_unique<ModelRoot>(std::move(r));
   } else {
-    first.name = served_model_name(config_.server);
-    first.model_path = config_.server.model_path;
+    first.name = models.front().name;
+    first.model_path = models.front().path;
   }
-  LLMS_ASSIGN_OR_RETURN(VersionPtr version, ServingVersion::load(first));
+  LLMS_ASSIGN_OR_RETURN(VersionPtr version, load_model(first, models.size() > 1));
+  LLMS_ASSIGN_OR_RETURN(std::vector<OtherModel> others, load_other_models(models, settings, version->resident_bytes()));
   metrics_ = std::make_unique<HttpMetrics>(*registry_);
   versions_ = std::make_unique<VersionSet>(std::move(version));
   deployer_ = std::make_unique<Deployer>(std::move(root), *versions_, config_.deploy, settings, *registry_);
   ctx_ = std::make_unique<ServerContext>(*versions_, *deployer_, config_, *registry_, *metrics_, admin_token);
   ctx_->loras = settings.loras;
+  ctx_->default_aliases = models.front().aliases;
+  ctx_->other_models = std::move(others);
   ctx_->review = std::move(review);
   ctx_->review_excluded = std::move(review_excluded);
   router_ = std::make_unique<Router>(*ctx_, std::move(keys), std::move(browser));
@@ -178,6 +183,38 @@ Status LlmServer::init() {
     router->handle(std::move(req), std::move(ex));
   });
   return http_->start();
+}
+
+Result<VersionPtr> LlmServer::load_model(const VersionLoadOptions& o, bool several) {
+  auto v = ServingVersion::load(o);
+  if (!v.ok() && several) return v.status().with_context(fmt::format("model '{}' ({})", o.name, o.model_path));
+  return v;
+}
+
+Result<std::vector<OtherModel>> LlmServer::load_other_models(const std::vector<ModelEntry>& models,
+                                                             const VersionSettings& settings, int64_t held_bytes) {
+  std::vector<OtherModel> out;
+  for (size_t i = 1; i < models.size(); ++i) {
+    // Each is checked against the memory limit with what the models before it hold.
+    EngineConfig engine = config_.engine;
+    engine.admission.other_models_bytes = held_bytes;
+    VersionLoadOptions o;
+    o.name = models[i].name;
+    o.model_path = models[i].path;
+    o.settings = settings;
+    o.settings.engine = &engine;
+    o.settings.loras = nullptr;  // adapters bind to the default model
+    LLMS_ASSIGN_OR_RETURN(VersionPtr v, load_model(o, true));
+    held_bytes += v->resident_bytes();
+    out.push_back({models[i].name, models[i].aliases, std::move(v)});
+  }
+  // A deploy's new version of the default model counts the others too.
+  for (const OtherModel& m : out) config_.engine.admission.other_models_bytes += m.version->resident_bytes();
+  if (!out.empty()) {
+    log_info("serving {} models, {:.1f} MiB of weights and KV caches held", models.size(),
+             static_cast<double>(held_bytes) / (1 << 20));
+  }
+  return out;
 }
 
 Status LlmServer::open_access_log() {
@@ -236,7 +273,8 @@ void LlmServer::shutdown() {
     std::this_thread::sleep_for(std::chrono::duration<double>(config_.server.shutdown_delay_s));
   }
   ctx_->set_draining();
-  const std::vector<VersionPtr> loaded = versions_->loaded();
+  std::vector<VersionPtr> loaded = versions_->loaded();
+  for (const OtherModel& m : ctx_->other_models) loaded.push_back(m.version);
   for (const VersionPtr& v : loaded) v->begin_drain();
   http_->stop_accepting();
   http_->set_draining();

@@ -80,6 +80,12 @@ Status ServedModel::add_adapter(const LoraSpec& spec) {
   return loras_->add(spec);
 }
 
+int64_t ServedModel::resident_bytes() const {
+  int64_t bytes = engine_->resident_bytes();
+  for (const Variant& v : variants_) bytes += v.engine->resident_bytes();
+  return bytes;
+}
+
 std::vector<std::pair<std::string, Registry*>> ServedModel::variant_registries() const {
   std::vector<std::pair<std::string, Registry*>> out;
   for (const auto& v : variants_) out.emplace_back(v.name, v.registry.get());
