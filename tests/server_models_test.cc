@@ -53,6 +53,10 @@ struct Answer {
   bool operator==(const Answer&) const = default;
 };
 
+void PrintTo(const Answer& a, std::ostream* os) {
+  *os << "{\"" << a.text << "\", prompt " << a.prompt_tokens << ", completion " << a.completion_tokens << "}";
+}
+
 Answer answer_of(int port, const std::string& path, const Json& body) {
   const HttpResult r = http_post(port, path, body);
   EXPECT_EQ(r.status, 200) << r.body;

@@ -46,6 +46,7 @@ Result<ModelEntry> parse_model_line(std::string_view line) {
   if (exists(line) || eq == std::string_view::npos) return ModelEntry{stem_name(fs::path(line)), std::string(line), {}};
   ModelEntry e{std::string(line.substr(0, eq)), std::string(line.substr(eq + 1)), {}};
   if (e.path.empty()) return invalid_argument(fmt::format("model '{}': the path is empty (NAME=PATH)", line));
+  LLMS_RETURN_IF_ERROR(check_model_name(e.name).with_context(fmt::format("model '{}'", line)));
   return e;
 }
 
@@ -143,6 +144,8 @@ Result<std::vector<ModelEntry>> list_models(const ServerConfig& c) {
   }
   for (size_t i = 0; i < models.size(); ++i) {
     const ModelEntry& m = models[i];
+    // One model keeps any name it always had; several are told apart by their names.
+    if (models.size() == 1) break;
     LLMS_RETURN_IF_ERROR(check_model_name(m.name).with_context(
         fmt::format("model {} (give it a name: --model NAME=PATH)", m.path.empty() ? c.model_root : m.path)));
     for (size_t j = 0; j < i; ++j) {
