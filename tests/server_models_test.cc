@@ -75,13 +75,16 @@ const std::vector<std::string>& prompts() {
 
 // The weights and KV pool a server of one model holds, as its metrics publish them.
 double resident_bytes(LlmServer& s) {
-  return metric(s, "llmserve_memory_bytes{part=\"weights\"}") + metric(s, "llmserve_memory_bytes{part=\"kv_reserved\"}");
+  return metric(s, "llmserve_memory_bytes{part=\"weights\"}") +
+         metric(s, "llmserve_memory_bytes{part=\"kv_reserved\"}");
 }
 
 class ServerModelsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!have_models()) GTEST_SKIP() << "needs stories260K.gguf and tinystories-656k/hf in " << shared_dir() << "/models";
+    if (!have_models()) {
+      GTEST_SKIP() << "needs stories260K.gguf and tinystories-656k/hf in " << shared_dir() << "/models";
+    }
   }
 };
 
@@ -106,11 +109,14 @@ TEST_F(ServerModelsTest, EachRequestAnswersAsItsModelServedAlone) {
   std::vector<Answer> stories(prompts().size()), tiny(prompts().size()), by_alias(prompts().size()),
       by_default(prompts().size());
   std::vector<std::thread> threads;
+  auto ask = [port](const std::string& model, const std::string& prompt, Answer* out) {
+    *out = answer_of(port, "/v1/completions", completion(model, prompt));
+  };
   for (size_t i = 0; i < prompts().size(); ++i) {
-    threads.emplace_back([&, i] { stories[i] = answer_of(port, "/v1/completions", completion("stories", prompts()[i])); });
-    threads.emplace_back([&, i] { tiny[i] = answer_of(port, "/v1/completions", completion("tiny", prompts()[i])); });
-    threads.emplace_back([&, i] { by_alias[i] = answer_of(port, "/v1/completions", completion("small", prompts()[i])); });
-    threads.emplace_back([&, i] { by_default[i] = answer_of(port, "/v1/completions", completion("", prompts()[i])); });
+    threads.emplace_back(ask, "stories", prompts()[i], &stories[i]);
+    threads.emplace_back(ask, "tiny", prompts()[i], &tiny[i]);
+    threads.emplace_back(ask, "small", prompts()[i], &by_alias[i]);
+    threads.emplace_back(ask, "", prompts()[i], &by_default[i]);
   }
   for (std::thread& t : threads) t.join();
   for (size_t i = 0; i < prompts().size(); ++i) {
@@ -129,6 +135,35 @@ TEST_F(ServerModelsTest, EachRequestAnswersAsItsModelServedAlone) {
   const Json t_tok = http_post(port, "/tokenize", Json{{"model", "tiny"}, {"prompt", "Once upon a time"}}).json();
   EXPECT_EQ(s_tok["count"].get<int64_t>(), stories_alone[0].prompt_tokens);
   EXPECT_EQ(t_tok["count"].get<int64_t>(), tiny_alone[0].prompt_tokens);
+}
+
+TEST_F(ServerModelsTest, StreamsAndEmbeddingsRouteByModelToo) {
+  Json tiny_embedding, stories_embedding;
+  std::string tiny_text;
+  {
+    auto t = start_server(tiny_dir());
+    auto s = start_server(stories_path());
+    tiny_embedding = http_post(t->port(), "/v1/embeddings", Json{{"input", "Once upon a time"}}).json();
+    stories_embedding = http_post(s->port(), "/v1/embeddings", Json{{"input", "Once upon a time"}}).json();
+    tiny_text = answer_of(t->port(), "/v1/completions", completion("", prompts()[2])).text;
+  }
+  auto server = start_server(stories_path(), two_models);
+  Json body = completion("tiny", prompts()[2]);
+  body["stream"] = true;
+  const SseResult sse = http_stream(server->port(), "/v1/completions", body);
+  ASSERT_EQ(sse.status, 200);
+  ASSERT_TRUE(sse.done());
+  std::string streamed;
+  for (const Json& chunk : sse.chunks()) {
+    if (!chunk["choices"].empty()) streamed += chunk["choices"][0].value("text", "");
+  }
+  EXPECT_EQ(streamed, tiny_text);
+  const Json e =
+      http_post(server->port(), "/v1/embeddings", Json{{"model", "tiny"}, {"input", "Once upon a time"}}).json();
+  EXPECT_EQ(e["data"][0]["embedding"], tiny_embedding["data"][0]["embedding"]);
+  const Json d = http_post(server->port(), "/v1/embeddings", Json{{"input", "Once upon a time"}}).json();
+  EXPECT_EQ(d["data"][0]["embedding"], stories_embedding["data"][0]["embedding"]);
+  EXPECT_NE(e["data"][0]["embedding"], d["data"][0]["embedding"]);
 }
 
 TEST_F(ServerModelsTest, UnknownModelIs404ListingTheServedOnes) {
@@ -294,7 +329,8 @@ TEST_F(ServerModelsTest, RefusedCombinationsSayWhy) {
     const Status s = c.validate();
     return s.ok() ? std::string() : s.message();
   };
-  EXPECT_NE(refused([](ServeConfig& c) { c.server.model_root = "/nonexistent"; }).find("model_root"), std::string::npos);
+  EXPECT_NE(refused([](ServeConfig& c) { c.server.model_root = "/nonexistent"; }).find("model_root"),
+            std::string::npos);
   EXPECT_NE(refused([](ServeConfig& c) { c.server.kv_events = "tcp://127.0.0.1:5557"; }).find("kv_events"),
             std::string::npos);
   EXPECT_NE(refused([](ServeConfig& c) { c.server.alias = "nope=x"; }).find("no model 'nope'"), std::string::npos);

@@ -142,6 +142,9 @@ Result<std::vector<ModelEntry>> list_models(const ServerConfig& c) {
     LLMS_ASSIGN_OR_RETURN(std::vector<ModelEntry> in_dir, models_in(c.models_dir));
     for (ModelEntry& e : in_dir) models.push_back(std::move(e));
   }
+  if (models.empty()) {
+    return invalid_argument("model: no model given (-m MODEL.gguf, --model NAME=PATH or --models-dir)");
+  }
   for (size_t i = 0; i < models.size(); ++i) {
     const ModelEntry& m = models[i];
     // One model keeps any name it always had; several are told apart by their names.

@@ -90,6 +90,7 @@ TEST_F(ModelListTest, BadListsSayWhy) {
   EXPECT_NE(error("a=/x.gguf", "", "a=c\na=c").find("already names"), std::string::npos);
   EXPECT_NE(error("", dir_ + "/models/not-a-model", "").find("holds no GGUF file"), std::string::npos);
   EXPECT_NE(error("", dir_ + "/missing", "").find("cannot read"), std::string::npos);
+  EXPECT_NE(error(" \n", "", "").find("no model given"), std::string::npos);
   ServerConfig named;
   named.model_path = "a=/x.gguf";
   named.model_name = "b";
