@@ -26,10 +26,6 @@ struct AdmissionConfig {
   double kv_high = 1.0, kv_low = 1.0;    // refuse new requests above kv_high KV use, until below kv_low (1: off)
   double rss_high = 0.8, rss_low = 0.7;  // the same for process memory / memory limit
   int64_t memory_limit_bytes = 0;        // 0: the machine's (or cgroup's) memory
-  // Not a configuration key: the weights and KV pools of the other models this process
-  // already holds (several models per server), counted with this engine's own when it
-  // is checked against the memory limit at start (Engine::create()).
-  int64_t other_models_bytes = 0;
 
   // INVALID_ARGUMENT naming the config keys (max_waiting_requests, kv_high_watermark, ...).
   Status validate() const;

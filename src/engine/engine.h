@@ -116,9 +116,6 @@ class Engine {
   void count_abnormal_output(const char* kind) { metrics_.abnormal_outputs.with({kind}).inc(); }
   const EngineConfig& config() const { return config_; }
   int context_length() const { return context_length_; }
-  // What the engine holds resident for good: its model's owned weights and its KV pool
-  // (what Engine::create() checks against the memory limit).
-  int64_t resident_bytes() const { return runner_->weights_memory().owned_bytes + runner_->kv_reserved_bytes(); }
   int vocab_size() const { return runner_->vocab_size(); }
   int32_t num_kv_blocks() const { return kv_.num_blocks(); }
   Registry& registry() { return *registry_; }

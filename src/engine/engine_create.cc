@@ -15,26 +15,19 @@
 namespace llms {
 namespace {
 
-// Weights and a full KV pool (with the other models' this process holds) must fit
-// under the low watermark: above it, the breaker would open under ordinary load and
-// could never close by giving memory back.
+// Weights and a full KV pool must fit under the low watermark: above it, the breaker
+// would open under ordinary load and could never close by giving memory back.
 Status check_fits_low_mark(int64_t weights_bytes, int64_t kv_bytes, const EngineConfig& config) {
   const int64_t limit = effective_memory_limit(config.admission.memory_limit_bytes);
   const auto low = static_cast<int64_t>(config.admission.rss_low * static_cast<double>(limit));
-  const int64_t others = config.admission.other_models_bytes;
-  if (weights_bytes + kv_bytes + others <= low) return ok_status();
+  if (weights_bytes + kv_bytes <= low) return ok_status();
   constexpr double kMiB = 1 << 20;
-  const std::string with_others =
-      others > 0 ? fmt::format(" with the {:.1f} MiB of weights and KV cache the models loaded before it hold",
-                               static_cast<double>(others) / kMiB)
-                 : "";
   return invalid_argument(fmt::format(
-      "weights ({:.1f} MiB) and the KV cache ({:.1f} MiB){} exceed the low memory watermark ({:.1f} MiB: "
-      "rss_low_watermark {} of memory_limit_bytes {:.1f} MiB); lower kv_cache_memory to at most {:.1f} MiB or raise "
-      "memory_limit_bytes",
-      static_cast<double>(weights_bytes) / kMiB, static_cast<double>(kv_bytes) / kMiB, with_others,
-      static_cast<double>(low) / kMiB, config.admission.rss_low, static_cast<double>(limit) / kMiB,
-      static_cast<double>(std::max<int64_t>(0, low - weights_bytes - others)) / kMiB));
+      "weights ({:.1f} MiB) and the KV cache ({:.1f} MiB) exceed the low memory watermark ({:.1f} MiB: rss_low_watermark "
+      "{} of memory_limit_bytes {:.1f} MiB); lower kv_cache_memory to at most {:.1f} MiB or raise memory_limit_bytes",
+      static_cast<double>(weights_bytes) / kMiB, static_cast<double>(kv_bytes) / kMiB, static_cast<double>(low) / kMiB,
+      config.admission.rss_low, static_cast<double>(limit) / kMiB,
+      static_cast<double>(std::max<int64_t>(0, low - weights_bytes)) / kMiB));
 }
 
 }  // namespace

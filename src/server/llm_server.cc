@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "base/clock.h"
+#include "base/memory.h"
 #include "base/log.h"
 #include "deploy/admin_client.h"
 #include "server/api_error.h"
@@ -191,27 +192,42 @@ Result<VersionPtr> LlmServer::load_model(const VersionLoadOptions& o, bool sever
   return v;
 }
 
+namespace {
+
+// The models loaded so far and `v`, the next, must fit under the low memory watermark
+// together, as each engine alone must (Engine::create()).
+Status check_fits_beside(const ServingVersion& v, int64_t held_before, const AdmissionConfig& a) {
+  const int64_t limit = effective_memory_limit(a.memory_limit_bytes);
+  const auto low = static_cast<int64_t>(a.rss_low * static_cast<double>(limit));
+  const int64_t bytes = v.resident_bytes();
+  if (held_before + bytes <= low) return ok_status();
+  constexpr double kMiB = 1 << 20;
+  return invalid_argument(fmt::format(
+      "model '{}' ({}): its weights and KV cache ({:.1f} MiB) with the {:.1f} MiB the models loaded before it hold "
+      "exceed the low memory watermark ({:.1f} MiB: rss_low_watermark {} of memory_limit_bytes {:.1f} MiB); lower "
+      "kv_cache_memory, serve fewer models or raise memory_limit_bytes",
+      v.name(), v.model_path(), static_cast<double>(bytes) / kMiB, static_cast<double>(held_before) / kMiB,
+      static_cast<double>(low) / kMiB, a.rss_low, static_cast<double>(limit) / kMiB));
+}
+
+}  // namespace
+
 Result<std::vector<OtherModel>> LlmServer::load_other_models(const std::vector<ModelEntry>& models,
                                                              const VersionSettings& settings, int64_t held_bytes) {
   std::vector<OtherModel> out;
   for (size_t i = 1; i < models.size(); ++i) {
-    // Each is checked against the memory limit with what the models before it hold.
-    EngineConfig engine = config_.engine;
-    engine.admission.other_models_bytes = held_bytes;
     VersionLoadOptions o;
     o.name = models[i].name;
     o.model_path = models[i].path;
     o.settings = settings;
-    o.settings.engine = &engine;
     o.settings.loras = nullptr;  // adapters bind to the default model
     LLMS_ASSIGN_OR_RETURN(VersionPtr v, load_model(o, true));
+    LLMS_RETURN_IF_ERROR(check_fits_beside(*v, held_bytes, config_.engine.admission));
     held_bytes += v->resident_bytes();
     out.push_back({models[i].name, models[i].aliases, std::move(v)});
   }
-  // A deploy's new version of the default model counts the others too.
-  for (const OtherModel& m : out) config_.engine.admission.other_models_bytes += m.version->resident_bytes();
   if (!out.empty()) {
-    log_info("serving {} models, {:.1f} MiB of weights and KV caches held", models.size(),
+    log_info("serving {} models: {:.1f} MiB of weights and KV caches held", models.size(),
              static_cast<double>(held_bytes) / (1 << 20));
   }
   return out;
