@@ -47,8 +47,11 @@ ConfigFlags::ConfigFlags(CLI::App* cmd, const std::vector<std::string>& keys) {
     } else {
       f.option->option_text("VALUE");
     }
-    // Each --review-redact adds a pattern, each --lora an adapter: the values are joined one per line.
-    if (k.name == "review_redact" || k.name == "lora") f.option->multi_option_policy(CLI::MultiOptionPolicy::Join)->delimiter('\n');
+    // Each --review-redact adds a pattern, each --lora an adapter, each --model a model, each
+    // --alias a name: the values are joined one per line.
+    if (k.name == "review_redact" || k.name == "lora" || k.name == "model" || k.name == "alias") {
+      f.option->multi_option_policy(CLI::MultiOptionPolicy::Join)->delimiter('\n');
+    }
     if (auto n = negations().find(k.name); n != negations().end()) {
       negations_.push_back(std::make_unique<Negation>(Negation{false, k.name}));
       cmd->add_flag(n->second, negations_.back()->given, "Same as --" + config_flag_name(k.name) + " false");

@@ -4,6 +4,7 @@
 #include <signal.h>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <csignal>
@@ -14,6 +15,7 @@
 #include "cli/config_flags.h"
 #include "server/config_file.h"
 #include "server/llm_server.h"
+#include "server/model_list.h"
 #include "dist/mpi_world.h"
 #include "serving/tensor_parallel_group.h"
 
@@ -122,13 +124,18 @@ void run(const Options& o) {
     fail(invalid_argument(fmt::format("--lora: adapters cannot be served under {} (a rank holds a share of the "
                                       "weights)", group_flag(o.split()))));
   }
+  if (o.tensor_parallel > 1 && serves_several_models(config.server)) {
+    fail(invalid_argument("--tensor-parallel splits one model over the ranks; serve several models (--model "
+                          "NAME=PATH, --models-dir) without it"));
+  }
   const std::unique_ptr<Communicator> group = join_group(o, config);
   config.engine.ranks = group.get();
   config.engine.split = o.split();
   const sigset_t signals = block_server_signals();
   auto server = value_or_fail(LlmServer::start(config));
-  std::printf("llmserve: serving '%s' on http://%s:%d\n", server->context().model_name.c_str(),
-              config.server.host.c_str(), server->port());
+  // Several models: 'a', 'b' (the default first).
+  const std::string names = fmt::format("'{}'", fmt::join(server->context().model_names(), "', '"));
+  std::printf("llmserve: serving %s on http://%s:%d\n", names.c_str(), config.server.host.c_str(), server->port());
   std::fflush(stdout);
   const int sig = wait_for_signal(o, signals, *server, group.get());
   const Status lost = group ? group->health() : ok_status();

@@ -105,6 +105,8 @@ class ServingVersion {
   LoraSet& loras() { return served_->loras(); }
   const LoraSet& loras() const { return served_->loras(); }
   Status add_adapter(const LoraSpec& spec) { return served_->add_adapter(spec); }
+  // The weights and KV pools its engines hold (ServedModel::resident_bytes()).
+  int64_t resident_bytes() const { return served_->resident_bytes(); }
   // Every engine of the version (the variants' too) refuses new requests / stops.
   void begin_drain();
   void stop();

@@ -1,4 +1,5 @@
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <atomic>
@@ -17,9 +18,10 @@ namespace llms {
 
 namespace {
 
+// Names every model it serves (GET /v1/models lists their aliases and adapters too).
 ApiError unknown_model(const ServerContext& ctx, const std::string& asked) {
-  ApiError e = not_found_error(fmt::format("The model '{}' does not exist; this server serves '{}'", asked,
-                                           ctx.model_name),
+  ApiError e = not_found_error(fmt::format("The model '{}' does not exist; this server serves '{}'",
+                                           asked.substr(0, 200), fmt::join(ctx.model_names(), "', '")),
                                "model_not_found");
   e.param = "model";
   return e;
@@ -28,7 +30,7 @@ ApiError unknown_model(const ServerContext& ctx, const std::string& asked) {
 }  // namespace
 
 std::optional<ApiError> check_model(const ServerContext& ctx, const std::string& asked) {
-  if (asked.empty() || asked == ctx.model_name || ctx.loras->find(asked)) return std::nullopt;
+  if (ctx.names_default_model(asked) || ctx.other_model(asked) || ctx.loras->find(asked)) return std::nullopt;
   return unknown_model(ctx, asked);
 }
 
@@ -36,7 +38,7 @@ std::optional<ApiError> resolve_adapter(const ServerContext& ctx, ServingVersion
                                         std::shared_ptr<const LoraAdapter>* adapter, int64_t* load_ns) {
   *adapter = nullptr;
   if (load_ns) *load_ns = 0;
-  if (asked.empty() || asked == ctx.model_name) return std::nullopt;
+  if (asked.empty() || ctx.names_default_model(asked) || ctx.other_model(asked)) return std::nullopt;
   Result<LoraAcquired> got = v.loras().acquire(asked);
   if (got.ok()) {
     *adapter = got->adapter;
@@ -201,7 +203,7 @@ std::optional<ApiError> chat_prompt_tokens(ServerContext& ctx, const HttpRequest
   CompletionRequest r;
   LLMS_API_TRY(parse_completion_request(chat_body, ApiKind::kChat, &r));
   LLMS_API_TRY(check_model(ctx, r.model));
-  Result<VersionPtr> v = ctx.versions.pick(req.header(kVersionPinHeader));
+  Result<VersionPtr> v = ctx.pick(r.model, req.header(kVersionPinHeader));
   if (!v.ok()) return api_error_from_status(v.status());
   PromptInput prompt;
   std::optional<ToolCallFormat> format;
@@ -226,7 +228,7 @@ void handle_completions(ServerContext& ctx, const HttpRequest& req, std::shared_
   // During a drain-and-swap deploy the version set holds the request; its answer then
   // comes on the deployer's thread and is posted back to this connection's strand.
   const GivenSampling given = given_sampling(body);
-  ctx.versions.pick_when_ready(req.header(kVersionPinHeader), [&ctx, ex, r, given](Result<VersionPtr> v, bool now) {
+  ctx.pick_when_ready(r->model, req.header(kVersionPinHeader), [&ctx, ex, r, given](Result<VersionPtr> v, bool now) {
     if (now) return start_on(ctx, ex, std::move(*r), given, std::move(v));
     ex->post([&ctx, ex, r, given, v = std::move(v)]() mutable { start_on(ctx, ex, std::move(*r), given, std::move(v)); });
   });

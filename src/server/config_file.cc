@@ -29,7 +29,14 @@ namespace {
 std::vector<ConfigKey> make_keys() {
   constexpr int kBig = 1 << 30;
   return {
-      str_key("model", "GGUF model file or Hugging Face model directory to serve", SRV(model_path)),
+      str_key("model",
+              "GGUF model file or Hugging Face model directory to serve; several: one per line, PATH or NAME=PATH "
+              "(the flag repeats; the first is the default model)",
+              SRV(model_path)),
+      str_key("models_dir", "Serve each GGUF file and Hugging Face model directory in this folder too, named after it",
+              SRV(models_dir)),
+      str_key("alias", "Other model ids: NAME=ALIAS, one per line (the flag repeats); model NAME answers to ALIAS too",
+              SRV(alias)),
       str_key("model_root", "Model root to serve (versions/, current, previous); instead of model", SRV(model_root)),
       str_key("admin_token_file", "File holding the admin API's bearer token (\"\": admin API off)", SRV(admin_token_file)),
       swap_key(),

@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "server/config_file.h"
 #include "tensor/dtype.h"

@@ -174,7 +174,7 @@ void handle_embeddings(ServerContext& ctx, const HttpRequest& req, std::shared_p
   if (auto e = parse_embedding_request(body, r.get())) return fail(*e);
   if (auto e = check_model(ctx, r->model)) return fail(*e);
   if (ctx.draining()) return fail(api_error_from_status(unavailable("the server is shutting down"), true));
-  ctx.versions.pick_when_ready(req.header(kVersionPinHeader), [&ctx, ex, r](Result<VersionPtr> v, bool now) {
+  ctx.pick_when_ready(r->model, req.header(kVersionPinHeader), [&ctx, ex, r](Result<VersionPtr> v, bool now) {
     if (now) return start_embeddings(ctx, ex, std::move(*r), std::move(v));
     ex->post([&ctx, ex, r, v = std::move(v)]() mutable { start_embeddings(ctx, ex, std::move(*r), std::move(v)); });
   });

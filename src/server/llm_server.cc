@@ -10,11 +10,13 @@
 #include <thread>
 
 #include "base/clock.h"
+#include "base/memory.h"
 #include "base/log.h"
 #include "deploy/admin_client.h"
 #include "server/api_error.h"
 #include "server/config_reload.h"
 #include "server/endpoints.h"
+#include "server/model_list.h"
 #include "server/prompt_builder.h"
 
 namespace llms {
@@ -127,6 +129,7 @@ Status LlmServer::init() {
   const VersionSettings settings{&config_.engine, &config_.precision, config_.server.chat_template, kv_events_,
                                  config_.deploy.cross.share, std::make_shared<LoraCatalog>(std::move(loras)),
                                  config_.server.lora_memory};
+  LLMS_ASSIGN_OR_RETURN(const std::vector<ModelEntry> models, list_models(config_.server));
   VersionLoadOptions first;
   first.settings = settings;
   std::unique_ptr<ModelRoot> root;
@@ -143,15 +146,18 @@ Status LlmServer::init() {
     LLMS_ASSIGN_OR_RETURN(first.meta, read_version_meta(r.meta_path(*current)));
     root = std::make_unique<ModelRoot>(std::move(r));
   } else {
-    first.name = served_model_name(config_.server);
-    first.model_path = config_.server.model_path;
+    first.name = models.front().name;
+    first.model_path = models.front().path;
   }
-  LLMS_ASSIGN_OR_RETURN(VersionPtr version, ServingVersion::load(first));
+  LLMS_ASSIGN_OR_RETURN(VersionPtr version, load_model(first, models.size() > 1));
+  LLMS_ASSIGN_OR_RETURN(std::vector<OtherModel> others, load_other_models(models, settings, version->resident_bytes()));
   metrics_ = std::make_unique<HttpMetrics>(*registry_);
   versions_ = std::make_unique<VersionSet>(std::move(version));
   deployer_ = std::make_unique<Deployer>(std::move(root), *versions_, config_.deploy, settings, *registry_);
   ctx_ = std::make_unique<ServerContext>(*versions_, *deployer_, config_, *registry_, *metrics_, admin_token);
   ctx_->loras = settings.loras;
+  ctx_->default_aliases = models.front().aliases;
+  ctx_->other_models = std::move(others);
   ctx_->review = std::move(review);
   ctx_->review_excluded = std::move(review_excluded);
   router_ = std::make_unique<Router>(*ctx_, std::move(keys), std::move(browser));
@@ -179,6 +185,53 @@ Status LlmServer::init() {
     router->handle(std::move(req), std::move(ex));
   });
   return http_->start();
+}
+
+Result<VersionPtr> LlmServer::load_model(const VersionLoadOptions& o, bool several) {
+  auto v = ServingVersion::load(o);
+  if (!v.ok() && several) return v.status().with_context(fmt::format("model '{}' ({})", o.name, o.model_path));
+  return v;
+}
+
+namespace {
+
+// The models loaded so far and `v`, the next, must fit under the low memory watermark
+// together, as each engine alone must (Engine::create()).
+Status check_fits_beside(const ServingVersion& v, int64_t held_before, const AdmissionConfig& a) {
+  const int64_t limit = effective_memory_limit(a.memory_limit_bytes);
+  const auto low = static_cast<int64_t>(a.rss_low * static_cast<double>(limit));
+  const int64_t bytes = v.resident_bytes();
+  if (held_before + bytes <= low) return ok_status();
+  constexpr double kMiB = 1 << 20;
+  return invalid_argument(fmt::format(
+      "model '{}' ({}): its weights and KV cache ({:.1f} MiB) with the {:.1f} MiB the models loaded before it hold "
+      "exceed the low memory watermark ({:.1f} MiB: rss_low_watermark {} of memory_limit_bytes {:.1f} MiB); lower "
+      "kv_cache_memory, serve fewer models or raise memory_limit_bytes",
+      v.name(), v.model_path(), static_cast<double>(bytes) / kMiB, static_cast<double>(held_before) / kMiB,
+      static_cast<double>(low) / kMiB, a.rss_low, static_cast<double>(limit) / kMiB));
+}
+
+}  // namespace
+
+Result<std::vector<OtherModel>> LlmServer::load_other_models(const std::vector<ModelEntry>& models,
+                                                             const VersionSettings& settings, int64_t held_bytes) {
+  std::vector<OtherModel> out;
+  for (size_t i = 1; i < models.size(); ++i) {
+    VersionLoadOptions o;
+    o.name = models[i].name;
+    o.model_path = models[i].path;
+    o.settings = settings;
+    o.settings.loras = nullptr;  // adapters bind to the default model
+    LLMS_ASSIGN_OR_RETURN(VersionPtr v, load_model(o, true));
+    LLMS_RETURN_IF_ERROR(check_fits_beside(*v, held_bytes, config_.engine.admission));
+    held_bytes += v->resident_bytes();
+    out.push_back({models[i].name, models[i].aliases, std::move(v)});
+  }
+  if (!out.empty()) {
+    log_info("serving {} models: {:.1f} MiB of weights and KV caches held", models.size(),
+             static_cast<double>(held_bytes) / (1 << 20));
+  }
+  return out;
 }
 
 Status LlmServer::open_access_log() {
@@ -237,7 +290,8 @@ void LlmServer::shutdown() {
     std::this_thread::sleep_for(std::chrono::duration<double>(config_.server.shutdown_delay_s));
   }
   ctx_->set_draining();
-  const std::vector<VersionPtr> loaded = versions_->loaded();
+  std::vector<VersionPtr> loaded = versions_->loaded();
+  for (const OtherModel& m : ctx_->other_models) loaded.push_back(m.version);
   for (const VersionPtr& v : loaded) v->begin_drain();
   http_->stop_accepting();
   http_->set_draining();

@@ -1,5 +1,6 @@
 // LlmServer: the whole serving process minus signal handling — loads the model (the
-// file, or the current version of a model root) with its engine, starts the deployer,
+// file, or the current version of a model root) with its engine, and each other model
+// served beside it (server/model_list.h) with engines of its own, starts the deployer,
 // then opens the HTTP port (so the port answers only once the model is loaded), and
 // shuts down gracefully on request.
 //
@@ -25,6 +26,7 @@
 #include "metrics/metrics.h"
 #include "server/access_log.h"
 #include "server/http_server.h"
+#include "server/model_list.h"
 #include "server/router.h"
 #include "server/server_config.h"
 #include "server/server_context.h"
@@ -50,6 +52,12 @@ class LlmServer {
  private:
   explicit LlmServer(const ServeConfig& config) : config_(config) {}
   Status init();
+  // A model's one version; with `several` models, an error names the model.
+  static Result<VersionPtr> load_model(const VersionLoadOptions& o, bool several);
+  // The models after the first (the default, holding `held_bytes`), each with its
+  // engines, in order.
+  Result<std::vector<OtherModel>> load_other_models(const std::vector<ModelEntry>& models,
+                                                    const VersionSettings& settings, int64_t held_bytes);
   // Opens (or reopens, or closes) the access log for config_.server.access_log.
   Status open_access_log();
   void log_exchange(const HttpExchangeRecord& r, std::string_view endpoint);

@@ -63,6 +63,10 @@ void handle_load_lora(ServerContext& ctx, const HttpRequest& req, std::shared_pt
   if (Status s = check_lora_name(spec.name, ctx.model_name); !s.ok()) {
     return ex->respond(api_error_response(bad_request(s.message(), "lora_name")));
   }
+  if (ctx.names_default_model(spec.name) || ctx.other_model(spec.name)) {  // a model's name or alias
+    return ex->respond(api_error_response(
+        bad_request(fmt::format("adapter name '{}' names a served model", spec.name), "lora_name")));
+  }
   ctx.deployer.run([&ctx, ex, spec] {
     answer(ex, load(ctx, spec), fmt::format("Success: LoRA adapter '{}' added successfully.", spec.name));
   });

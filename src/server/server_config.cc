@@ -6,17 +6,28 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "server/browser_policy.h"
+#include "server/model_list.h"
 #include "base/log.h"
 
 namespace llms {
 
 Status ServerConfig::validate() const {
   auto bad = [](const char* key, const std::string& why) { return invalid_argument(fmt::format("{}: {}", key, why)); };
-  if (model_path.empty() == model_root.empty()) {
-    return bad("model", "give a GGUF model file (-m MODEL.gguf) or a model root (--model-root DIR), not both");
+  if (model_path.empty() && models_dir.empty() && model_root.empty()) {
+    return bad("model", "give a GGUF model file (-m MODEL.gguf), models (--model NAME=PATH, --models-dir DIR) or a "
+                        "model root (--model-root DIR)");
+  }
+  if (!model_root.empty() && (!model_path.empty() || !models_dir.empty())) {
+    return bad("model_root", "serves the root's one model, whose versions deploys change; it takes no model or "
+                             "models_dir beside it (serve several models from files, without a model root)");
+  }
+  LLMS_RETURN_IF_ERROR(list_models(*this).status());
+  if (serves_several_models(*this) && !kv_events.empty()) {
+    return bad("kv_events", "publishes the blocks of one model; serve one model per process to publish its events");
   }
   if (host.empty()) return bad("host", "must not be empty");
   if (port < 0 || port > 65535) return bad("port", fmt::format("{} is not in 0..65535", port));
@@ -99,6 +110,20 @@ Status ServeConfig::validate() const {
       return bad("lora", "adapters cannot be served under tensor or pipeline parallelism (a rank holds a share of the weights)");
     }
   }
+  if (serves_several_models(server) && engine.ranks != nullptr) {
+    return bad("model", "tensor parallelism splits one model over the ranks; serve several models without it");
+  }
+  if (!server.lora.empty()) {
+    LLMS_ASSIGN_OR_RETURN(const std::vector<ModelEntry> models, list_models(server));
+    LLMS_ASSIGN_OR_RETURN(const std::vector<LoraSpec> loras, parse_lora_specs(server.lora, served_model_name(server)));
+    for (const LoraSpec& a : loras) {
+      for (const ModelEntry& m : models) {
+        if (a.name == m.name || std::find(m.aliases.begin(), m.aliases.end(), a.name) != m.aliases.end()) {
+          return bad("lora", fmt::format("the adapter name '{}' is also a served model's name", a.name));
+        }
+      }
+    }
+  }
   return ok_status();
 }
 
@@ -108,6 +133,7 @@ std::string served_model_name(const ServerConfig& c) {
     std::filesystem::path root(c.model_root);
     return (root.has_filename() ? root : root.parent_path()).filename().string();
   }
+  if (auto models = list_models(c); models.ok() && !models->empty()) return models->front().name;
   std::filesystem::path p(c.model_path);
   if (p.extension() == ".gguf") return p.stem().string();
   return p.filename().string();

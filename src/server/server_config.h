@@ -18,8 +18,12 @@
 namespace llms {
 
 struct ServerConfig {
-  std::string model_path;            // the GGUF file to serve, or:
+  // The GGUF file or model directory to serve; or several models, one per line
+  // (--model repeats), each PATH or NAME=PATH (server/model_list.h); or:
+  std::string model_path;
   std::string model_root;            // a model root (deploy/model_root.h): serves its `current` version
+  std::string models_dir;            // serve each GGUF file and model directory in it too
+  std::string alias;                 // NAME=ALIAS, one per line (--alias repeats): model NAME answers to ALIAS too
   std::string admin_token_file;      // the admin API's bearer token; "" = admin API off
   std::string model_name;            // the id clients use; "" = the file name without .gguf
   std::string host = "127.0.0.1";
@@ -97,8 +101,9 @@ struct ServeConfig {
   Status validate() const;
 };
 
-// The served model id: model_name, else the file name without directory and .gguf
-// (the model root's folder name with --model-root).
+// The served (default) model's id: model_name, else the file name without directory
+// and .gguf (the model root's folder name with --model-root); with several models,
+// the first one's name (server/model_list.h).
 std::string served_model_name(const ServerConfig& c);
 
 }  // namespace llms

@@ -50,14 +50,70 @@ uint64_t ServerContext::cache_salt(std::string_view authorization, std::string_v
   return v == 0 ? 1 : v;
 }
 
+std::vector<std::string> ServerContext::model_names() const {
+  std::vector<std::string> out{model_name};
+  for (const OtherModel& m : other_models) out.push_back(m.name);
+  return out;
+}
+
+bool ServerContext::names_default_model(std::string_view asked) const {
+  return asked.empty() || asked == model_name ||
+         std::find(default_aliases.begin(), default_aliases.end(), asked) != default_aliases.end();
+}
+
+const OtherModel* ServerContext::other_model(std::string_view asked) const {
+  for (const OtherModel& m : other_models) {
+    if (m.name == asked || std::find(m.aliases.begin(), m.aliases.end(), asked) != m.aliases.end()) return &m;
+  }
+  return nullptr;
+}
+
+namespace {
+
+Result<VersionPtr> pinned_other(const OtherModel& m, const std::string& pinned) {
+  if (pinned.empty() || pinned == m.version->name()) return m.version;
+  return not_found(fmt::format("version '{}' is not loaded for model '{}'", pinned.substr(0, 200), m.name));
+}
+
+}  // namespace
+
+bool ServerContext::pick_when_ready(std::string_view asked, const std::string& pinned, VersionSet::PickCallback done) {
+  if (const OtherModel* m = other_model(asked)) {
+    done(pinned_other(*m, pinned), true);
+    return true;
+  }
+  return versions.pick_when_ready(pinned, std::move(done));
+}
+
+Result<VersionPtr> ServerContext::pick(std::string_view asked, const std::string& pinned) {
+  if (const OtherModel* m = other_model(asked)) return pinned_other(*m, pinned);
+  return versions.pick(pinned);
+}
+
+const std::string& ServerContext::model_of(const ServingVersion& v) const {
+  for (const OtherModel& m : other_models) {
+    if (m.version.get() == &v) return m.name;
+  }
+  return model_name;
+}
+
 std::string ServerContext::render_metrics() const {
-  const std::vector<VersionPtr> loaded = versions.loaded();
+  // With several models, each engine series carries its model's name too; with one,
+  // the series are as they always were.
+  const bool several = !other_models.empty();
+  std::vector<ModelVersions> models{{model_name, versions.loaded()}};
+  for (const OtherModel& m : other_models) models.push_back({m.name, {m.version}});
   std::vector<LabeledRegistry> parts{{&registry, {}}};
-  for (const VersionPtr& v : loaded) {
-    for (LabeledRegistry& part : v->labeled_registries()) parts.push_back(std::move(part));
+  for (const ModelVersions& m : models) {
+    for (const VersionPtr& v : m.versions) {
+      for (LabeledRegistry& part : v->labeled_registries()) {
+        if (several) part.labels.insert(part.labels.begin(), {"model", m.model_name});
+        parts.push_back(std::move(part));
+      }
+    }
   }
   std::string out = Registry::render_all(parts);
-  if (config.server.metrics_compat == "vllm") out += render_vllm_metrics(loaded, model_name, loras->list().size());
+  if (config.server.metrics_compat == "vllm") out += render_vllm_metrics(models, loras->list().size());
   return out;
 }
 

@@ -14,6 +14,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "deploy/deployer.h"
 #include "deploy/feedback.h"
@@ -26,6 +27,14 @@
 #include "server/review_log.h"
 
 namespace llms {
+
+// A model served beside the default one (server/model_list.h): one version, loaded at
+// start and never deployed over (deploys change the default model's versions only).
+struct OtherModel {
+  std::string name;
+  std::vector<std::string> aliases;
+  VersionPtr version;
+};
 
 class ServerContext {
  public:
@@ -46,6 +55,24 @@ class ServerContext {
   // The LoRA adapters served (each version holds its own copy of their weights, bound to
   // its model: ServingVersion::loras()); set before serving, never null after.
   std::shared_ptr<LoraCatalog> loras = std::make_shared<LoraCatalog>();
+  // Several models per server: the default model's other names, and the models served
+  // beside it, in the order given (both set before serving; empty with one model).
+  std::vector<std::string> default_aliases;
+  std::vector<OtherModel> other_models;
+
+  // Every served model's name, the default first.
+  std::vector<std::string> model_names() const;
+  // Whether `asked` (a request's model) names the default model: "", its name or an alias.
+  bool names_default_model(std::string_view asked) const;
+  // The other model `asked` names (its name or an alias); null when it names none.
+  const OtherModel* other_model(std::string_view asked) const;
+  // The version a request for model `asked` runs on (NOT_FOUND for another model's
+  // version pinned by `pinned`): the other model's one version, else the default
+  // model's versions' pick (VersionSet::pick_when_ready()).
+  bool pick_when_ready(std::string_view asked, const std::string& pinned, VersionSet::PickCallback done);
+  Result<VersionPtr> pick(std::string_view asked, const std::string& pinned);
+  // The model name a version serves (the default model's for its versions).
+  const std::string& model_of(const ServingVersion& v) const;
 
   // Every registry /metrics renders: the server's, and each loaded version's under
   // its version label.

@@ -6,12 +6,17 @@
 namespace llms {
 namespace {
 
-// The body as a JSON object naming this server's model, if it names one.
-std::optional<ApiError> parse_body(const ServerContext& ctx, const HttpRequest& req, Json* body) {
+// The body as a JSON object naming one of this server's models, if it names one; the
+// version that model's requests run on.
+std::optional<ApiError> parse_body(ServerContext& ctx, const HttpRequest& req, Json* body, VersionPtr* version) {
   if (auto e = parse_json_object(req.body, body)) return e;
   std::string model;
   if (auto e = read_string(*body, "model", &model)) return e;
-  return check_model(ctx, model);
+  if (auto e = check_model(ctx, model)) return e;
+  auto picked = ctx.pick(model, req.header(kVersionPinHeader));
+  if (!picked.ok()) return api_error_from_status(picked.status());
+  *version = std::move(picked).value();
+  return std::nullopt;
 }
 
 }  // namespace
@@ -19,10 +24,8 @@ std::optional<ApiError> parse_body(const ServerContext& ctx, const HttpRequest& 
 void handle_tokenize(ServerContext& ctx, const HttpRequest& req, std::shared_ptr<HttpExchange> ex) {
   auto fail = [&](const ApiError& e) { ex->respond(api_error_response(e)); };
   Json body;
-  if (auto e = parse_body(ctx, req, &body)) return fail(*e);
-  auto picked = ctx.versions.pick(req.header(kVersionPinHeader));
-  if (!picked.ok()) return fail(api_error_from_status(picked.status()));
-  const VersionPtr v = std::move(picked).value();
+  VersionPtr v;
+  if (auto e = parse_body(ctx, req, &body, &v)) return fail(*e);
   const Tokenizer& tok = v->tokenizer();
   bool strs = false;
   if (auto e = read_bool(body, "return_token_strs", &strs)) return fail(*e);
@@ -61,10 +64,9 @@ void handle_tokenize(ServerContext& ctx, const HttpRequest& req, std::shared_ptr
 void handle_detokenize(ServerContext& ctx, const HttpRequest& req, std::shared_ptr<HttpExchange> ex) {
   auto fail = [&](const ApiError& e) { ex->respond(api_error_response(e)); };
   Json body;
-  if (auto e = parse_body(ctx, req, &body)) return fail(*e);
-  auto picked = ctx.versions.pick(req.header(kVersionPinHeader));
-  if (!picked.ok()) return fail(api_error_from_status(picked.status()));
-  const Tokenizer& tok = (*picked)->tokenizer();
+  VersionPtr v;
+  if (auto e = parse_body(ctx, req, &body, &v)) return fail(*e);
+  const Tokenizer& tok = v->tokenizer();
   if (!has_field(body, "tokens") || !body.at("tokens").is_array()) {
     return fail(bad_request("'tokens' must be a list of token ids", "tokens"));
   }

@@ -60,14 +60,18 @@ std::string lora_requests_info(std::span<const VersionPtr> loaded, size_t max_lo
 
 }  // namespace
 
-std::string render_vllm_metrics(std::span<const VersionPtr> loaded, const std::string& model_name, size_t num_adapters) {
+std::string render_vllm_metrics(std::span<const ModelVersions> models, size_t num_adapters) {
   std::vector<LabeledRegistry> parts;
   std::vector<LabeledRegistry> alias_parts;
-  for (const VersionPtr& v : loaded) {
-    parts.push_back({&v->registry(), {{"model_name", model_name}, {"version", v->name()}}});
-    for (LabeledRegistry& part : v->labeled_registries()) {  // with precision variants, theirs too
-      part.labels.insert(part.labels.begin(), {"model_name", model_name});
-      alias_parts.push_back(std::move(part));
+  std::vector<VersionPtr> loaded;
+  for (const ModelVersions& m : models) {
+    for (const VersionPtr& v : m.versions) {
+      loaded.push_back(v);
+      parts.push_back({&v->registry(), {{"model_name", m.model_name}, {"version", v->name()}}});
+      for (LabeledRegistry& part : v->labeled_registries()) {  // with precision variants, theirs too
+        part.labels.insert(part.labels.begin(), {"model_name", m.model_name});
+        alias_parts.push_back(std::move(part));
+      }
     }
   }
   std::string out = Registry::render_aliases(alias_parts, vllm_aliases());
@@ -84,7 +88,7 @@ std::string render_vllm_metrics(std::span<const VersionPtr> loaded, const std::s
     parts[i].registry = info.back().get();
   }
   out += Registry::render_all(parts);
-  if (num_adapters > 0) out += lora_requests_info(loaded, num_adapters);
+  if (num_adapters > 0 && !models.empty()) out += lora_requests_info(models.front().versions, num_adapters);
   return out;
 }
 

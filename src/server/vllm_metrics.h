@@ -19,7 +19,13 @@
 
 namespace llms {
 
-std::string render_vllm_metrics(std::span<const VersionPtr> loaded, const std::string& model_name,
-                                size_t num_adapters = 0);
+// The loaded versions of one served model (several models per server: one each).
+struct ModelVersions {
+  std::string model_name;
+  std::vector<VersionPtr> versions;
+};
+
+// `models`: the default model first (its versions are the ones adapters run on).
+std::string render_vllm_metrics(std::span<const ModelVersions> models, size_t num_adapters = 0);
 
 }  // namespace llms

@@ -80,6 +80,23 @@ Status ServedModel::add_adapter(const LoraSpec& spec) {
   return loras_->add(spec);
 }
 
+namespace {
+
+// An engine's model's owned weights and its KV pool, as Engine::create() counts them.
+int64_t held_bytes(const Model& m, const Engine& e) {
+  const KvConfig& kv = e.config().kv;
+  const int64_t per_block = m.kv_config(1, kv.block_size, kv.k_type, kv.v_type).bytes_per_block();
+  return m.weights_memory().owned_bytes + per_block * e.num_kv_blocks();
+}
+
+}  // namespace
+
+int64_t ServedModel::resident_bytes() const {
+  int64_t bytes = held_bytes(*model_, *engine_);
+  for (const Variant& v : variants_) bytes += held_bytes(*v.model, *v.engine);
+  return bytes;
+}
+
 std::vector<std::pair<std::string, Registry*>> ServedModel::variant_registries() const {
   std::vector<std::pair<std::string, Registry*>> out;
   for (const auto& v : variants_) out.emplace_back(v.name, v.registry.get());

@@ -58,6 +58,10 @@ class ServedModel {
   // under tensor parallelism (a rank holds a share of each weight).
   Status add_adapter(const LoraSpec& spec);
 
+  // What its engines hold resident for good: each one's model's owned weights and its
+  // KV pool (what Engine::create() checks against the memory limit), summed.
+  int64_t resident_bytes() const;
+
   // Each cheaper variant's name and engine registry, cheapest first (none without variants).
   std::vector<std::pair<std::string, Registry*>> variant_registries() const;
 

@@ -1,8 +1,10 @@
 // ServingTarget: what the server hands a request to. One engine (EngineTarget), or
 // several behind a routing policy: the precision variants of a model today
-// (PrecisionRouter); several models per server are the next policy. (LoRA adapters
-// are not a policy: one engine runs them, each request naming its adapter in
-// RequestParams; a tensor-parallel group is one engine whose runner leads the ranks.)
+// (PrecisionRouter). (LoRA adapters are not a policy: one engine runs them, each
+// request naming its adapter in RequestParams; a tensor-parallel group is one engine
+// whose runner leads the ranks. Nor are several models per server: each model has its
+// own tokenizer and chat template, so the server picks the model, each with a target
+// of its own, before it builds the prompt.)
 // The server calls only this:
 // which engine runs a request, and whose result cache may answer it, is the target's
 // business, so no caller reaches into a router's engines.
