@@ -4,8 +4,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <thread>
 
 namespace llms::test {
 
@@ -85,6 +88,84 @@ void check_group_equals_one_process(const std::string& model, const std::string&
       EXPECT_NEAR(got[i].logprobs[t], want[i].logprobs[t], logprobs_within) << group_prompts()[i] << " token " << t;
     }
   }
+}
+
+}  // namespace llms::test
+
+namespace llms::test {
+
+void check_cancelled_stream_frees_blocks(const std::string& group_flags) {
+  const ServeChild group =
+      spawn_serve("-m " + slow_synthetic_path() + " --threads 1 " + group_flags, mpirun() + " -np 2");
+  ASSERT_GT(group.port, 0) << "the group did not start";
+  const int port = group.port;
+  {
+    RawClient streamer(port);
+    ASSERT_TRUE(streamer.send_request(
+        "POST", "/v1/completions",
+        Json{{"prompt", "tell a long story"}, {"max_tokens", 4000}, {"ignore_eos", true}, {"stream", true}}.dump()));
+    ASSERT_NE(streamer.read_until("\"text\"", 30).find("data: {"), std::string::npos);
+    ASSERT_TRUE(poll_until([&] { return metric(port, "llmserve_requests_running") == 1; }));
+  }  // closed mid-stream
+  EXPECT_TRUE(poll_until([&] { return metric(port, "llmserve_requests_finished_total{reason=\"cancelled\"}") == 1; }));
+  EXPECT_TRUE(poll_until([&] { return metric(port, "llmserve_kv_blocks{state=\"used\"}") == 0; }));
+  const HttpResult after = http_post(port, "/v1/completions", Json{{"prompt", "again"}, {"max_tokens", 8}});
+  EXPECT_EQ(after.status, 200) << after.body;
+  EXPECT_EQ(after.json()["usage"]["completion_tokens"], 8) << after.body;
+  EXPECT_EQ(http_get(port, "/ready").status, 200);
+  EXPECT_TRUE(stop_group(group));
+}
+
+namespace {
+
+// Kills rank 1 of `group` and waits for mpirun: it must exit non-zero within 10 s.
+void kill_rank_one_and_expect_exit(const ServeChild& group, const std::function<void()>& after_kill) {
+  const pid_t rank = rank_pid(group.pid, 1);
+  ASSERT_GT(rank, 0);
+  const auto killed = std::chrono::steady_clock::now();
+  ASSERT_EQ(kill(rank, SIGKILL), 0);
+  after_kill();
+  int status = 0;
+  ASSERT_TRUE(poll_until([&] { return waitpid(group.pid, &status, WNOHANG) == group.pid; }, 15));
+  const double exit_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
+  close(group.stdout_fd);
+  EXPECT_LT(exit_s, 10.0);
+  EXPECT_FALSE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "mpirun must exit non-zero, status " << status;
+}
+
+// mpirun leaves rank 0 running when another rank dies, so that rank 0 can answer first.
+ServeChild spawn_group_that_outlives_a_rank(const std::string& model, const std::string& group_flags) {
+  return spawn_serve("-m " + model + " --threads 1 " + group_flags + " --step-timeout-s 2",
+                     mpirun() + " --mca orte_abort_on_non_zero_status 0 -np 2");
+}
+
+}  // namespace
+
+void check_rank_killed_mid_request(const std::string& group_flags) {
+  const ServeChild group = spawn_group_that_outlives_a_rank(slow_synthetic_path(), group_flags);
+  ASSERT_GT(group.port, 0) << "the group did not start";
+  ASSERT_EQ(http_get(group.port, "/ready").status, 200);
+  HttpResult answer;
+  std::thread client([&] {
+    answer = http_post(group.port, "/v1/completions",
+                       Json{{"prompt", "Once upon a time"}, {"max_tokens", 4000}, {"temperature", 0}, {"ignore_eos", true}});
+  });
+  // Mid-request: the engine has generated tokens.
+  ASSERT_TRUE(poll_until([&] { return metric(group.port, "llmserve_generation_tokens_total") > 8; }, 60));
+  kill_rank_one_and_expect_exit(group, [&] {
+    client.join();
+    EXPECT_EQ(answer.status, 503) << answer.body;
+    EXPECT_EQ(answer.json()["error"]["code"], "model_lost") << answer.body;
+    EXPECT_NE(http_get(group.port, "/ready").status, 200) << "a group without rank 1 is not ready";
+  });
+  if (client.joinable()) client.join();
+}
+
+void check_rank_killed_while_idle(const std::string& group_flags) {
+  const ServeChild group = spawn_group_that_outlives_a_rank(synthetic_path(), group_flags);
+  ASSERT_GT(group.port, 0) << "the group did not start";
+  ASSERT_EQ(http_get(group.port, "/ready").status, 200);
+  kill_rank_one_and_expect_exit(group, [] {});
 }
 
 }  // namespace llms::test

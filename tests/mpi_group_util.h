@@ -36,4 +36,15 @@ bool stop_group(const ServeChild& group);
 void check_group_equals_one_process(const std::string& model, const std::string& group_flags, double logprobs_within,
                                     const std::string& flags = "");
 
+// The group (`group_flags` under mpirun -np 2, on the slow synthetic model) with a
+// client that leaves mid-stream: the request is cancelled, its KV blocks freed, and
+// the next request served.
+void check_cancelled_stream_frees_blocks(const std::string& group_flags);
+// Rank 1 killed with SIGKILL while a request runs: the request ends with 503
+// model_lost, /ready stops answering 200, and mpirun exits non-zero within 10 s.
+void check_rank_killed_mid_request(const std::string& group_flags);
+// Rank 1 killed while no request runs: rank 0's heartbeat notices, and mpirun exits
+// non-zero within 10 s.
+void check_rank_killed_while_idle(const std::string& group_flags);
+
 }  // namespace llms::test

@@ -117,25 +117,7 @@ TEST(TensorParallelServe, PrefixCacheAndSpeculationWorkInTheGroup) {
 // A client that leaves mid-stream cancels its request on every rank: its blocks are
 // freed, and the group goes on serving in step.
 TEST(TensorParallelServe, AStreamCancelledMidwayFreesItsBlocksAndTheGroupGoesOn) {
-  const ServeChild group =
-      spawn_serve("-m " + slow_synthetic_path() + " --threads 1 --tensor-parallel 2", kMpirun + " -np 2");
-  ASSERT_GT(group.port, 0) << "the group did not start";
-  const int port = group.port;
-  {
-    RawClient streamer(port);
-    ASSERT_TRUE(streamer.send_request(
-        "POST", "/v1/completions",
-        Json{{"prompt", "tell a long story"}, {"max_tokens", 4000}, {"ignore_eos", true}, {"stream", true}}.dump()));
-    ASSERT_NE(streamer.read_until("\"text\"", 30).find("data: {"), std::string::npos);
-    ASSERT_TRUE(poll_until([&] { return metric(port, "llmserve_requests_running") == 1; }));
-  }  // closed mid-stream
-  EXPECT_TRUE(poll_until([&] { return metric(port, "llmserve_requests_finished_total{reason=\"cancelled\"}") == 1; }));
-  EXPECT_TRUE(poll_until([&] { return metric(port, "llmserve_kv_blocks{state=\"used\"}") == 0; }));
-  const HttpResult after = http_post(port, "/v1/completions", Json{{"prompt", "again"}, {"max_tokens", 8}});
-  EXPECT_EQ(after.status, 200) << after.body;
-  EXPECT_EQ(after.json()["usage"]["completion_tokens"], 8) << after.body;
-  EXPECT_EQ(http_get(port, "/ready").status, 200);
-  EXPECT_TRUE(stop_group(group));
+  check_cancelled_stream_frees_blocks("--tensor-parallel 2");
 }
 
 TEST(TensorParallelServe, AGroupOfTheWrongSizeIsRefused) {
@@ -158,51 +140,13 @@ TEST(TensorParallelServe, RanksWithDifferentModelFilesAreRefused) {
 }
 
 TEST(TensorParallelServe, AWorkerKilledMidRequestEndsItWith503AndTheGroupExitsNonZero) {
-  // mpirun leaves rank 0 running when rank 1 dies, so that rank 0 can answer first.
-  const ServeChild group = spawn_serve("-m " + slow_synthetic_path() + " --threads 1 --tensor-parallel 2 --step-timeout-s 2",
-                                       kMpirun + " --mca orte_abort_on_non_zero_status 0 -np 2");
-  ASSERT_GT(group.port, 0) << "the group did not start";
-  ASSERT_EQ(http_get(group.port, "/ready").status, 200);
-  HttpResult answer;
-  std::thread client([&] {
-    answer = http_post(group.port, "/v1/completions",
-                       Json{{"prompt", "Once upon a time"}, {"max_tokens", 4000}, {"temperature", 0}, {"ignore_eos", true}});
-  });
-  // Mid-request: the engine has generated tokens.
-  ASSERT_TRUE(poll_until([&] { return metric(group.port, "llmserve_generation_tokens_total") > 8; }, 60));
-  const pid_t worker = rank_pid(group.pid, 1);
-  ASSERT_GT(worker, 0);
-  const auto killed = std::chrono::steady_clock::now();
-  ASSERT_EQ(kill(worker, SIGKILL), 0);
-  client.join();
-  EXPECT_EQ(answer.status, 503) << answer.body;
-  EXPECT_EQ(answer.json()["error"]["code"], "model_lost") << answer.body;
-  EXPECT_NE(http_get(group.port, "/ready").status, 200) << "a group without its worker is not ready";
-  int status = 0;
-  ASSERT_TRUE(poll_until([&] { return waitpid(group.pid, &status, WNOHANG) == group.pid; }, 10));
-  const double exit_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
-  close(group.stdout_fd);
-  EXPECT_LT(exit_s, 10.0);
-  EXPECT_FALSE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "mpirun must exit non-zero, status " << status;
+  check_rank_killed_mid_request("--tensor-parallel 2");
 }
 
 // With no request running, the group still notices a dead worker (rank 0's heartbeat,
 // a round trip every second with the step deadline): not ready, then a non-zero exit.
 TEST(TensorParallelServe, AWorkerKilledWhileIdleEndsTheGroupWithoutARequest) {
-  const ServeChild group = spawn_serve("-m " + synthetic_path() + " --threads 1 --tensor-parallel 2 --step-timeout-s 2",
-                                       kMpirun + " --mca orte_abort_on_non_zero_status 0 -np 2");
-  ASSERT_GT(group.port, 0) << "the group did not start";
-  ASSERT_EQ(http_get(group.port, "/ready").status, 200);
-  const pid_t worker = rank_pid(group.pid, 1);
-  ASSERT_GT(worker, 0);
-  const auto killed = std::chrono::steady_clock::now();
-  ASSERT_EQ(kill(worker, SIGKILL), 0);
-  int status = 0;
-  ASSERT_TRUE(poll_until([&] { return waitpid(group.pid, &status, WNOHANG) == group.pid; }, 15));
-  const double exit_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
-  close(group.stdout_fd);
-  EXPECT_LT(exit_s, 10.0);
-  EXPECT_FALSE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "mpirun must exit non-zero, status " << status;
+  check_rank_killed_while_idle("--tensor-parallel 2");
 }
 
 }  // namespace
