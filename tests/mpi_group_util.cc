@@ -10,6 +10,9 @@
 #include <functional>
 #include <thread>
 
+#include "command_util.h"
+#include "tools/synthetic.h"
+
 namespace llms::test {
 
 std::string mpirun() { return std::string(LLMSERVE_MPIRUN) + " --allow-run-as-root --oversubscribe"; }
@@ -166,6 +169,43 @@ void check_rank_killed_while_idle(const std::string& group_flags) {
   ASSERT_GT(group.port, 0) << "the group did not start";
   ASSERT_EQ(http_get(group.port, "/ready").status, 200);
   kill_rank_one_and_expect_exit(group, [] {});
+}
+
+void check_wrong_group_size_refused(const std::string& flag) {
+  const CmdResult r = run_command(mpirun() + " -np 2 " + LLMSERVE_BIN + " serve --port 0 -m " + synthetic_path() +
+                                  " --threads 1 " + flag + " 3 2>&1");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.out.find(flag + " 3 needs 3 ranks (mpirun -np 3), this group has 2"), std::string::npos) << r.out;
+}
+
+void check_different_model_files_refused(const std::string& group_flags) {
+  if (!have_stories()) GTEST_SKIP() << "needs stories260K.gguf";
+  const std::string common = std::string(" ") + LLMSERVE_BIN + " serve --port 0 --threads 1 " + group_flags + " -m ";
+  const CmdResult r = run_command(mpirun() + " -np 1" + common + synthetic_path() + " : -np 1" + common +
+                                  stories_path() + " 2>&1");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.out.find("rank 1's model file differs from rank 0's"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("serving"), std::string::npos) << "no rank may start: " << r.out;
+}
+
+void check_too_big_for_one_fits_in_two(const std::string& group_flags) {
+  SyntheticSpec spec;  // 97 MiB of F32 matrices in 8 layers
+  spec.n_embd = 512, spec.n_head = 8, spec.n_head_kv = 4, spec.n_layer = 8, spec.n_ff = 1536, spec.n_ctx = 256;
+  const std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_group_memory.gguf";
+  ASSERT_TRUE(write_synthetic_model(spec, path).ok());
+  // Low watermark 0.7 x 100 MiB = 70 MiB: below one process's weights (97 MiB), above a rank's.
+  const std::string flags = " --threads 1 --memory-limit-bytes 104857600 --kv-cache-memory 4194304 --no-warmup-pass";
+  const CmdResult one = run_command(std::string(LLMSERVE_BIN) + " serve --port 0 -m " + path + flags + " 2>&1");
+  EXPECT_NE(one.exit_code, 0);
+  EXPECT_NE(one.out.find("exceed the low memory watermark"), std::string::npos) << one.out;
+  const ServeChild group = spawn_serve("-m " + path + flags + " " + group_flags, mpirun() + " -np 2");
+  ASSERT_GT(group.port, 0) << "the group did not start under the same limit";
+  const double weights = metric(group.port, "llmserve_memory_bytes{part=\"weights\"}");
+  EXPECT_LT(weights, 0.6 * 97 * (1 << 20)) << "rank 0 holds more than its part";
+  const HttpResult r = http_post(group.port, "/v1/completions", Json{{"prompt", "a b c"}, {"max_tokens", 4}});
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_TRUE(stop_group(group));
+  std::filesystem::remove(path);
 }
 
 }  // namespace llms::test

@@ -46,5 +46,14 @@ void check_rank_killed_mid_request(const std::string& group_flags);
 // Rank 1 killed while no request runs: rank 0's heartbeat notices, and mpirun exits
 // non-zero within 10 s.
 void check_rank_killed_while_idle(const std::string& group_flags);
+// `flag 3` (--tensor-parallel, --pipeline-parallel) under mpirun -np 2: refused, naming
+// the ranks it needs and the group's size.
+void check_wrong_group_size_refused(const std::string& flag);
+// Rank 0 and rank 1 started with different -m (MPMD): refused before any rank serves.
+void check_different_model_files_refused(const std::string& group_flags);
+// A generated 97 MiB model that one process refuses under a 100 MiB limit (low mark 70
+// MiB) starts in the group under the same limit on each rank: rank 0 holds less than
+// 60% of the weights, and answers.
+void check_too_big_for_one_fits_in_two(const std::string& group_flags);
 
 }  // namespace llms::test

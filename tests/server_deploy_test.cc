@@ -344,6 +344,49 @@ TEST(DeployTest, DrainAndSwapHoldsRequestsInsteadOfRefusingThem) {
 }
 
 
+// Two versions side by side must fit under the low memory watermark together, their KV
+// pools counted: with a limit whose low mark holds one version and a half, the
+// candidate's file passes the estimate before loading but, loaded, the pair does not
+// fit: a canary is refused with the figures and a plain deploy drains instead.
+TEST(DeployTest, SideBySideCountsBothVersionsAgainstTheLowMark) {
+  if (!have_stories()) GTEST_SKIP() << "needs ../shared/models/stories260K.gguf";
+  const Candidates& c = candidates();
+  // Reserved, not touched: the process's own memory stays far under the high mark.
+  constexpr int64_t kKv = int64_t{1} << 30;
+  auto big_kv = [](ServeConfig& cfg) { cfg.engine.kv.cache_bytes = kKv; };
+  double one = 0;
+  {
+    auto s = start_server(stories_path(), big_kv);  // v1 served from its file, metrics unlabelled
+    one = metric(*s, "llmserve_memory_bytes{part=\"weights\"}") +
+          metric(*s, "llmserve_memory_bytes{part=\"kv_reserved\"}");
+  }
+  ASSERT_GT(one, kKv / 2);
+  Root r = make_root("beside");
+  ASSERT_TRUE(r.root.install("v2", c.q8, false).ok());
+  auto server = start_on_root(r.dir, [&](ServeConfig& cfg) {
+    big_kv(cfg);
+    cfg.engine.admission.rss_low = 0.7;
+    cfg.engine.admission.rss_high = 0.8;
+    cfg.engine.admission.memory_limit_bytes = static_cast<int64_t>(1.5 * one / 0.7);
+  });
+  const int port = server->port();
+  HttpResult d = admin(port, "deploy", {{"version", "v2"}, {"canary", 0.5}});
+  ASSERT_EQ(d.status, 409) << d.body;
+  EXPECT_EQ(d.json()["result"], "refused");
+  const std::string message = d.json()["message"];
+  EXPECT_NE(message.find("a canary needs both versions loaded"), std::string::npos) << message;
+  EXPECT_NE(message.find("low memory watermark"), std::string::npos) << message;
+  EXPECT_EQ(d.json()["state"]["current"], "v1");
+  EXPECT_EQ(d.json()["state"]["loaded"], Json::array({"v1"}));
+  d = admin(port, "deploy", {{"version", "v2"}});
+  ASSERT_EQ(d.status, 200) << d.body;
+  EXPECT_NE(d.json()["message"].get<std::string>().find("drained"), std::string::npos) << d.body;
+  EXPECT_EQ(d.json()["state"]["loaded"], Json::array({"v2"}));  // v1 not kept: the pair does not fit
+  EXPECT_EQ(r.root.current(), "v2");
+  const HttpResult one_more = http_post(port, "/v1/completions", {{"prompt", "Once"}, {"max_tokens", 4}});
+  EXPECT_EQ(one_more.status, 200) << one_more.body;
+}
+
 // Task scores in the gate: references the serving version's own greedy answers let
 // a Q8_0 copy pass with its figures in the answer; unrelated references make the same
 // weights fall below --gate-min-bleu and --gate-min-chrf and the answer names both,

@@ -86,31 +86,10 @@ TEST(PipelineParallelServe, PrefixCacheAndSpeculationWorkAcrossStages) {
 // A model one process refuses under a memory limit is served by two stages under the
 // same limit each: rank 0 holds its layers only.
 TEST(PipelineParallelServe, AModelTooBigForOneProcessFitsInTwoStagesUnderTheSameLimit) {
-  SyntheticSpec spec;  // 97 MiB of F32 matrices in 8 layers
-  spec.n_embd = 512, spec.n_head = 8, spec.n_head_kv = 4, spec.n_layer = 8, spec.n_ff = 1536, spec.n_ctx = 256;
-  const std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_pp_memory.gguf";
-  ASSERT_TRUE(write_synthetic_model(spec, path).ok());
-  const std::string flags = " --threads 1 --memory-limit-bytes 104857600 --kv-cache-memory 4194304 --no-warmup-pass";
-  const CmdResult one = run_command(kBin + " serve --port 0 -m " + path + flags + " 2>&1");
-  EXPECT_NE(one.exit_code, 0);
-  EXPECT_NE(one.out.find("exceed the low memory watermark"), std::string::npos) << one.out;
-  const ServeChild group = spawn_serve("-m " + path + flags + " --pipeline-parallel 2", mpirun() + " -np 2");
-  ASSERT_GT(group.port, 0) << "the group did not start under the same limit";
-  const double weights = metric(group.port, "llmserve_memory_bytes{part=\"weights\"}");
-  EXPECT_LT(weights, 0.6 * 97 * (1 << 20)) << "rank 0 holds more than its stage";
-  const HttpResult r = http_post(group.port, "/v1/completions", Json{{"prompt", "a b c"}, {"max_tokens", 4}});
-  EXPECT_EQ(r.status, 200) << r.body;
-  EXPECT_TRUE(stop_group(group));
-  std::filesystem::remove(path);
+  check_too_big_for_one_fits_in_two("--pipeline-parallel 2");
 }
 
-TEST(PipelineParallelServe, AGroupOfTheWrongSizeIsRefused) {
-  const CmdResult r = run_command(mpirun() + " -np 2 " + kBin + " serve --port 0 -m " + synthetic_path() +
-                                  " --threads 1 --pipeline-parallel 3 2>&1");
-  EXPECT_NE(r.exit_code, 0);
-  EXPECT_NE(r.out.find("--pipeline-parallel 3 needs 3 ranks (mpirun -np 3), this group has 2"), std::string::npos)
-      << r.out;
-}
+TEST(PipelineParallelServe, AGroupOfTheWrongSizeIsRefused) { check_wrong_group_size_refused("--pipeline-parallel"); }
 
 TEST(PipelineParallelServe, TensorAndPipelineParallelismTogetherAreRefused) {
   const CmdResult r = run_command(mpirun() + " -np 2 " + kBin + " serve --port 0 -m " + synthetic_path() +
@@ -121,13 +100,7 @@ TEST(PipelineParallelServe, TensorAndPipelineParallelismTogetherAreRefused) {
 }
 
 TEST(PipelineParallelServe, StagesWithDifferentModelFilesAreRefused) {
-  if (!have_stories()) GTEST_SKIP() << "needs stories260K.gguf";
-  const std::string common = " serve --port 0 --threads 1 --pipeline-parallel 2 -m ";
-  const CmdResult r = run_command(mpirun() + " -np 1 " + kBin + common + synthetic_path() + " : -np 1 " + kBin + common +
-                                  stories_path() + " 2>&1");
-  EXPECT_NE(r.exit_code, 0);
-  EXPECT_NE(r.out.find("rank 1's model file differs from rank 0's"), std::string::npos) << r.out;
-  EXPECT_EQ(r.out.find("serving"), std::string::npos) << "no rank may start: " << r.out;
+  check_different_model_files_refused("--pipeline-parallel 2");
 }
 
 TEST(PipelineParallelServe, AStageKilledMidRequestEndsItWith503AndTheGroupExitsNonZero) {

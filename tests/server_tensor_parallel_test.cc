@@ -72,23 +72,7 @@ TEST(TensorParallelServe, EveryArchitectureEqualsOneProcess) {
 // A model one process refuses under a memory limit (its weights alone pass the low
 // watermark) is served by two ranks under the same limit each: each holds half.
 TEST(TensorParallelServe, AModelTooBigForOneProcessFitsInTwoRanksUnderTheSameLimit) {
-  SyntheticSpec spec;  // 97 MiB of F32 matrices
-  spec.n_embd = 512, spec.n_head = 8, spec.n_head_kv = 4, spec.n_layer = 8, spec.n_ff = 1536, spec.n_ctx = 256;
-  const std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_tp_memory.gguf";
-  ASSERT_TRUE(write_synthetic_model(spec, path).ok());
-  // Low watermark 0.7 x 100 MiB = 70 MiB: below one process's weights (97 MiB), above a rank's.
-  const std::string flags = " --threads 1 --memory-limit-bytes 104857600 --kv-cache-memory 4194304 --no-warmup-pass";
-  const CmdResult one = run_command(kBin + " serve --port 0 -m " + path + flags + " 2>&1");
-  EXPECT_NE(one.exit_code, 0);
-  EXPECT_NE(one.out.find("exceed the low memory watermark"), std::string::npos) << one.out;
-  const ServeChild group = spawn_serve("-m " + path + flags + " --tensor-parallel 2", kMpirun + " -np 2");
-  ASSERT_GT(group.port, 0) << "the group did not start under the same limit";
-  const double weights = metric(group.port, "llmserve_memory_bytes{part=\"weights\"}");
-  EXPECT_LT(weights, 0.6 * 97 * (1 << 20)) << "rank 0 holds more than its half";
-  const HttpResult r = http_post(group.port, "/v1/completions", Json{{"prompt", "a b c"}, {"max_tokens", 4}});
-  EXPECT_EQ(r.status, 200) << r.body;
-  EXPECT_TRUE(stop_group(group));
-  std::filesystem::remove(path);
+  check_too_big_for_one_fits_in_two("--tensor-parallel 2");
 }
 
 // The prefix cache and speculative decoding (prompt lookup) under tensor parallelism: a
@@ -120,23 +104,11 @@ TEST(TensorParallelServe, AStreamCancelledMidwayFreesItsBlocksAndTheGroupGoesOn)
   check_cancelled_stream_frees_blocks("--tensor-parallel 2");
 }
 
-TEST(TensorParallelServe, AGroupOfTheWrongSizeIsRefused) {
-  const CmdResult r = run_command(kMpirun + " -np 2 " + kBin + " serve --port 0 -m " + synthetic_path() +
-                                  " --threads 1 --tensor-parallel 3 2>&1");
-  EXPECT_NE(r.exit_code, 0);
-  EXPECT_NE(r.out.find("--tensor-parallel 3 needs 3 ranks (mpirun -np 3), this group has 2"), std::string::npos)
-      << r.out;
-}
+TEST(TensorParallelServe, AGroupOfTheWrongSizeIsRefused) { check_wrong_group_size_refused("--tensor-parallel"); }
 
+// MPMD: rank 0 and rank 1 started with different -m.
 TEST(TensorParallelServe, RanksWithDifferentModelFilesAreRefused) {
-  if (!have_stories()) GTEST_SKIP() << "needs stories260K.gguf";
-  // MPMD: rank 0 and rank 1 started with different -m.
-  const std::string common = " serve --port 0 --threads 1 --tensor-parallel 2 -m ";
-  const CmdResult r = run_command(kMpirun + " -np 1 " + kBin + common + synthetic_path() + " : -np 1 " + kBin + common +
-                                  stories_path() + " 2>&1");
-  EXPECT_NE(r.exit_code, 0);
-  EXPECT_NE(r.out.find("rank 1's model file differs from rank 0's"), std::string::npos) << r.out;
-  EXPECT_EQ(r.out.find("serving"), std::string::npos) << "no rank may start: " << r.out;
+  check_different_model_files_refused("--tensor-parallel 2");
 }
 
 TEST(TensorParallelServe, AWorkerKilledMidRequestEndsItWith503AndTheGroupExitsNonZero) {

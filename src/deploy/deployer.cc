@@ -144,16 +144,40 @@ DeployOutcome Deployer::refuse(const std::string& version, const std::string& re
   return o;
 }
 
+AdmissionConfig Deployer::admission() const {
+  return settings_.engine ? settings_.engine->admission : AdmissionConfig{};
+}
+
+int64_t Deployer::held_bytes(const ServingVersion* except) const {
+  int64_t bytes = 0;
+  for (const VersionPtr& v : versions_.loaded()) {
+    if (v.get() != except) bytes += v->resident_bytes();
+  }
+  return bytes;
+}
+
 bool Deployer::fits_beside(const std::string& model_path) const {
   std::error_code ec;
-  // With precision variants every one is resident: each is counted at the file's size
-  // (an estimate: a variant wider than the file's own type takes more).
+  // An estimate before loading: with precision variants every one is resident, each
+  // counted at the file's size (a variant wider than the file's own type takes more;
+  // mapped weights take less). The candidate's KV pools are counted once it has loaded
+  // (check_side_by_side()).
   const size_t n_variants = settings_.precision ? settings_.precision->variants.size() : 0;
   const auto variants = static_cast<int64_t>(std::max<size_t>(1, n_variants));
   const auto bytes = variants * static_cast<int64_t>(std::filesystem::file_size(model_path, ec));
-  const AdmissionConfig admission = settings_.engine ? settings_.engine->admission : AdmissionConfig{};
-  const int64_t limit = effective_memory_limit(admission.memory_limit_bytes);
-  return !ec && static_cast<double>(process_rss_bytes() + bytes) <= admission.rss_high * limit;
+  const AdmissionConfig a = admission();
+  const int64_t limit = effective_memory_limit(a.memory_limit_bytes);
+  return !ec && static_cast<double>(process_rss_bytes() + bytes) <= a.rss_high * static_cast<double>(limit);
+}
+
+Status Deployer::check_side_by_side(const ServingVersion& cand) const {
+  const int64_t held = held_bytes(&cand), bytes = cand.resident_bytes();
+  if (held + bytes <= admission().low_mark_bytes()) return ok_status();
+  constexpr double kMiB = 1 << 20;
+  return failed_precondition(fmt::format(
+      "'{}' holds {:.1f} MiB of weights and KV cache and the loaded versions {:.1f} MiB: together they exceed {}",
+      cand.name(), static_cast<double>(bytes) / kMiB, static_cast<double>(held) / kMiB,
+      admission().describe_low_mark()));
 }
 
 DeployOutcome Deployer::deploy(const std::string& name, double canary_share) {
@@ -180,6 +204,14 @@ DeployOutcome Deployer::deploy(const std::string& name, double canary_share) {
     auto cand = ServingVersion::load({name, root_->model_path(name), *meta, settings_});
     if (!cand.ok()) return refuse(name, "refused_load", cand.status().message());
     v = std::move(cand).value();
+    // Loaded, its KV pool is known: both versions must fit under the low mark together,
+    // or the breaker would open under ordinary load with nothing it could release.
+    if (Status s = check_side_by_side(*v); !s.ok()) {
+      if (canary_share > 0) return refuse(name, "refused", "a canary needs both versions loaded: " + s.message());
+      if (config_.swap == SwapMode::kBeside) return refuse(name, "refused", s.message() + " (deploy_swap = beside)");
+      v.reset();
+      return drain_and_swap(name, std::move(serving));
+    }
   }
   if (!config_.gate.allow_tokenizer_change) {
     if (Status s = check_same_tokenizer(serving->tokenizer(), v->tokenizer()); !s.ok()) {
@@ -205,7 +237,9 @@ DeployOutcome Deployer::deploy(const std::string& name, double canary_share) {
   if (Status s = warm_up(*v); !s.ok()) return refuse(name, "refused_load", s.message());
   record_deploy_quality(*v);
   if (canary_share <= 0) {
-    return switched(v, *g, config_.keep_previous && fits_beside(serving->model_path()), "");
+    const bool keep = config_.keep_previous &&
+                      serving->resident_bytes() + v->resident_bytes() <= admission().low_mark_bytes();
+    return switched(v, *g, keep, "");
   }
   versions_.start_canary(v, canary_share);
   if (feedback_) {

@@ -30,6 +30,7 @@
 #include "deploy/quality_gate.h"
 #include "deploy/quality_monitor.h"
 #include "deploy/version_set.h"
+#include "engine/admission.h"
 #include "metrics/metrics.h"
 
 namespace llms {
@@ -139,7 +140,15 @@ class Deployer {
   DeployOutcome refuse(const std::string& version, const std::string& result, const std::string& message);
   DeployOutcome drain_and_swap(const std::string& name, VersionPtr serving);
   DeployOutcome switched(VersionPtr v, const GateResult& g, bool keep_previous, const std::string& how);
+  AdmissionConfig admission() const;
+  // What the loaded versions hold (ServingVersion::resident_bytes()), but `except`.
+  int64_t held_bytes(const ServingVersion* except) const;
+  // Before loading: whether the process's memory and the file at `model_path` fit under
+  // the high memory watermark (an estimate without the candidate's KV pool).
   bool fits_beside(const std::string& model_path) const;
+  // After loading: FAILED_PRECONDITION when the loaded versions and `cand` exceed the low
+  // memory watermark together.
+  Status check_side_by_side(const ServingVersion& cand) const;
 
   std::unique_ptr<ModelRoot> root_;
   VersionSet& versions_;

@@ -6,7 +6,20 @@
 #include <cmath>
 #include <string>
 
+#include "base/memory.h"
+
 namespace llms {
+
+int64_t AdmissionConfig::low_mark_bytes() const {
+  return static_cast<int64_t>(rss_low * static_cast<double>(effective_memory_limit(memory_limit_bytes)));
+}
+
+std::string AdmissionConfig::describe_low_mark() const {
+  constexpr double kMiB = 1 << 20;
+  return fmt::format("the low memory watermark ({:.1f} MiB: rss_low_watermark {} of memory_limit_bytes {:.1f} MiB)",
+                     static_cast<double>(low_mark_bytes()) / kMiB, rss_low,
+                     static_cast<double>(effective_memory_limit(memory_limit_bytes)) / kMiB);
+}
 
 Status AdmissionController::admit(int64_t prompt_tokens, double* retry_after_s) {
   std::lock_guard<std::mutex> lock(mu_);

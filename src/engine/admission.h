@@ -29,6 +29,12 @@ struct AdmissionConfig {
 
   // INVALID_ARGUMENT naming the config keys (max_waiting_requests, kv_high_watermark, ...).
   Status validate() const;
+  // The low watermark in bytes of the memory limit in force, and its description for
+  // errors ("the low memory watermark (X MiB: rss_low_watermark R of memory_limit_bytes
+  // Y MiB)"): what weights and KV pools held together must fit under (Engine::create(),
+  // several models, two versions of a deploy side by side).
+  int64_t low_mark_bytes() const;
+  std::string describe_low_mark() const;
 };
 
 struct AdmissionState {

@@ -18,16 +18,14 @@ namespace {
 // Weights and a full KV pool must fit under the low watermark: above it, the breaker
 // would open under ordinary load and could never close by giving memory back.
 Status check_fits_low_mark(int64_t weights_bytes, int64_t kv_bytes, const EngineConfig& config) {
-  const int64_t limit = effective_memory_limit(config.admission.memory_limit_bytes);
-  const auto low = static_cast<int64_t>(config.admission.rss_low * static_cast<double>(limit));
+  const int64_t low = config.admission.low_mark_bytes();
   if (weights_bytes + kv_bytes <= low) return ok_status();
   constexpr double kMiB = 1 << 20;
   return invalid_argument(fmt::format(
-      "weights ({:.1f} MiB) and the KV cache ({:.1f} MiB) exceed the low memory watermark ({:.1f} MiB: rss_low_watermark "
-      "{} of memory_limit_bytes {:.1f} MiB); lower kv_cache_memory to at most {:.1f} MiB or raise memory_limit_bytes",
-      static_cast<double>(weights_bytes) / kMiB, static_cast<double>(kv_bytes) / kMiB, static_cast<double>(low) / kMiB,
-      config.admission.rss_low, static_cast<double>(limit) / kMiB,
-      static_cast<double>(std::max<int64_t>(0, low - weights_bytes)) / kMiB));
+      "weights ({:.1f} MiB) and the KV cache ({:.1f} MiB) exceed {}; lower kv_cache_memory to at most {:.1f} MiB or "
+      "raise memory_limit_bytes",
+      static_cast<double>(weights_bytes) / kMiB, static_cast<double>(kv_bytes) / kMiB,
+      config.admission.describe_low_mark(), static_cast<double>(std::max<int64_t>(0, low - weights_bytes)) / kMiB));
 }
 
 }  // namespace

@@ -198,17 +198,14 @@ namespace {
 // The models loaded so far and `v`, the next, must fit under the low memory watermark
 // together, as each engine alone must (Engine::create()).
 Status check_fits_beside(const ServingVersion& v, int64_t held_before, const AdmissionConfig& a) {
-  const int64_t limit = effective_memory_limit(a.memory_limit_bytes);
-  const auto low = static_cast<int64_t>(a.rss_low * static_cast<double>(limit));
   const int64_t bytes = v.resident_bytes();
-  if (held_before + bytes <= low) return ok_status();
+  if (held_before + bytes <= a.low_mark_bytes()) return ok_status();
   constexpr double kMiB = 1 << 20;
   return invalid_argument(fmt::format(
       "model '{}' ({}): its weights and KV cache ({:.1f} MiB) with the {:.1f} MiB the models loaded before it hold "
-      "exceed the low memory watermark ({:.1f} MiB: rss_low_watermark {} of memory_limit_bytes {:.1f} MiB); lower "
-      "kv_cache_memory, serve fewer models or raise memory_limit_bytes",
+      "exceed {}; lower kv_cache_memory, serve fewer models or raise memory_limit_bytes",
       v.name(), v.model_path(), static_cast<double>(bytes) / kMiB, static_cast<double>(held_before) / kMiB,
-      static_cast<double>(low) / kMiB, a.rss_low, static_cast<double>(limit) / kMiB));
+      a.describe_low_mark()));
 }
 
 }  // namespace

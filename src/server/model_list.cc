@@ -3,9 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
 #include <filesystem>
 #include <system_error>
+
+#include "serving/served_name.h"
 
 namespace llms {
 namespace {
@@ -107,15 +108,7 @@ Status add_aliases(std::string_view text, std::vector<ModelEntry>& models) {
 
 Status check_model_name(std::string_view name) {
   if (name.empty()) return invalid_argument("a model needs a name");
-  // A name is a metric label's value and a path segment of /v1/models/{id}.
-  const bool plain = name.size() <= 128 && std::all_of(name.begin(), name.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || std::string_view("._-:/@+").find(c) != std::string_view::npos;
-  });
-  if (!plain) {
-    return invalid_argument(fmt::format("model name '{}': use at most 128 letters, digits and . _ - : / @ +",
-                                        name.substr(0, 128)));
-  }
-  return ok_status();
+  return check_served_name(name, "model");
 }
 
 bool serves_several_models(const ServerConfig& c) {

@@ -3,24 +3,17 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
 
 #include "base/clock.h"
 #include "metrics/metrics.h"
 #include "model/model.h"
+#include "serving/served_name.h"
 
 namespace llms {
 
 Status check_lora_name(std::string_view name, std::string_view base_name) {
   if (name.empty()) return invalid_argument("an adapter needs a name (NAME=PATH)");
-  // A name is a metric label and an item of vLLM's comma-separated adapter lists.
-  const bool plain = name.size() <= 128 && std::all_of(name.begin(), name.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || std::string_view("._-:/@+").find(c) != std::string_view::npos;
-  });
-  if (!plain) {
-    return invalid_argument(fmt::format("adapter name '{}': use at most 128 letters, digits and . _ - : / @ +",
-                                        name.substr(0, 128)));
-  }
+  LLMS_RETURN_IF_ERROR(check_served_name(name, "adapter"));
   if (name == base_name) {
     return invalid_argument(
         fmt::format("adapter name '{}' is the base model's name; a request naming it gets the base model", name));
