@@ -72,13 +72,19 @@ Deployer::Deployer(std::unique_ptr<ModelRoot> root, VersionSet& versions, Deploy
       pool_(config_.threads) {}
 
 Deployer::~Deployer() {
+  stop();  // the thread reads the monitor: stopped first
+  monitor_.reset();
+}
+
+void Deployer::stop() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
   }
   cv_.notify_all();
-  if (thread_.joinable()) thread_.join();  // it reads the monitor: stopped first
-  monitor_.reset();
+  if (thread_.joinable()) thread_.join();
+  std::lock_guard<std::mutex> lock(mu_);
+  jobs_.clear();
 }
 
 void Deployer::start() {
@@ -95,6 +101,7 @@ void Deployer::start() {
 void Deployer::run(std::function<void()> job) {
   {
     std::lock_guard<std::mutex> lock(mu_);
+    if (stop_) return;  // stopped: `job` goes now, on the caller's thread
     jobs_.push_back(std::move(job));
   }
   cv_.notify_all();
@@ -117,7 +124,10 @@ void Deployer::thread_main() {
         jobs_.pop_front();
       }
     }
-    if (job) job();
+    if (job) {
+      job();
+      job = nullptr;  // what it holds (an HTTP exchange) goes now, not after the tick
+    }
     tick();
   }
 }

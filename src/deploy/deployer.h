@@ -107,7 +107,10 @@ class Deployer {
   // Starts the background thread and the quality monitor (and measures the serving
   // version's validation perplexity, when checks are on).
   void start();
-  // Queues `job` for the deployer's thread.
+  // Ends the background thread (after the job it is running) and drops the jobs not
+  // run: their closures hold HTTP exchanges, which must go before the HTTP server does.
+  void stop();
+  // Queues `job` for the deployer's thread (drops it once stopped).
   void run(std::function<void()> job);
 
   // These run on the deployer's thread (call them from a job).

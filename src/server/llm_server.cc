@@ -305,8 +305,11 @@ void LlmServer::shutdown() {
 
 LlmServer::~LlmServer() {
   shutdown();       // every request in flight completes or is cancelled and answered
+  // The deployer's jobs hold HTTP exchanges (their answers): they end before the HTTP
+  // server does, and the deployer itself after it (its jobs refer to the context).
+  if (deployer_) deployer_->stop();
   http_.reset();    // before the context and the versions its handlers refer to
-  deployer_.reset();  // its jobs refer to the context
+  deployer_.reset();
 }
 
 }  // namespace llms
