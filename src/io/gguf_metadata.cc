@@ -8,6 +8,10 @@
 #include "io/gguf_file.h"
 
 namespace llms {
+
+using gguf::Value;
+using gguf::ValueType;
+
 namespace {
 
 Status missing(std::string_view key) { return not_found(fmt::format("metadata key '{}' is missing", key)); }
