@@ -18,7 +18,8 @@ run() {  # $1 share, $2 seed
     --quality-sample-share "$1" > "$W/server_$1_$2.log" 2>&1 &
   local pid=$!
   for _ in $(seq 100); do curl -s localhost:$PORT/health > /dev/null 2>&1 && break; sleep 0.1; done
-  curl -s -X POST -H "Authorization: Bearer $(cat "$W/token")" localhost:$PORT/admin/deploy \
+  curl -sf -X POST -H "Authorization: Bearer $(cat "$W/token")" -H "Content-Type: application/json" \
+    localhost:$PORT/admin/deploy \
     -d '{"version":"q8","canary":0.5}' > /dev/null
   $B bench serve --base-url http://127.0.0.1:$PORT --num-prompts 1000 --output-len 32 --ignore-eos \
     --temperature 0.8 --warmup 5 --seed "$2" --request-rate inf --max-concurrency 8 --input-len 32 \
