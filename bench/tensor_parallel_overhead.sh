@@ -2,7 +2,7 @@
 # Tensor parallelism's overhead on one machine: `mpirun -np 2 ... --tensor-parallel 2
 # --threads 1` against one process `--threads 2` on the same cores and bandwidth,
 # rounds interleaved. Single-stream decode (1 request at a time, 128 tokens), batched
-# serving (32 concurrent x 64 tokens) and prefill (one request at a time, 512-token
+# serving (32 concurrent x 64 tokens) and prefill (one request at a time, 200-word (~480-token)
 # prompts, 1 token out: prompt tokens per second), llama-110m-shaped Q8_0 by default.
 # GROUPS picks the groups measured against the one process: tp2 (--tensor-parallel 2),
 # pp2 (--pipeline-parallel 2), or both ("tp2 pp2").
@@ -27,7 +27,7 @@ run_one() {  # $1: label; the rest: the command that serves on port 18150
   "$@" >"$work/server.log" 2>&1 &
   local pid=$!
   for _ in $(seq 120); do curl -sf localhost:18150/ready >/dev/null && break; sleep 0.5; done
-  for shape in "decode 8 1 32 128" "batch 64 32 32 64" "prefill 8 1 512 1"; do
+  for shape in "decode 8 1 32 128" "batch 64 32 32 64" "prefill 8 1 200 1"; do
     read -r name prompts conc in out <<<"$shape"
     "$llmserve" bench serve --base-url http://127.0.0.1:18150 --num-prompts "$prompts" --max-concurrency "$conc" \
       --input-len "$in" --output-len "$out" --ignore-eos --warmup 2 --save-result "$work/r.json" >/dev/null 2>&1
