@@ -21,6 +21,7 @@
 #include "io/lora_file.h"
 #include "model/lora.h"
 #include "model/model.h"
+#include "lora_test_util.h"
 #include "server_test_util.h"
 #include "tools/synthetic.h"
 #include "tools/synthetic_lora.h"
@@ -35,11 +36,7 @@ class ServerLoraMemoryTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = new std::string(::testing::TempDir() + "/server_lora_memory_test_" + std::to_string(getpid()));
-    std::filesystem::create_directories(*dir_);
-    SyntheticSpec spec = synthetic_preset("tiny").value();
-    spec.seed = 9;
-    ASSERT_TRUE(write_synthetic_model(spec, base_path()).ok());
-    GgufFile base = GgufFile::open(base_path()).value();
+    GgufFile base = write_lora_base(*dir_, 9);
     for (int i = 0; i < kAdapters; ++i) {  // one rank: each holds the same bytes
       SyntheticLoraSpec ls;
       ls.rank = 8, ls.alpha = 16, ls.std_dev = 0.15f, ls.seed = 300 + static_cast<uint64_t>(i);

@@ -13,6 +13,7 @@
 #include "io/gguf_file.h"
 #include "io/lora_file.h"
 #include "server/config_file.h"
+#include "lora_test_util.h"
 #include "server_test_util.h"
 #include "tools/synthetic.h"
 #include "tools/synthetic_lora.h"
@@ -27,11 +28,7 @@ class ServerLoraTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = new std::string(::testing::TempDir() + "/server_lora_test_" + std::to_string(getpid()));
-    std::filesystem::create_directories(*dir_);
-    SyntheticSpec spec = synthetic_preset("tiny").value();
-    spec.seed = 5;
-    ASSERT_TRUE(write_synthetic_model(spec, base_path()).ok());
-    GgufFile base = GgufFile::open(base_path()).value();
+    GgufFile base = write_lora_base(*dir_, 5);
     for (int i = 0; i < kAdapters; ++i) {
       SyntheticLoraSpec ls;
       ls.rank = 4 + i, ls.alpha = 16, ls.std_dev = 0.15f, ls.seed = 100 + static_cast<uint64_t>(i);
