@@ -83,7 +83,12 @@ void walk(const std::shared_ptr<const CompiledGrammar>& cg, std::string_view dri
     if (ids.empty()) return;
     const auto pick = static_cast<uint8_t>(static_cast<size_t>(step) < drive.size() ? drive[static_cast<size_t>(step)] : 0);
     watch.reset();
-    if (!m.accept_token(ids[pick % ids.size()])) fail("a token of the mask was refused");
+    if (!m.accept_token(ids[pick % ids.size()])) {
+      // Refused only where the text would be readable in too many ways, which a mask
+      // cannot see (grammar_matcher.h): failed() says so, and the generation ends.
+      if (m.failed()) return;
+      fail("a token of the mask was refused");
+    }
     check_time(watch, 0, "accepting a token");
   }
 }

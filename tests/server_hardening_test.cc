@@ -3,7 +3,7 @@
 // their own paths; a page in a browser cannot drive the server (Host allow-list,
 // Origin check, JSON content type, CORS only where configured); HEAD on every GET
 // route; HTTP/1.0 clients get a close-delimited stream; a wrong version pin does not
-// list the loaded versions.
+// list the loaded versions; Expect: 100-continue on a reused connection.
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -287,6 +287,32 @@ TEST(ServerHardening, AWrongVersionPinDoesNotListTheLoadedVersions) {
   EXPECT_EQ(r.status, 404) << r.body;
   EXPECT_NE(r.body.find("'guess' is not loaded"), std::string::npos) << r.body;
   EXPECT_EQ(r.body.find("secret-version-name"), std::string::npos) << r.body;
+}
+
+// A client that sends `Expect: 100-continue` (curl does, for large bodies) on a
+// keep-alive connection whose previous request was answered: the interim 100 ends no
+// response, so the body is read as this request's (it was parsed as the next
+// request's head, with the parser replaced under the read in flight: the HTTP
+// fuzzer's finding).
+TEST(ServerHardening, ExpectContinueAfterAnAnsweredRequestOnTheSameConnection) {
+  auto server = start_server(synthetic_path());
+  RawClient c(server->port());
+  const auto completion = [](int max_tokens) {
+    return Json{{"prompt", "x"}, {"max_tokens", max_tokens}, {"ignore_eos", true}}.dump();
+  };
+  ASSERT_TRUE(c.send_request("POST", "/v1/completions", completion(1)));
+  ASSERT_NE(c.read_until("\"completion_tokens\":1", 60).find("\"completion_tokens\":1"), std::string::npos)
+      << c.received();
+  const std::string body = completion(2);
+  ASSERT_TRUE(c.send_raw("POST /v1/completions HTTP/1.1\r\n" + kLocal + kJson + "Expect: 100-continue\r\n" +
+                         "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n"));
+  ASSERT_NE(c.read_until("100 Continue\r\n\r\n", 60).find("HTTP/1.1 100 Continue\r\n\r\n"), std::string::npos)
+      << c.received();
+  ASSERT_TRUE(c.send_raw(body));
+  const std::string got = c.read_until("\"completion_tokens\":2", 60);
+  const std::string second = got.substr(got.find("100 Continue\r\n\r\n") + 16);
+  EXPECT_EQ(status_of(second), 200) << got;
+  EXPECT_NE(second.find("\"completion_tokens\":2"), std::string::npos) << got;
 }
 
 }  // namespace

@@ -101,6 +101,10 @@ void HttpConnection::on_read_timeout() {
 void HttpConnection::read_request() {
   if (closed_) return;
   current_.reset();
+  // The answered request's flag, cleared before the next is read: a write that ends
+  // while it is read (an interim "100 Continue") must not be taken for the end of a
+  // response and start yet another read under the one in flight.
+  response_done_ = false;
   parser_.emplace();
   parser_->header_limit(kMaxHeaderBytes);
   parser_->body_limit(static_cast<uint64_t>(state_->options.max_body_bytes));

@@ -21,6 +21,19 @@ bool has_field(const Json& obj, const char* key) {
   return it != obj.end() && !it->is_null();
 }
 
+std::string string_field(const Json& obj, const char* key, const std::string& fallback) {
+  if (!obj.is_object()) return fallback;
+  const auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return fallback;
+  return it->is_string() ? it->get<std::string>() : std::string();
+}
+
+bool bool_field(const Json& obj, const char* key) {
+  if (!obj.is_object()) return false;
+  const auto it = obj.find(key);
+  return it != obj.end() && it->is_boolean() && it->get<bool>();
+}
+
 std::optional<ApiError> read_bool(const Json& obj, const char* key, bool* out) {
   if (!has_field(obj, key)) return std::nullopt;
   const Json& v = obj.at(key);

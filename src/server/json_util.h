@@ -40,5 +40,13 @@ std::optional<ApiError> read_number(const Json& obj, const char* key, double lo,
 std::optional<ApiError> read_string(const Json& obj, const char* key, std::string* out);
 // True when `key` is present and not null.
 bool has_field(const Json& obj, const char* key);
+// Lenient reads of a client's field that never throw (Json::value() throws when the
+// field has another type): the string at `key`; `fallback` when `obj` is not an
+// object or the field is absent or null; "" when it is not a string (no field read
+// this way accepts "", so the caller's check answers 400).
+std::string string_field(const Json& obj, const char* key, const std::string& fallback = "");
+// The bool at `key`; false when absent, null or not a bool (the request's parser
+// then refuses a non-bool with a 400 naming it).
+bool bool_field(const Json& obj, const char* key);
 
 }  // namespace llms

@@ -19,7 +19,7 @@ std::optional<ApiError> text_blocks(const Json& content, const char* param, std:
   }
   if (!content.is_array()) return bad_request(fmt::format("'{}' must be a string or a list of blocks", param), param);
   for (const Json& b : content) {
-    if (!b.is_object() || b.value("type", "") != "text" || !b.contains("text") || !b["text"].is_string()) {
+    if (!b.is_object() || string_field(b, "type") != "text" || !b.contains("text") || !b["text"].is_string()) {
       return bad_request(fmt::format("'{}' takes text blocks only", param), param);
     }
     *out += b["text"].get<std::string>();
@@ -30,7 +30,7 @@ std::optional<ApiError> text_blocks(const Json& content, const char* param, std:
 // One Anthropic message → chat messages: a user turn's tool_result blocks become tool
 // messages (before its text), an assistant turn's tool_use blocks its tool_calls.
 std::optional<ApiError> add_message(const Json& m, Json* out) {
-  const std::string role = m.is_object() ? m.value("role", "") : "";
+  const std::string role = m.is_object() ? string_field(m, "role") : "";
   if (role != "user" && role != "assistant") return bad_request("message roles are user or assistant", "messages");
   if (!m.contains("content")) return bad_request("each message needs content", "messages");
   const Json& content = m["content"];
@@ -42,17 +42,17 @@ std::optional<ApiError> add_message(const Json& m, Json* out) {
   std::string text;
   Json calls = Json::array();
   for (const Json& b : content) {
-    const std::string type = b.is_object() ? b.value("type", "") : "";
+    const std::string type = b.is_object() ? string_field(b, "type") : "";
     if (type == "text" && b.contains("text") && b["text"].is_string()) {
       text += b["text"].get<std::string>();
     } else if (type == "tool_use" && role == "assistant") {
-      calls.push_back({{"id", b.value("id", "")},
+      calls.push_back({{"id", string_field(b, "id")},
                        {"type", "function"},
-                       {"function", {{"name", b.value("name", "")}, {"arguments", dump_json(b.value("input", Json::object()))}}}});
+                       {"function", {{"name", string_field(b, "name")}, {"arguments", dump_json(b.value("input", Json::object()))}}}});
     } else if (type == "tool_result" && role == "user") {
       std::string result;
       if (b.contains("content")) LLMS_API_TRY(text_blocks(b["content"], "messages", &result));
-      out->push_back({{"role", "tool"}, {"tool_call_id", b.value("tool_use_id", "")}, {"content", result}});
+      out->push_back({{"role", "tool"}, {"tool_call_id", string_field(b, "tool_use_id")}, {"content", result}});
     } else if (type == "thinking" || type == "redacted_thinking") {
       continue;  // a past answer's reasoning: not part of the prompt
     } else {
@@ -84,17 +84,17 @@ std::optional<ApiError> tools_to_chat(const Json& b, Json* chat) {
   }
   if (!has_field(b, "tool_choice")) return std::nullopt;
   const Json& c = b["tool_choice"];
-  const std::string type = c.is_object() ? c.value("type", "") : "";
+  const std::string type = c.is_object() ? string_field(c, "type") : "";
   if (type == "auto" || type == "none") {
     (*chat)["tool_choice"] = type;
   } else if (type == "any") {
     (*chat)["tool_choice"] = "required";
   } else if (type == "tool") {
-    (*chat)["tool_choice"] = {{"type", "function"}, {"function", {{"name", c.value("name", "")}}}};
+    (*chat)["tool_choice"] = {{"type", "function"}, {"function", {{"name", string_field(c, "name")}}}};
   } else {
     return bad_request("tool_choice.type must be auto, any, tool or none", "tool_choice");
   }
-  if (c.value("disable_parallel_tool_use", false)) (*chat)["parallel_tool_calls"] = false;
+  if (bool_field(c, "disable_parallel_tool_use")) (*chat)["parallel_tool_calls"] = false;
   return std::nullopt;
 }
 
@@ -118,10 +118,10 @@ std::optional<ApiError> messages_to_chat(const Json& b, bool need_max_tokens, Js
     if (has_field(b, key)) c[key] = b[key];
   }
   if (has_field(b, "stop_sequences")) c["stop"] = b["stop_sequences"];
-  if (c.value("stream", false)) c["stream_options"] = {{"include_usage", true}};
+  if (bool_field(c, "stream")) c["stream_options"] = {{"include_usage", true}};
   if (has_field(b, "thinking")) {
     const Json& t = b["thinking"];
-    const std::string type = t.is_object() ? t.value("type", "") : "";
+    const std::string type = t.is_object() ? string_field(t, "type") : "";
     if (type != "enabled" && type != "disabled") return bad_request("thinking.type must be enabled or disabled", "thinking");
     c["chat_template_kwargs"] = {{"enable_thinking", type == "enabled"}};
   }

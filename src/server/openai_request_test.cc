@@ -124,6 +124,10 @@ TEST(OpenAiRequestTest, BadValuesNameTheParameter) {
       // (the client got a 500 instead of a 400).
       {R"({"prompt":"x","response_format":{"type":[]}})", ApiKind::kCompletion, "response_format"},
       {R"({"messages":[{"role":"user","content":[{"type":5,"text":"x"}]}]})", ApiKind::kChat, "messages"},
+      {R"({"messages":[{"role":"user","content":"hi"}],"tools":[{"function":{"name":"f"},"type":[{}]}]})", ApiKind::kChat,
+       "tools"},
+      {R"({"messages":[{"role":"user","content":"hi"}],"tool_choice":{"type":7,"function":{"name":"f"}}})", ApiKind::kChat,
+       "tool_choice"},
   };
   for (const auto& c : cases) {
     CompletionRequest r;

@@ -14,7 +14,7 @@ bool valid_function_name(const std::string& n) {
 }
 
 std::optional<ApiError> read_tool(const Json& t, ToolDefinition* out) {
-  if (!t.is_object() || t.value("type", "") != "function" || !t.contains("function") || !t.at("function").is_object()) {
+  if (!t.is_object() || string_field(t, "type") != "function" || !t.contains("function") || !t.at("function").is_object()) {
     return bad_request("each tool must be {\"type\": \"function\", \"function\": {...}}", "tools");
   }
   const Json& f = t.at("function");
@@ -58,7 +58,7 @@ std::optional<ApiError> read_tool_choice(const Json& b, ToolRequest* r) {
     } else {
       return bad_request(fmt::format("'tool_choice' must be none, auto, required or a function, got '{}'", s), "tool_choice");
     }
-  } else if (c.is_object() && c.value("type", "") == "function" && c.contains("function") && c.at("function").is_object() &&
+  } else if (c.is_object() && string_field(c, "type") == "function" && c.contains("function") && c.at("function").is_object() &&
              c.at("function").contains("name") && c.at("function").at("name").is_string()) {
     r->choice = ToolChoice::kNamed;
     r->named = c.at("function").at("name").get<std::string>();
@@ -105,7 +105,7 @@ std::optional<ApiError> parse_message_tool_calls(const Json& m, ChatMessage* msg
   if (msg->role != "assistant") return bad_request("only assistant messages carry 'tool_calls'", "messages");
   if (!calls.is_array()) return bad_request("message 'tool_calls' must be a list", "messages");
   for (const Json& c : calls) {
-    const bool ok = c.is_object() && c.contains("id") && c.at("id").is_string() && c.value("type", "function") == "function" &&
+    const bool ok = c.is_object() && c.contains("id") && c.at("id").is_string() && string_field(c, "type", "function") == "function" &&
                     c.contains("function") && c.at("function").is_object() && c.at("function").contains("name") &&
                     c.at("function").at("name").is_string() && c.at("function").contains("arguments") &&
                     c.at("function").at("arguments").is_string();

@@ -18,7 +18,7 @@ std::string text_of_parts(const Json& content, const char* param, std::optional<
     return text;
   }
   for (const Json& part : content) {
-    const std::string type = part.is_object() ? part.value("type", "") : "";
+    const std::string type = part.is_object() ? string_field(part, "type") : "";
     if ((type != "input_text" && type != "output_text" && type != "text") || !part.contains("text") ||
         !part["text"].is_string()) {
       *error = bad_request(fmt::format("only text content parts are supported (input_text, output_text), not '{}'", type),
@@ -33,10 +33,10 @@ std::string text_of_parts(const Json& content, const char* param, std::optional<
 // One item of `input` appended to the chat messages.
 std::optional<ApiError> add_input_item(const Json& item, Json* messages) {
   if (!item.is_object()) return bad_request("'input' items must be objects", "input");
-  const std::string type = item.value("type", item.contains("role") ? "message" : "");
+  const std::string type = string_field(item, "type", item.contains("role") ? "message" : "");
   std::optional<ApiError> error;
   if (type == "message") {
-    const std::string role = item.value("role", "");
+    const std::string role = string_field(item, "role");
     if (role != "user" && role != "system" && role != "developer" && role != "assistant") {
       return bad_request(fmt::format("unknown input message role '{}'", role), "input");
     }
@@ -51,7 +51,7 @@ std::optional<ApiError> add_input_item(const Json& item, Json* messages) {
     }
     const Json call = {{"id", item["call_id"]},
                        {"type", "function"},
-                       {"function", {{"name", item["name"]}, {"arguments", item.value("arguments", "{}")}}}};
+                       {"function", {{"name", item["name"]}, {"arguments", string_field(item, "arguments", "{}")}}}};
     if (!messages->empty() && messages->back()["role"] == "assistant" && messages->back().contains("tool_calls")) {
       messages->back()["tool_calls"].push_back(call);  // parallel calls: one assistant turn
     } else {
@@ -75,10 +75,10 @@ std::optional<ApiError> tools_to_chat(const Json& b, Json* chat) {
     if (!b["tools"].is_array()) return bad_request("'tools' must be a list", "tools");
     Json tools = Json::array();
     for (const Json& t : b["tools"]) {
-      if (!t.is_object() || t.value("type", "") != "function") {
+      if (!t.is_object() || string_field(t, "type") != "function") {
         return bad_request("only function tools are supported", "tools");
       }
-      Json fn = {{"name", t.value("name", "")}};
+      Json fn = {{"name", string_field(t, "name")}};
       for (const char* key : {"description", "parameters", "strict"}) {
         if (has_field(t, key)) fn[key] = t[key];
       }
@@ -90,8 +90,8 @@ std::optional<ApiError> tools_to_chat(const Json& b, Json* chat) {
     const Json& c = b["tool_choice"];
     if (c.is_string()) {
       (*chat)["tool_choice"] = c;
-    } else if (c.is_object() && c.value("type", "") == "function") {
-      (*chat)["tool_choice"] = {{"type", "function"}, {"function", {{"name", c.value("name", "")}}}};
+    } else if (c.is_object() && string_field(c, "type") == "function") {
+      (*chat)["tool_choice"] = {{"type", "function"}, {"function", {{"name", string_field(c, "name")}}}};
     } else {
       return bad_request("tool_choice must be auto, none, required or {\"type\": \"function\", \"name\": ...}",
                          "tool_choice");
@@ -106,12 +106,12 @@ std::optional<ApiError> format_to_chat(const Json& b, Json* chat) {
   if (!b["text"].is_object()) return bad_request("'text' must be an object", "text");
   if (!has_field(b["text"], "format")) return std::nullopt;
   const Json& f = b["text"]["format"];
-  const std::string type = f.is_object() ? f.value("type", "") : "";
+  const std::string type = f.is_object() ? string_field(f, "type") : "";
   if (type == "text") return std::nullopt;
   if (type == "json_object") {
     (*chat)["response_format"] = {{"type", "json_object"}};
   } else if (type == "json_schema") {
-    Json js = {{"name", f.value("name", "response")}, {"schema", f.value("schema", Json::object())}};
+    Json js = {{"name", string_field(f, "name", "response")}, {"schema", f.value("schema", Json::object())}};
     if (has_field(f, "strict")) js["strict"] = f["strict"];
     (*chat)["response_format"] = {{"type", "json_schema"}, {"json_schema", std::move(js)}};
   } else {
@@ -162,7 +162,7 @@ std::optional<ApiError> responses_to_chat(const Json& b, Json* chat) {
   for (const char* key : {"temperature", "top_p", "seed", "stream"}) {
     if (has_field(b, key)) c[key] = b[key];
   }
-  if (c.value("stream", false)) c["stream_options"] = {{"include_usage", true}};
+  if (bool_field(c, "stream")) c["stream_options"] = {{"include_usage", true}};
   LLMS_API_TRY(tools_to_chat(b, &c));
   LLMS_API_TRY(format_to_chat(b, &c));
   *chat = std::move(c);
