@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kernels/kernel_table.h"
+#include "quant/half.h"
 
 namespace llms {
 namespace {
@@ -20,6 +21,16 @@ struct Tile {
 };
 
 }  // namespace
+
+float LoraFactors::a(int64_t c, int64_t j) const {
+  const int64_t i = c * rank_stride + j;
+  return at_f16 != nullptr ? f16_to_f32(at_f16[i]) : at[i];
+}
+
+float LoraFactors::b(int64_t j, int64_t o) const {
+  const int64_t i = j * rows + o;
+  return bt_f16 != nullptr ? f16_to_f32(bt_f16[i]) : bt[i];
+}
 
 void lora_add(std::span<const LoraTask> tasks, const float* x, ThreadPool& pool) {
   // The caller's list: workers read it through this reference (a thread_local named
@@ -56,13 +67,13 @@ void lora_reference(const LoraTask& task, const float* x) {
     const float* xt = x + static_cast<int64_t>(t) * f.cols;
     for (int64_t j = 0; j < f.rank; ++j) {
       float acc = 0.0f;
-      for (int64_t c = 0; c < f.cols; ++c) acc = std::fma(f.at[c * f.rank_stride + j], xt[c], acc);
+      for (int64_t c = 0; c < f.cols; ++c) acc = std::fma(f.a(c, j), xt[c], acc);
       h[static_cast<size_t>(j)] = acc;
     }
     float* yt = task.y + static_cast<int64_t>(t) * f.rows;
     for (int64_t o = 0; o < f.rows; ++o) {
       float acc = 0.0f;
-      for (int64_t j = 0; j < f.rank; ++j) acc = std::fma(f.bt[j * f.rows + o], h[static_cast<size_t>(j)], acc);
+      for (int64_t j = 0; j < f.rank; ++j) acc = std::fma(f.b(j, o), h[static_cast<size_t>(j)], acc);
       yt[o] = yt[o] + acc * f.scale;
     }
   }

@@ -26,7 +26,8 @@ inline constexpr int64_t kMaxLoraRank = 512;
 
 // One adapted matrix's factors in the kernels' layout (built by the adapter loader):
 // A transposed so that a column of A is one vector of ranks, B transposed so that
-// a rank's outputs are contiguous. Non-owning.
+// a rank's outputs are contiguous; in F32, or in F16 (half the bytes a step reads,
+// the same arithmetic once widened). Non-owning.
 struct LoraFactors {
   const float* at = nullptr;  // [cols, rank_stride]: at[c * rank_stride + j] = A[j, c]; ranks past `rank` are 0
   const float* bt = nullptr;  // [rank, rows]: bt[j * rows + o] = B[o, j]
@@ -35,6 +36,12 @@ struct LoraFactors {
   int64_t cols = 0;           // the base matrix's input size
   int64_t rows = 0;           // its output size
   float scale = 1.0f;
+  // Set instead of at and bt where the factors are F16 (the same layouts).
+  const uint16_t* at_f16 = nullptr;
+  const uint16_t* bt_f16 = nullptr;
+
+  float a(int64_t c, int64_t j) const;  // A[j, c] whichever the type
+  float b(int64_t j, int64_t o) const;  // B[o, j]
 };
 
 struct LoraTask {

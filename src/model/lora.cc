@@ -3,9 +3,11 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <type_traits>
 
 #include "model/model.h"
 #include "model/rows.h"
+#include "quant/half.h"
 
 namespace llms {
 namespace {
@@ -19,6 +21,15 @@ const WeightMatrix& base_matrix(const LayerWeights& L, int target) {
 }
 
 // "blk.L.NAME.weight" -> (L, target), or an error naming the tensor.
+template <typename T>
+T as(float x) {
+  if constexpr (std::is_same_v<T, uint16_t>) {
+    return f32_to_f16(x);
+  } else {
+    return x;
+  }
+}
+
 Result<std::pair<int, int>> parse_target(const std::string& name, int n_layer) {
   int layer = -1;
   size_t used = 0;
@@ -40,6 +51,37 @@ Result<std::pair<int, int>> parse_target(const std::string& name, int n_layer) {
                                       "projections of layers 0..{}: attn_q, attn_k, attn_v, attn_output, ffn_gate, "
                                       "ffn_up, ffn_down)",
                                       name, n_layer - 1));
+}
+
+// Whether F16 holds every value exactly (an adapter written in F16, or in BF16 within
+// F16's range): the factors are then kept in F16, half the bytes a step reads, with
+// the same results (lora.h).
+bool is_f16_exact(const std::vector<float>& v) {
+  for (const float x : v) {
+    const float back = f16_to_f32(f32_to_f16(x));
+    if (back != x || std::signbit(back) != std::signbit(x)) return false;
+  }
+  return true;
+}
+
+// A in the kernels' layout: at[c * rs + j] = A[j, c], ranks past m.rank zero.
+template <typename T>
+std::vector<T> pack_a(const LoraMatrix& m, int64_t rs) {
+  std::vector<T> at(static_cast<size_t>(m.cols * rs), T{});
+  for (int64_t j = 0; j < m.rank; ++j) {
+    for (int64_t col = 0; col < m.cols; ++col) at[static_cast<size_t>(col * rs + j)] = as<T>(m.a[static_cast<size_t>(j * m.cols + col)]);
+  }
+  return at;
+}
+
+// B transposed: bt[j * rows + o] = B[o, j].
+template <typename T>
+std::vector<T> pack_b(const LoraMatrix& m) {
+  std::vector<T> bt(static_cast<size_t>(m.rank * m.rows));
+  for (int64_t j = 0; j < m.rank; ++j) {
+    for (int64_t o = 0; o < m.rows; ++o) bt[static_cast<size_t>(j * m.rows + o)] = as<T>(m.b[static_cast<size_t>(o * m.rank + j)]);
+  }
+  return bt;
 }
 
 }  // namespace
@@ -84,17 +126,22 @@ Result<std::unique_ptr<LoraAdapter>> LoraAdapter::from_file(const LoraFile& file
     LoraFactors& f = a->layers_[static_cast<size_t>(layer)][static_cast<size_t>(target)];
     if (f.rank > 0) return invalid_argument(fmt::format("'{}' is adapted twice", m.target));
     const int64_t rs = (m.rank + kLoraRankAlign - 1) / kLoraRankAlign * kLoraRankAlign;
-    std::vector<float> at(static_cast<size_t>(m.cols * rs), 0.0f), bt(static_cast<size_t>(m.rank * m.rows));
-    for (int64_t j = 0; j < m.rank; ++j) {
-      for (int64_t col = 0; col < m.cols; ++col) at[static_cast<size_t>(col * rs + j)] = m.a[static_cast<size_t>(j * m.cols + col)];
-      for (int64_t o = 0; o < m.rows; ++o) bt[static_cast<size_t>(j * m.rows + o)] = m.b[static_cast<size_t>(o * m.rank + j)];
+    f = {nullptr, nullptr, m.rank, rs, m.cols, m.rows, file.scale(m.rank) * scale};
+    if (is_f16_exact(m.a) && is_f16_exact(m.b)) {
+      a->storage_f16_.push_back(pack_a<uint16_t>(m, rs));
+      a->storage_f16_.push_back(pack_b<uint16_t>(m));
+      f.at_f16 = a->storage_f16_[a->storage_f16_.size() - 2].data();
+      f.bt_f16 = a->storage_f16_.back().data();
+      a->bytes_ += static_cast<int64_t>((m.cols * rs + m.rank * m.rows) * sizeof(uint16_t));
+    } else {
+      a->storage_.push_back(pack_a<float>(m, rs));
+      a->storage_.push_back(pack_b<float>(m));
+      f.at = a->storage_[a->storage_.size() - 2].data();
+      f.bt = a->storage_.back().data();
+      a->bytes_ += static_cast<int64_t>((m.cols * rs + m.rank * m.rows) * sizeof(float));
     }
-    f = {at.data(), bt.data(), m.rank, rs, m.cols, m.rows, file.scale(m.rank) * scale};
-    a->bytes_ += static_cast<int64_t>((at.size() + bt.size()) * sizeof(float));
     a->max_rank_ = std::max(a->max_rank_, m.rank);
     ++a->num_matrices_;
-    a->storage_.push_back(std::move(at));
-    a->storage_.push_back(std::move(bt));
   }
   if (a->num_matrices_ == 0) return invalid_argument("the adapter adapts no matrix");
   // In layer and target order: the same values make the same identity whatever the
@@ -103,9 +150,11 @@ Result<std::unique_ptr<LoraAdapter>> LoraAdapter::from_file(const LoraFile& file
   for (const auto& layer : a->layers_) {
     for (const LoraFactors& f : layer) {
       h.add_pod(f.rank).add_pod(f.scale);
-      if (f.rank > 0) {
-        h.add_span(std::span<const float>(f.at, static_cast<size_t>(f.cols * f.rank_stride)));
-        h.add_span(std::span<const float>(f.bt, static_cast<size_t>(f.rank * f.rows)));
+      const size_t na = static_cast<size_t>(f.cols * f.rank_stride), nb = static_cast<size_t>(f.rank * f.rows);
+      if (f.at_f16 != nullptr) {
+        h.add_span(std::span<const uint16_t>(f.at_f16, na)).add_span(std::span<const uint16_t>(f.bt_f16, nb));
+      } else if (f.rank > 0) {
+        h.add_span(std::span<const float>(f.at, na)).add_span(std::span<const float>(f.bt, nb));
       }
     }
   }

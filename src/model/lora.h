@@ -60,7 +60,8 @@ class LoraAdapter {
   LoraAdapter() = default;
 
   std::vector<std::array<LoraFactors, kNumLoraTargets>> layers_;  // rank 0: not adapted
-  std::vector<std::vector<float>> storage_;                      // what the factors point into
+  std::vector<std::vector<float>> storage_;                      // what F32 factors point into
+  std::vector<std::vector<uint16_t>> storage_f16_;               // what F16 factors point into
   Hash128 base_identity_, identity_;
   int64_t bytes_ = 0, max_rank_ = 0;
   int num_matrices_ = 0;

@@ -16,6 +16,7 @@
 #include "dist/thread_group.h"
 #include "io/gguf_writer.h"
 #include "model/model.h"
+#include "quant/half.h"
 #include "tools/synthetic.h"
 #include "tools/synthetic_lora.h"
 
@@ -83,6 +84,33 @@ TEST_F(LoraModelTest, PeftDirectoryEqualsGgufAdapter) {
     EXPECT_EQ(g->num_matrices(), 2 * 7);
     EXPECT_EQ(logits(kPrompt, g.get()), logits(kPrompt, p.get())) << dtype_name(type);
   }
+}
+
+// Factors F16 holds exactly are kept in F16, half the bytes, whatever the file's type:
+// an F32 file of F16 values is the F16 file's adapter (identity, logits); an F32 file
+// of other values stays F32.
+TEST_F(LoraModelTest, FactorsF16HoldsExactlyAreKeptInF16) {
+  SyntheticLoraSpec spec;
+  spec.rank = 8, spec.alpha = 16, spec.std_dev = 0.1f, spec.seed = 7;
+  LoraFile file = make_synthetic_lora(model_->file(), spec).value();
+  ASSERT_TRUE(write_lora_gguf(file, DType::kF32, dir_ + "/f32.gguf").ok());
+  ASSERT_TRUE(write_lora_gguf(file, DType::kF16, dir_ + "/f16.gguf").ok());
+  for (LoraMatrix& m : file.matrices) {
+    for (auto* v : {&m.a, &m.b}) {
+      for (float& x : *v) x = f16_to_f32(f32_to_f16(x));
+    }
+  }
+  ASSERT_TRUE(write_lora_gguf(file, DType::kF32, dir_ + "/f32_of_f16.gguf").ok());
+  auto f32 = LoraAdapter::load(dir_ + "/f32.gguf", *model_).value();
+  auto f16 = LoraAdapter::load(dir_ + "/f16.gguf", *model_).value();
+  auto f32_of_f16 = LoraAdapter::load(dir_ + "/f32_of_f16.gguf", *model_).value();
+  EXPECT_EQ(f16->bytes() * 2, f32->bytes());
+  EXPECT_EQ(f32_of_f16->bytes(), f16->bytes());
+  EXPECT_EQ(f32_of_f16->identity(), f16->identity());
+  EXPECT_NE(f32->identity(), f16->identity());
+  const std::vector<float> a = logits(kPrompt, f16.get()), b = logits(kPrompt, f32_of_f16.get());
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, logits(kPrompt, nullptr));
 }
 
 // The adapter's output equals the base model with W + scale * B A merged into F32
