@@ -7,6 +7,7 @@
 // Properties, beyond "no crash, no exception, no sanitizer report": every refusal is
 // a 400 with a message; every accepted request is within the documented ranges; every
 // built prompt holds only ids of the vocabulary.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -24,7 +25,9 @@ void check_ranges(const CompletionRequest& r) {
   const SamplingParams& s = r.params.sampling;
   if (r.n < 1 || r.n > kMaxChoices) fail("n out of range");
   if (r.include_usage && !r.stream) fail("include_usage without stream");
-  if (r.max_tokens && *r.max_tokens < 1) fail("max_tokens < 1");
+  // max_tokens 0 only with echo: the prompt scored, nothing generated (as vLLM allows).
+  if (r.max_tokens && *r.max_tokens < (r.echo ? 0 : 1)) fail("max_tokens below its range");
+  if (r.max_tokens == 0 && !r.params.prompt_logprobs) fail("max_tokens 0 without the prompt scored");
   if (!(s.temperature >= 0 && s.temperature <= 2) || !(s.top_p > 0 && s.top_p <= 1)) fail("temperature/top_p");
   if (s.top_k < 0 || !(s.min_p >= 0 && s.min_p <= 1)) fail("top_k/min_p");
   if (!(s.presence_penalty >= -2 && s.presence_penalty <= 2) || !(s.frequency_penalty >= -2 && s.frequency_penalty <= 2)) {
@@ -36,7 +39,9 @@ void check_ranges(const CompletionRequest& r) {
     if (stop.empty()) fail("an empty stop string");
   }
   if (r.top_logprobs < 0 || r.top_logprobs > kMaxLogprobs) fail("top_logprobs");
-  if (r.params.top_logprobs != (r.logprobs ? r.top_logprobs : -1)) fail("params.top_logprobs");
+  // The prompt scored (echo) always has its own token's log-probability: at least 0 top.
+  const int top = r.logprobs ? r.top_logprobs : -1;
+  if (r.params.top_logprobs != (r.params.prompt_logprobs ? std::max(top, 0) : top)) fail("params.top_logprobs");
   if (r.echo && r.logprobs) fail("echo with logprobs");
   if (r.params.timeout_s < 0) fail("negative timeout");
 }
