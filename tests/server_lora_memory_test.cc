@@ -5,7 +5,9 @@
 // as the counters show. An adapter bigger than the budget is refused when it is
 // registered. Loading and unloading adapters through the admin API while requests run
 // loses none: each ends with its own answer, or, for the adapter unloaded at that
-// moment, the unknown-model 404.
+// moment, the unknown-model 404. Loading an adapter again holds no HTTP I/O thread.
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -16,6 +18,7 @@
 #include <map>
 #include <thread>
 
+#include "base/mapped_file.h"
 #include "deploy_test_util.h"
 #include "io/gguf_file.h"
 #include "io/lora_file.h"
@@ -215,6 +218,48 @@ TEST_F(ServerLoraMemoryTest, LoadAndUnloadUnderLoadLoseNoRequest) {
   EXPECT_EQ(again.json()["choices"][0]["text"], (*alone_)[name(2)]);
   std::printf("ok %d, unloaded-404 %d, retried 503 %d, admin cycles %d\n", ok.load(), unloaded.load(), retries.load(),
               cycles);
+}
+
+// A request for an adapter --lora-memory had unloaded waits while its files are read
+// again, off the HTTP I/O threads: with one I/O thread, and the adapter's
+// adapter_config.json a FIFO nothing is written to yet (so the read waits), /health is
+// answered; once the file's text is written, the request gets its adapter's answer.
+TEST_F(ServerLoraMemoryTest, LoadingAnAdapterAgainHoldsNoIoThread) {
+  // Adapter 0's factors as a PEFT directory, registered first and unloaded for tune1.
+  const std::string peft = *dir_ + "/slow_peft";
+  GgufFile base = GgufFile::open(base_path()).value();
+  SyntheticLoraSpec ls;
+  ls.rank = 8, ls.alpha = 16, ls.std_dev = 0.15f, ls.seed = 300;
+  ASSERT_TRUE(write_lora_peft(make_synthetic_lora(base, ls).value(), base, DType::kF32, peft).ok());
+  auto server = start_server(base_path(), [&](ServeConfig& c) {
+    c.server.model_name = "base";
+    c.server.lora = "slow=" + peft + "\n" + name(1) + "=" + adapter_path(1) + "\n";
+    c.server.lora_memory = adapter_bytes_ + adapter_bytes_ / 2;  // room for one
+    c.server.io_threads = 1;
+    c.engine.result_cache_bytes = 0;
+  });
+  ASSERT_NE(server, nullptr);
+  ASSERT_EQ(metric(*server, "llmserve_lora_evictions_total"), 1);  // slow, to make room for tune1
+  const std::string config = peft + "/adapter_config.json";
+  const std::string text = read_file(config).value();
+  std::filesystem::remove(config);
+  ASSERT_EQ(::mkfifo(config.c_str(), 0600), 0);
+  HttpResult slow;
+  std::thread client([&] { slow = http_post(server->port(), "/v1/completions", completion("slow")); });
+  // A writer can open the FIFO once the load has it open for reading.
+  int fd = -1;
+  EXPECT_TRUE(poll_until([&] { return (fd = ::open(config.c_str(), O_WRONLY | O_NONBLOCK)) >= 0; }));
+  RawClient health(server->port());
+  EXPECT_TRUE(health.send_raw("GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));
+  EXPECT_EQ(health.read_until("\r\n\r\n", 10).rfind("HTTP/1.1 200", 0), 0u) << health.received();
+  if (fd >= 0) {
+    EXPECT_EQ(::write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+    ::close(fd);
+  }
+  client.join();
+  ASSERT_EQ(slow.status, 200) << slow.body;
+  EXPECT_EQ(slow.json()["choices"][0]["text"], (*alone_)[name(0)]);  // tune0's factors
+  EXPECT_EQ(metric(*server, "llmserve_lora_loads_total"), 3);
 }
 
 }  // namespace

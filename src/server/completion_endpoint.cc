@@ -52,6 +52,46 @@ std::optional<ApiError> resolve_adapter(const ServerContext& ctx, ServingVersion
   return internal_api_error(got.status().message());  // its file cannot be read any more
 }
 
+void with_adapter(ServerContext& ctx, const std::shared_ptr<HttpExchange>& ex, VersionPtr v, const std::string& asked,
+                  std::function<void(HeldAdapter)> then) {
+  const bool at_once =
+      asked.empty() || ctx.names_default_model(asked) || ctx.other_model(asked) || v->loras().find(asked) != nullptr;
+  if (at_once) {
+    HeldAdapter held;
+    if (auto e = resolve_adapter(ctx, *v, asked, &held.adapter, &held.load_ns)) return ex->respond(api_error_response(*e));
+    return then(std::move(held));
+  }
+  struct Flags {
+    std::atomic<bool> cancel{false};
+    std::atomic<bool> client_gone{false};
+  };
+  auto flags = std::make_shared<Flags>();
+  ex->set_on_close([flags] {
+    flags->client_gone.store(true);
+    flags->cancel.store(true);
+  });
+  GrammarPool::CancelFlag cancel(flags, &flags->cancel);
+  auto job = [&ctx, ex, flags, v = std::move(v), asked, then = std::move(then)]() mutable {
+    auto held = std::make_shared<HeldAdapter>();
+    std::optional<ApiError> error;
+    if (flags->cancel.load()) {
+      error = api_error_from_status(unavailable("the server is shutting down"), true);
+    } else {
+      error = resolve_adapter(ctx, *v, asked, &held->adapter, &held->load_ns);
+    }
+    ex->post([ex, flags, held, error = std::move(error), then = std::move(then)]() mutable {
+      if (flags->client_gone.load()) return;  // nobody to answer
+      if (error) return ex->respond(api_error_response(*error));
+      then(std::move(*held));
+    });
+  };
+  if (!ctx.grammars().submit(cancel, std::move(job))) {
+    ApiError e = api_error_from_status(unavailable("too many requests are being set up; retry later"));
+    e.retry_after_s = 1;
+    ex->respond(api_error_response(e));
+  }
+}
+
 // Tools: the call format of the version's template; the tools for a Jinja template
 // that writes them itself (`template_tools`), else the messages with tools and calls
 // written as text; and what the answer's grammar is made of (compiled later).
@@ -167,6 +207,9 @@ void compile_then_start(ServerContext& ctx, const std::shared_ptr<HttpExchange>&
   }
 }
 
+void prepare_and_start(ServerContext& ctx, const std::shared_ptr<HttpExchange>& ex, CompletionRequest r,
+                       std::shared_ptr<PreparedCompletion> p);
+
 // The rest of a completion once its version is known (on the exchange's strand).
 void start_on(ServerContext& ctx, const std::shared_ptr<HttpExchange>& ex, CompletionRequest r, GivenSampling given,
               Result<VersionPtr> picked) {
@@ -181,7 +224,19 @@ void start_on(ServerContext& ctx, const std::shared_ptr<HttpExchange>& ex, Compl
   if (auto e = r.params.sampling.check(v.engine().vocab_size())) return fail(bad_request(e->message, e->param));
   if (auto e = check_route(r, v)) return fail(*e);
   // The adapter as this version holds it (unloaded since check_model(): the same 404).
-  if (auto e = resolve_adapter(ctx, v, r.model, &r.params.adapter, &r.params.setup_ns)) return fail(*e);
+  auto req = std::make_shared<CompletionRequest>(std::move(r));
+  with_adapter(ctx, ex, p->version, req->model, [&ctx, ex, req, p](HeldAdapter held) {
+    req->params.adapter = std::move(held.adapter);
+    req->params.setup_ns = held.load_ns;
+    prepare_and_start(ctx, ex, std::move(*req), p);
+  });
+}
+
+// The rest once the adapter is held: the prompt, then the grammar (if any).
+void prepare_and_start(ServerContext& ctx, const std::shared_ptr<HttpExchange>& ex, CompletionRequest r,
+                       std::shared_ptr<PreparedCompletion> p) {
+  auto fail = [&](const ApiError& e) { ex->respond(api_error_response(e)); };
+  ServingVersion& v = *p->version;
   GrammarSpec spec;
   spec.constraint = r.constraint;
   if (r.kind == ApiKind::kChat) {

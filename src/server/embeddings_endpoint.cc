@@ -24,7 +24,9 @@ class EmbeddingJob : public std::enable_shared_from_this<EmbeddingJob> {
     if (counted_) ctx_.request_finished();
   }
 
-  void start(const std::vector<PromptInput>& prompts);
+  // Submits every input with the adapter the request names (held by with_adapter()).
+  void start(const std::vector<PromptInput>& prompts, const HeldAdapter& held);
+  const std::string& model() const { return request_.model; }
 
  private:
   void check();
@@ -46,20 +48,15 @@ class EmbeddingJob : public std::enable_shared_from_this<EmbeddingJob> {
   bool done_ = false;
 };
 
-void EmbeddingJob::start(const std::vector<PromptInput>& prompts) {
+void EmbeddingJob::start(const std::vector<PromptInput>& prompts, const HeldAdapter& held) {
   ctx_.request_started();
   counted_ = true;
   const Engine& engine = version_->engine();
   const Pooling pooling = served_pooling(ctx_.config.server, version_->model());
-  std::shared_ptr<const LoraAdapter> adapter;
-  int64_t load_ns = 0;
-  if (auto e = resolve_adapter(ctx_, *version_, request_.model, &adapter, &load_ns)) {
-    return ex_->respond(api_error_response(*e));
-  }
   for (const PromptInput& p : prompts) {
     RequestParams params;
-    params.adapter = adapter;
-    params.setup_ns = load_ns;
+    params.adapter = held.adapter;
+    params.setup_ns = held.load_ns;
     params.prompt = p.tokens;
     params.max_tokens = 0;
     params.pooling = pooling;
@@ -160,8 +157,10 @@ void start_embeddings(ServerContext& ctx, const std::shared_ptr<HttpExchange>& e
     e->param = "input";
     return ex->respond(api_error_response(*e));
   }
-  auto job = std::make_shared<EmbeddingJob>(ctx, std::move(v), ex, std::move(r));
-  job->start(prompts);
+  auto job = std::make_shared<EmbeddingJob>(ctx, v, ex, std::move(r));
+  const std::string asked = job->model();
+  with_adapter(ctx, ex, std::move(v), asked,
+               [job, prompts = std::move(prompts)](HeldAdapter held) { job->start(prompts, held); });
 }
 
 }  // namespace

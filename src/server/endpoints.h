@@ -5,6 +5,7 @@
 // Thread-safety: called on the exchange's strand; they touch only ServerContext.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 
@@ -67,10 +68,24 @@ std::optional<ApiError> check_model(const ServerContext& ctx, const std::string&
 // The adapter `asked` names on version `v` (null for the base model: `asked` empty or
 // the model's name); check_model()'s 404 when `v` holds no adapter of that name (it was
 // unloaded meanwhile). An adapter that --lora-memory had unloaded is loaded again here
-// (on the caller's thread), its load time in `*load_ns` (may be null); a 503 with
+// (on the caller's thread: with_adapter() keeps that off the I/O threads), its load
+// time in `*load_ns` (may be null); a 503 with
 // Retry-After when the budget is held by adapters in use.
 std::optional<ApiError> resolve_adapter(const ServerContext& ctx, ServingVersion& v, const std::string& asked,
                                         std::shared_ptr<const LoraAdapter>* adapter, int64_t* load_ns = nullptr);
+// What a request runs with: resolve_adapter()'s adapter and load time.
+struct HeldAdapter {
+  std::shared_ptr<const LoraAdapter> adapter;
+  int64_t load_ns = 0;
+};
+// Runs `then` on the exchange's strand with the adapter `asked` names on `v`: at once
+// when it is resident or `asked` names none; an adapter that --lora-memory had unloaded
+// is read again on the grammar pool, off the I/O thread (reading and packing its files
+// takes as long as the adapter is big), and `then` is posted back. resolve_adapter()'s
+// errors are answered on the exchange, as is a 503 when the pool's queue is full;
+// nothing is, when the client left meanwhile.
+void with_adapter(ServerContext& ctx, const std::shared_ptr<HttpExchange>& ex, VersionPtr v, const std::string& asked,
+                  std::function<void(HeldAdapter)> then);
 HttpResponse json_response(int status, const Json& body);
 
 }  // namespace llms

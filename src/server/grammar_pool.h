@@ -1,7 +1,10 @@
 // GrammarPool: the threads that compile requests' output grammars (regex, grammar,
 // response_format json_schema, tools), so that no grammar ever runs on an HTTP I/O
 // thread: a compile may take up to its budget (ServerConfig::grammar_budget), and an
-// I/O thread held that long would stall every connection it serves.
+// I/O thread held that long would stall every connection it serves. They also read
+// again the LoRA adapters --lora-memory had unloaded, for the requests that name them
+// (with_adapter(), endpoints.h), for the same reason; those jobs count in
+// llmserve_grammar_compiles_running while they run, and nowhere else.
 //
 // A bounded queue in front of a fixed set of threads: submit() refuses (false) when
 // grammar_queue jobs already wait, and the server answers 503. Each job carries the
