@@ -34,6 +34,7 @@
 #include "base/clock.h"
 #include "base/random.h"
 #include "base/thread_pool.h"
+#include "bench_pool.h"
 #include "kernels/attention.h"
 #include "kernels/matmul.h"
 #include "kernels/simd_target.h"
@@ -45,15 +46,7 @@
 namespace llms {
 namespace {
 
-int bench_threads() {
-  const char* env = std::getenv("LLMSERVE_BENCH_THREADS");
-  return env ? std::max(1, std::atoi(env)) : 2;
-}
-
-ThreadPool& pool() {
-  static ThreadPool p(bench_threads());
-  return p;
-}
+ThreadPool& pool() { return bench_pool(); }
 
 // --- Machine limits -------------------------------------------------------------
 

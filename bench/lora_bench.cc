@@ -14,21 +14,14 @@
 #include "quant/half.h"
 #include "base/random.h"
 #include "base/thread_pool.h"
+#include "bench_pool.h"
 #include "benchprobes/machine_limits.h"
 #include "kernels/lora.h"
 
 namespace llms {
 namespace {
 
-int bench_threads() {
-  const char* env = std::getenv("LLMSERVE_BENCH_THREADS");
-  return env ? std::max(1, std::atoi(env)) : 2;
-}
-
-ThreadPool& pool() {
-  static ThreadPool p(bench_threads());
-  return p;
-}
+ThreadPool& pool() { return bench_pool(); }
 
 double machine_gb_s() {
   static const double gb_s = [] {

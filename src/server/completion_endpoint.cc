@@ -52,6 +52,27 @@ std::optional<ApiError> resolve_adapter(const ServerContext& ctx, ServingVersion
   return internal_api_error(got.status().message());  // its file cannot be read any more
 }
 
+namespace {
+
+// The flags of a job an exchange hands to the grammar pool: `cancel` (watched by the
+// job, also set by the pool's stop()) and `client_gone` (nobody to answer); the client
+// hanging up sets both.
+struct PoolJobFlags {
+  std::atomic<bool> cancel{false};
+  std::atomic<bool> client_gone{false};
+};
+
+std::shared_ptr<PoolJobFlags> watch_client(const std::shared_ptr<HttpExchange>& ex) {
+  auto flags = std::make_shared<PoolJobFlags>();
+  ex->set_on_close([flags] {
+    flags->client_gone.store(true);
+    flags->cancel.store(true);
+  });
+  return flags;
+}
+
+}  // namespace
+
 void with_adapter(ServerContext& ctx, const std::shared_ptr<HttpExchange>& ex, VersionPtr v, const std::string& asked,
                   std::function<void(HeldAdapter)> then) {
   const bool at_once =
@@ -61,15 +82,7 @@ void with_adapter(ServerContext& ctx, const std::shared_ptr<HttpExchange>& ex, V
     if (auto e = resolve_adapter(ctx, *v, asked, &held.adapter, &held.load_ns)) return ex->respond(api_error_response(*e));
     return then(std::move(held));
   }
-  struct Flags {
-    std::atomic<bool> cancel{false};
-    std::atomic<bool> client_gone{false};
-  };
-  auto flags = std::make_shared<Flags>();
-  ex->set_on_close([flags] {
-    flags->client_gone.store(true);
-    flags->cancel.store(true);
-  });
+  auto flags = watch_client(ex);
   GrammarPool::CancelFlag cancel(flags, &flags->cancel);
   auto job = [&ctx, ex, flags, v = std::move(v), asked, then = std::move(then)]() mutable {
     auto held = std::make_shared<HeldAdapter>();
@@ -172,15 +185,7 @@ void start_job(ServerContext& ctx, const std::shared_ptr<HttpExchange>& ex, Prep
 // The client hanging up meanwhile cancels the compile (its budget's flag).
 void compile_then_start(ServerContext& ctx, const std::shared_ptr<HttpExchange>& ex, GrammarSpec spec,
                         std::shared_ptr<PreparedCompletion> p) {
-  struct Flags {
-    std::atomic<bool> cancel{false};
-    std::atomic<bool> client_gone{false};
-  };
-  auto flags = std::make_shared<Flags>();
-  ex->set_on_close([flags] {
-    flags->client_gone.store(true);
-    flags->cancel.store(true);
-  });
+  auto flags = watch_client(ex);
   GrammarPool::CancelFlag cancel(flags, &flags->cancel);
   const int64_t submitted = now_ns();
   auto job = [&ctx, ex, flags, spec = std::move(spec), p, submitted]() mutable {
