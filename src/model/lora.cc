@@ -21,15 +21,6 @@ const WeightMatrix& base_matrix(const LayerWeights& L, int target) {
 }
 
 // "blk.L.NAME.weight" -> (L, target), or an error naming the tensor.
-template <typename T>
-T as(float x) {
-  if constexpr (std::is_same_v<T, uint16_t>) {
-    return f32_to_f16(x);
-  } else {
-    return x;
-  }
-}
-
 Result<std::pair<int, int>> parse_target(const std::string& name, int n_layer) {
   int layer = -1;
   size_t used = 0;
@@ -64,24 +55,27 @@ bool is_f16_exact(const std::vector<float>& v) {
   return true;
 }
 
-// A in the kernels' layout: at[c * rs + j] = A[j, c], ranks past m.rank zero.
+// m's factors as T in the kernels' layout (lora.h: at[c * rs + j] = A[j, c], ranks past
+// m.rank zero; bt[j * rows + o] = B[o, j]), kept in `storage` with *at and *bt pointing
+// into it; returns the bytes they hold.
 template <typename T>
-std::vector<T> pack_a(const LoraMatrix& m, int64_t rs) {
-  std::vector<T> at(static_cast<size_t>(m.cols * rs), T{});
+int64_t pack(const LoraMatrix& m, int64_t rs, std::vector<std::vector<T>>& storage, const T** at, const T** bt) {
+  const auto as_t = [](float x) {
+    if constexpr (std::is_same_v<T, uint16_t>) {
+      return f32_to_f16(x);
+    } else {
+      return x;
+    }
+  };
+  std::vector<T> a(static_cast<size_t>(m.cols * rs), T{}), b(static_cast<size_t>(m.rank * m.rows));
   for (int64_t j = 0; j < m.rank; ++j) {
-    for (int64_t col = 0; col < m.cols; ++col) at[static_cast<size_t>(col * rs + j)] = as<T>(m.a[static_cast<size_t>(j * m.cols + col)]);
+    for (int64_t col = 0; col < m.cols; ++col) a[static_cast<size_t>(col * rs + j)] = as_t(m.a[static_cast<size_t>(j * m.cols + col)]);
+    for (int64_t o = 0; o < m.rows; ++o) b[static_cast<size_t>(j * m.rows + o)] = as_t(m.b[static_cast<size_t>(o * m.rank + j)]);
   }
-  return at;
-}
-
-// B transposed: bt[j * rows + o] = B[o, j].
-template <typename T>
-std::vector<T> pack_b(const LoraMatrix& m) {
-  std::vector<T> bt(static_cast<size_t>(m.rank * m.rows));
-  for (int64_t j = 0; j < m.rank; ++j) {
-    for (int64_t o = 0; o < m.rows; ++o) bt[static_cast<size_t>(j * m.rows + o)] = as<T>(m.b[static_cast<size_t>(o * m.rank + j)]);
-  }
-  return bt;
+  const int64_t bytes = static_cast<int64_t>((a.size() + b.size()) * sizeof(T));
+  *at = storage.emplace_back(std::move(a)).data();
+  *bt = storage.emplace_back(std::move(b)).data();
+  return bytes;
 }
 
 }  // namespace
@@ -127,19 +121,8 @@ Result<std::unique_ptr<LoraAdapter>> LoraAdapter::from_file(const LoraFile& file
     if (f.rank > 0) return invalid_argument(fmt::format("'{}' is adapted twice", m.target));
     const int64_t rs = (m.rank + kLoraRankAlign - 1) / kLoraRankAlign * kLoraRankAlign;
     f = {nullptr, nullptr, m.rank, rs, m.cols, m.rows, file.scale(m.rank) * scale};
-    if (is_f16_exact(m.a) && is_f16_exact(m.b)) {
-      a->storage_f16_.push_back(pack_a<uint16_t>(m, rs));
-      a->storage_f16_.push_back(pack_b<uint16_t>(m));
-      f.at_f16 = a->storage_f16_[a->storage_f16_.size() - 2].data();
-      f.bt_f16 = a->storage_f16_.back().data();
-      a->bytes_ += static_cast<int64_t>((m.cols * rs + m.rank * m.rows) * sizeof(uint16_t));
-    } else {
-      a->storage_.push_back(pack_a<float>(m, rs));
-      a->storage_.push_back(pack_b<float>(m));
-      f.at = a->storage_[a->storage_.size() - 2].data();
-      f.bt = a->storage_.back().data();
-      a->bytes_ += static_cast<int64_t>((m.cols * rs + m.rank * m.rows) * sizeof(float));
-    }
+    a->bytes_ += is_f16_exact(m.a) && is_f16_exact(m.b) ? pack(m, rs, a->storage_f16_, &f.at_f16, &f.bt_f16)
+                                                         : pack(m, rs, a->storage_, &f.at, &f.bt);
     a->max_rank_ = std::max(a->max_rank_, m.rank);
     ++a->num_matrices_;
   }

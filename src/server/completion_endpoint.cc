@@ -212,8 +212,24 @@ void compile_then_start(ServerContext& ctx, const std::shared_ptr<HttpExchange>&
   }
 }
 
+// The rest once the adapter is held: the prompt, then the grammar (if any).
 void prepare_and_start(ServerContext& ctx, const std::shared_ptr<HttpExchange>& ex, CompletionRequest r,
-                       std::shared_ptr<PreparedCompletion> p);
+                       std::shared_ptr<PreparedCompletion> p) {
+  auto fail = [&](const ApiError& e) { ex->respond(api_error_response(e)); };
+  ServingVersion& v = *p->version;
+  GrammarSpec spec;
+  spec.constraint = r.constraint;
+  if (r.kind == ApiKind::kChat) {
+    PromptInput prompt;
+    if (auto e = build_chat_prompt(r, v, &prompt, &p->tool_format, &spec)) return fail(*e);
+    p->prompts.push_back(std::move(prompt));
+  } else if (auto e = completion_prompts(r.prompts, v.tokenizer(), !r.split_special_tokens, &p->prompts)) {
+    return fail(*e);
+  }
+  p->request = std::move(r);
+  if (spec.empty()) return start_job(ctx, ex, std::move(*p));
+  compile_then_start(ctx, ex, std::move(spec), std::move(p));
+}
 
 // The rest of a completion once its version is known (on the exchange's strand).
 void start_on(ServerContext& ctx, const std::shared_ptr<HttpExchange>& ex, CompletionRequest r, GivenSampling given,
@@ -237,24 +253,6 @@ void start_on(ServerContext& ctx, const std::shared_ptr<HttpExchange>& ex, Compl
   });
 }
 
-// The rest once the adapter is held: the prompt, then the grammar (if any).
-void prepare_and_start(ServerContext& ctx, const std::shared_ptr<HttpExchange>& ex, CompletionRequest r,
-                       std::shared_ptr<PreparedCompletion> p) {
-  auto fail = [&](const ApiError& e) { ex->respond(api_error_response(e)); };
-  ServingVersion& v = *p->version;
-  GrammarSpec spec;
-  spec.constraint = r.constraint;
-  if (r.kind == ApiKind::kChat) {
-    PromptInput prompt;
-    if (auto e = build_chat_prompt(r, v, &prompt, &p->tool_format, &spec)) return fail(*e);
-    p->prompts.push_back(std::move(prompt));
-  } else if (auto e = completion_prompts(r.prompts, v.tokenizer(), !r.split_special_tokens, &p->prompts)) {
-    return fail(*e);
-  }
-  p->request = std::move(r);
-  if (spec.empty()) return start_job(ctx, ex, std::move(*p));
-  compile_then_start(ctx, ex, std::move(spec), std::move(p));
-}
 
 }  // namespace
 

@@ -26,7 +26,6 @@ class EmbeddingJob : public std::enable_shared_from_this<EmbeddingJob> {
 
   // Submits every input with the adapter the request names (held by with_adapter()).
   void start(const std::vector<PromptInput>& prompts, const HeldAdapter& held);
-  const std::string& model() const { return request_.model; }
 
  private:
   void check();
@@ -157,8 +156,8 @@ void start_embeddings(ServerContext& ctx, const std::shared_ptr<HttpExchange>& e
     e->param = "input";
     return ex->respond(api_error_response(*e));
   }
+  const std::string asked = r.model;
   auto job = std::make_shared<EmbeddingJob>(ctx, v, ex, std::move(r));
-  const std::string asked = job->model();
   with_adapter(ctx, ex, std::move(v), asked,
                [job, prompts = std::move(prompts)](HeldAdapter held) { job->start(prompts, held); });
 }

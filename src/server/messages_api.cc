@@ -30,7 +30,7 @@ std::optional<ApiError> text_blocks(const Json& content, const char* param, std:
 // One Anthropic message → chat messages: a user turn's tool_result blocks become tool
 // messages (before its text), an assistant turn's tool_use blocks its tool_calls.
 std::optional<ApiError> add_message(const Json& m, Json* out) {
-  const std::string role = m.is_object() ? string_field(m, "role") : "";
+  const std::string role = string_field(m, "role");
   if (role != "user" && role != "assistant") return bad_request("message roles are user or assistant", "messages");
   if (!m.contains("content")) return bad_request("each message needs content", "messages");
   const Json& content = m["content"];
@@ -42,7 +42,7 @@ std::optional<ApiError> add_message(const Json& m, Json* out) {
   std::string text;
   Json calls = Json::array();
   for (const Json& b : content) {
-    const std::string type = b.is_object() ? string_field(b, "type") : "";
+    const std::string type = string_field(b, "type");
     if (type == "text" && b.contains("text") && b["text"].is_string()) {
       text += b["text"].get<std::string>();
     } else if (type == "tool_use" && role == "assistant") {
@@ -84,7 +84,7 @@ std::optional<ApiError> tools_to_chat(const Json& b, Json* chat) {
   }
   if (!has_field(b, "tool_choice")) return std::nullopt;
   const Json& c = b["tool_choice"];
-  const std::string type = c.is_object() ? string_field(c, "type") : "";
+  const std::string type = string_field(c, "type");
   if (type == "auto" || type == "none") {
     (*chat)["tool_choice"] = type;
   } else if (type == "any") {
@@ -121,7 +121,7 @@ std::optional<ApiError> messages_to_chat(const Json& b, bool need_max_tokens, Js
   if (bool_field(c, "stream")) c["stream_options"] = {{"include_usage", true}};
   if (has_field(b, "thinking")) {
     const Json& t = b["thinking"];
-    const std::string type = t.is_object() ? string_field(t, "type") : "";
+    const std::string type = string_field(t, "type");
     if (type != "enabled" && type != "disabled") return bad_request("thinking.type must be enabled or disabled", "thinking");
     c["chat_template_kwargs"] = {{"enable_thinking", type == "enabled"}};
   }

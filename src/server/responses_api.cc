@@ -18,7 +18,7 @@ std::string text_of_parts(const Json& content, const char* param, std::optional<
     return text;
   }
   for (const Json& part : content) {
-    const std::string type = part.is_object() ? string_field(part, "type") : "";
+    const std::string type = string_field(part, "type");
     if ((type != "input_text" && type != "output_text" && type != "text") || !part.contains("text") ||
         !part["text"].is_string()) {
       *error = bad_request(fmt::format("only text content parts are supported (input_text, output_text), not '{}'", type),
@@ -106,7 +106,7 @@ std::optional<ApiError> format_to_chat(const Json& b, Json* chat) {
   if (!b["text"].is_object()) return bad_request("'text' must be an object", "text");
   if (!has_field(b["text"], "format")) return std::nullopt;
   const Json& f = b["text"]["format"];
-  const std::string type = f.is_object() ? string_field(f, "type") : "";
+  const std::string type = string_field(f, "type");
   if (type == "text") return std::nullopt;
   if (type == "json_object") {
     (*chat)["response_format"] = {{"type", "json_object"}};
