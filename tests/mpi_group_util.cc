@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -24,6 +25,16 @@ std::string mpirun() {
   // checked in one process by the thread-group tests (src/model/tensor_parallel_test.cc).
   if (llms::testing::kUnderAsan) launcher += " -x LSAN_OPTIONS=detect_leaks=0";
   return launcher;
+}
+
+std::string group_mpirun(const std::string& group_flags) {
+  int ranks = 1;
+  for (const char* flag : {"--tensor-parallel ", "--pipeline-parallel "}) {
+    if (const size_t at = group_flags.find(flag); at != std::string::npos) {
+      ranks *= std::stoi(group_flags.substr(at + std::strlen(flag)));
+    }
+  }
+  return mpirun() + " -np " + std::to_string(ranks);
 }
 
 const std::vector<std::string>& group_prompts() {
@@ -80,7 +91,7 @@ void check_group_equals_one_process(const std::string& model, const std::string&
   const std::vector<Answer> want = ask(one.port);
   stop_serve(one);
 
-  const ServeChild group = spawn_serve("-m " + model + " --threads 1 " + group_flags + " " + flags, mpirun() + " -np 2");
+  const ServeChild group = spawn_serve("-m " + model + " --threads 1 " + group_flags + " " + flags, group_mpirun(group_flags));
   ASSERT_GT(group.port, 0) << "the group did not start";
   const std::vector<Answer> got = ask(group.port);
   // The same answer streamed.
@@ -108,7 +119,7 @@ namespace llms::test {
 
 void check_cancelled_stream_frees_blocks(const std::string& group_flags) {
   const ServeChild group =
-      spawn_serve("-m " + slow_synthetic_path() + " --threads 1 " + group_flags, mpirun() + " -np 2");
+      spawn_serve("-m " + slow_synthetic_path() + " --threads 1 " + group_flags, group_mpirun(group_flags));
   ASSERT_GT(group.port, 0) << "the group did not start";
   const int port = group.port;
   {
@@ -132,12 +143,12 @@ void check_cancelled_stream_frees_blocks(const std::string& group_flags) {
 
 namespace {
 
-// Kills rank 1 of `group` and waits for mpirun: it must exit non-zero within 10 s.
-void kill_rank_one_and_expect_exit(const ServeChild& group, const std::function<void()>& after_kill) {
-  const pid_t rank = rank_pid(group.pid, 1);
-  ASSERT_GT(rank, 0);
+// Kills rank `rank` of `group` and waits for mpirun: it must exit non-zero within 10 s.
+void kill_rank_and_expect_exit(const ServeChild& group, int rank, const std::function<void()>& after_kill) {
+  const pid_t pid = rank_pid(group.pid, rank);
+  ASSERT_GT(pid, 0);
   const auto killed = std::chrono::steady_clock::now();
-  ASSERT_EQ(kill(rank, SIGKILL), 0);
+  ASSERT_EQ(kill(pid, SIGKILL), 0);
   after_kill();
   int status = 0;
   ASSERT_TRUE(poll_until([&] { return waitpid(group.pid, &status, WNOHANG) == group.pid; }, 15));
@@ -150,12 +161,12 @@ void kill_rank_one_and_expect_exit(const ServeChild& group, const std::function<
 // mpirun leaves rank 0 running when another rank dies, so that rank 0 can answer first.
 ServeChild spawn_group_that_outlives_a_rank(const std::string& model, const std::string& group_flags) {
   return spawn_serve("-m " + model + " --threads 1 " + group_flags + " --step-timeout-s 2",
-                     mpirun() + " --mca orte_abort_on_non_zero_status 0 -np 2");
+                     group_mpirun(group_flags) + " --mca orte_abort_on_non_zero_status 0");
 }
 
 }  // namespace
 
-void check_rank_killed_mid_request(const std::string& group_flags) {
+void check_rank_killed_mid_request(const std::string& group_flags, int rank) {
   const ServeChild group = spawn_group_that_outlives_a_rank(slow_synthetic_path(), group_flags);
   ASSERT_GT(group.port, 0) << "the group did not start";
   ASSERT_EQ(http_get(group.port, "/ready").status, 200);
@@ -166,11 +177,11 @@ void check_rank_killed_mid_request(const std::string& group_flags) {
   });
   // Mid-request: the engine has generated tokens.
   ASSERT_TRUE(poll_until([&] { return metric(group.port, "llmserve_generation_tokens_total") > 8; }, 60));
-  kill_rank_one_and_expect_exit(group, [&] {
+  kill_rank_and_expect_exit(group, rank, [&] {
     client.join();
     EXPECT_EQ(answer.status, 503) << answer.body;
     EXPECT_EQ(answer.json()["error"]["code"], "model_lost") << answer.body;
-    EXPECT_NE(http_get(group.port, "/ready").status, 200) << "a group without rank 1 is not ready";
+    EXPECT_NE(http_get(group.port, "/ready").status, 200) << "a group without rank " << rank << " is not ready";
   });
   if (client.joinable()) client.join();
 }
@@ -179,7 +190,7 @@ void check_rank_killed_while_idle(const std::string& group_flags) {
   const ServeChild group = spawn_group_that_outlives_a_rank(synthetic_path(), group_flags);
   ASSERT_GT(group.port, 0) << "the group did not start";
   ASSERT_EQ(http_get(group.port, "/ready").status, 200);
-  kill_rank_one_and_expect_exit(group, [] {});
+  kill_rank_and_expect_exit(group, 1, [] {});
 }
 
 void check_wrong_group_size_refused(const std::string& flag) {
@@ -209,7 +220,7 @@ void check_too_big_for_one_fits_in_two(const std::string& group_flags) {
   const CmdResult one = run_command(std::string(LLMSERVE_BIN) + " serve --port 0 -m " + path + flags + " 2>&1");
   EXPECT_NE(one.exit_code, 0);
   EXPECT_NE(one.out.find("exceed the low memory watermark"), std::string::npos) << one.out;
-  const ServeChild group = spawn_serve("-m " + path + flags + " " + group_flags, mpirun() + " -np 2");
+  const ServeChild group = spawn_serve("-m " + path + flags + " " + group_flags, group_mpirun(group_flags));
   ASSERT_GT(group.port, 0) << "the group did not start under the same limit";
   const double weights = metric(group.port, "llmserve_memory_bytes{part=\"weights\"}");
   EXPECT_LT(weights, 0.6 * 97 * (1 << 20)) << "rank 0 holds more than its part";

@@ -14,6 +14,9 @@ namespace llms::test {
 
 // mpirun with the options every group test needs (root in containers, more ranks than cores).
 std::string mpirun();
+// mpirun() with as many ranks as `group_flags` (--tensor-parallel N, --pipeline-parallel
+// M, or both) need: -np N × M.
+std::string group_mpirun(const std::string& group_flags);
 
 struct Answer {
   std::string text;
@@ -30,19 +33,19 @@ pid_t rank_pid(pid_t parent, int rank);
 // Rank 0 stopped (SIGTERM) stops the workers: true when every rank and mpirun exit 0.
 bool stop_group(const ServeChild& group);
 
-// Greedy text of the group (`group_flags`, e.g. "--pipeline-parallel 2", under mpirun
-// -np 2) equal to one process's, also streamed; with `logprobs_within` > 0, each
+// Greedy text of the group (`group_flags`, e.g. "--pipeline-parallel 2", under
+// group_mpirun()) equal to one process's, also streamed; with `logprobs_within` > 0, each
 // token's log-probability within it.
 void check_group_equals_one_process(const std::string& model, const std::string& group_flags, double logprobs_within,
                                     const std::string& flags = "");
 
-// The group (`group_flags` under mpirun -np 2, on the slow synthetic model) with a
+// The group (`group_flags` under group_mpirun(), on the slow synthetic model) with a
 // client that leaves mid-stream: the request is cancelled, its KV blocks freed, and
 // the next request served.
 void check_cancelled_stream_frees_blocks(const std::string& group_flags);
-// Rank 1 killed with SIGKILL while a request runs: the request ends with 503
+// Rank `rank` killed with SIGKILL while a request runs: the request ends with 503
 // model_lost, /ready stops answering 200, and mpirun exits non-zero within 10 s.
-void check_rank_killed_mid_request(const std::string& group_flags);
+void check_rank_killed_mid_request(const std::string& group_flags, int rank = 1);
 // Rank 1 killed while no request runs: rank 0's heartbeat notices, and mpirun exits
 // non-zero within 10 s.
 void check_rank_killed_while_idle(const std::string& group_flags);

@@ -4,7 +4,7 @@
 // architecture, log-probabilities within 1e-4 (F32), streaming, the prefix cache and
 // speculative decoding; a model one process refuses under a memory limit fits in two
 // stages under the same limit each; the start-up refusals (a group of the wrong size,
-// ranks with different model files, tensor and pipeline parallelism together); a stream
+// ranks with different model files); a stream
 // cancelled midway; a stage killed with kill -9 mid-request (503, then mpirun exits
 // non-zero) and while idle. Registered only
 // where CMake finds MPI and mpirun.
@@ -25,8 +25,6 @@
 
 namespace llms::test {
 namespace {
-
-const std::string kBin = LLMSERVE_BIN;
 
 TEST(PipelineParallelServe, StoriesGreedyOutputEqualsOneProcess) {
   if (!have_stories()) GTEST_SKIP() << "needs stories260K.gguf";
@@ -90,14 +88,6 @@ TEST(PipelineParallelServe, AModelTooBigForOneProcessFitsInTwoStagesUnderTheSame
 }
 
 TEST(PipelineParallelServe, AGroupOfTheWrongSizeIsRefused) { check_wrong_group_size_refused("--pipeline-parallel"); }
-
-TEST(PipelineParallelServe, TensorAndPipelineParallelismTogetherAreRefused) {
-  const CmdResult r = run_command(mpirun() + " -np 2 " + kBin + " serve --port 0 -m " + synthetic_path() +
-                                  " --threads 1 --tensor-parallel 2 --pipeline-parallel 2 2>&1");
-  EXPECT_NE(r.exit_code, 0);
-  EXPECT_NE(r.out.find("--tensor-parallel 2 with --pipeline-parallel 2: the two do not combine yet"), std::string::npos)
-      << r.out;
-}
 
 TEST(PipelineParallelServe, StagesWithDifferentModelFilesAreRefused) {
   check_different_model_files_refused("--pipeline-parallel 2");

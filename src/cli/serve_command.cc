@@ -31,9 +31,9 @@ struct Options {
   int pipeline_parallel = 1;
   double step_timeout_s = 30;
 
-  // The group's size and how it splits the model (one of the two flags, checked in run()).
-  int group_size() const { return std::max(tensor_parallel, pipeline_parallel); }
-  SplitKind split() const { return pipeline_parallel > 1 ? SplitKind::kPipeline : SplitKind::kTensor; }
+  // How the group splits the model; its size is tensor × pipeline.
+  Parallelism parallel() const { return {tensor_parallel, pipeline_parallel}; }
+  int group_size() const { return parallel().ranks(); }
 };
 
 // Defaults, then the config file, then the flags (read again on SIGHUP).
@@ -65,20 +65,21 @@ void reload(const Options& o, LlmServer& server, Communicator* group) {
   Result<ServeConfig> next = effective_config(o);
   if (next.ok()) {
     next->engine.ranks = group;
-    next->engine.split = o.split();
+    next->engine.parallel = o.parallel();
   }
   Status s = next.ok() ? server.reload(*next) : next.status();
   if (!s.ok()) log_error("SIGHUP: configuration not reloaded: {}", s.to_string());
 }
 
-// --tensor-parallel N or --pipeline-parallel N: this process's rank of the group mpirun
-// started. Ranks > 0 run their share until rank 0 stops them and exit here; rank 0
+// --tensor-parallel N and/or --pipeline-parallel M: this process's rank of the group
+// mpirun started. Ranks > 0 run their share until rank 0 stops them and exit here; rank 0
 // returns the group.
 std::unique_ptr<Communicator> join_group(const Options& o, const ServeConfig& config) {
   if (o.group_size() <= 1) return nullptr;
-  const char* flag = group_flag(o.split());
-  if (config.server.model_path.empty()) fail(unimplemented(fmt::format("{} serves a model file (-m), not a model root", flag)));
-  const GroupOptions g{o.group_size(), o.step_timeout_s, config.server.model_path, config.engine.threads, o.split()};
+  if (config.server.model_path.empty()) {
+    fail(unimplemented(fmt::format("{} serves a model file (-m), not a model root", group_flags(o.parallel()))));
+  }
+  const GroupOptions g{o.parallel(), o.step_timeout_s, config.server.model_path, config.engine.threads};
   auto ranks = value_or_fail(open_serving_group(g));
   if (ranks->rank() == 0) return ranks;
   // A worker ends when rank 0 says stop; mpirun's forwarded SIGINT/SIGTERM is rank 0's to handle.
@@ -116,21 +117,17 @@ void run(const Options& o) {
   }
   std::signal(SIGPIPE, SIG_IGN);  // a closed socket or stdout is an error value, not death
   // Every rank says so, before the group forms.
-  if (o.tensor_parallel > 1 && o.pipeline_parallel > 1) {
-    fail(unimplemented(fmt::format("--tensor-parallel {} with --pipeline-parallel {}: the two do not combine yet; use one "
-                                   "(docs/operations.md says which)", o.tensor_parallel, o.pipeline_parallel)));
-  }
   if (o.group_size() > 1 && !config.server.lora.empty()) {
     fail(invalid_argument(fmt::format("--lora: adapters cannot be served under {} (a rank holds a share of the "
-                                      "weights)", group_flag(o.split()))));
+                                      "weights)", group_flags(o.parallel()))));
   }
-  if (o.tensor_parallel > 1 && serves_several_models(config.server)) {
-    fail(invalid_argument("--tensor-parallel splits one model over the ranks; serve several models (--model "
-                          "NAME=PATH, --models-dir) without it"));
+  if (o.group_size() > 1 && serves_several_models(config.server)) {
+    fail(invalid_argument(fmt::format("{} splits one model over the ranks; serve several models (--model NAME=PATH, "
+                                      "--models-dir) without it", group_flags(o.parallel()))));
   }
   const std::unique_ptr<Communicator> group = join_group(o, config);
   config.engine.ranks = group.get();
-  config.engine.split = o.split();
+  config.engine.parallel = o.parallel();
   const sigset_t signals = block_server_signals();
   auto server = value_or_fail(LlmServer::start(config));
   // Several models: 'a', 'b' (the default first).
@@ -141,7 +138,7 @@ void run(const Options& o) {
   const Status lost = group ? group->health() : ok_status();
   if (!lost.ok()) {
     // Every request in flight has had its 503; the orchestrator restarts the group.
-    log_error("{}: the group failed ({}); shutting down", group_flag(o.split()), lost.to_string());
+    log_error("{}: the group failed ({}); shutting down", group_flags(o.parallel()), lost.to_string());
   } else {
     log_info("{}: shutting down (up to {} s for requests in flight)", sig == SIGTERM ? "SIGTERM" : "SIGINT",
              config.server.shutdown_timeout_s);
@@ -149,7 +146,7 @@ void run(const Options& o) {
   server->shutdown();
   server.reset();
   if (!lost.ok()) {
-    std::fprintf(stderr, "error: %s group: %s\n", group_flag(o.split()), lost.message().c_str());
+    std::fprintf(stderr, "error: %s group: %s\n", group_flags(o.parallel()).c_str(), lost.message().c_str());
     abort_mpi_world(1);  // every rank ends; mpirun exits non-zero
   }
   std::printf("llmserve: stopped\n");
@@ -169,11 +166,12 @@ void add_serve_command(CLI::App& app) {
                   "as `llmserve quantize` would");
   cmd->add_option("--tensor-parallel", o->tensor_parallel,
                   "Split the model over this many ranks (Megatron-style), started together by mpirun -np N; rank 0 "
-                  "serves HTTP")
+                  "serves HTTP. With --pipeline-parallel M: N ranks in each of M stages, mpirun -np N*M")
       ->check(CLI::Range(1, 1024));
   cmd->add_option("--pipeline-parallel", o->pipeline_parallel,
                   "Split the model's layers into this many stages (balanced by bytes), one per rank, started together "
-                  "by mpirun -np N; rank 0 (the first stage) serves HTTP")
+                  "by mpirun -np M; rank 0 (the first stage) serves HTTP. With --tensor-parallel N: N ranks per stage, "
+                  "mpirun -np N*M")
       ->check(CLI::Range(1, 1024));
   cmd->add_option("--step-timeout-s", o->step_timeout_s,
                   "With --tensor-parallel or --pipeline-parallel: the longest a step waits for the other ranks before "

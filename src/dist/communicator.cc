@@ -24,6 +24,10 @@ Status LocalCommunicator::recv(int source, std::span<float> /*data*/) {
   return internal_error(fmt::format("a single process has no rank {} to receive from", source));
 }
 
+Result<std::unique_ptr<Communicator>> LocalCommunicator::split(int /*color*/, int /*key*/) {
+  return std::unique_ptr<Communicator>(new LocalCommunicator());
+}
+
 LocalCommunicator& LocalCommunicator::instance() {
   static LocalCommunicator local;
   return local;

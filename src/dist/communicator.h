@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -54,6 +55,12 @@ class Communicator {
   // The failure that ended the group (a rank died or missed a deadline); OK while it
   // works. Any thread may ask.
   virtual Status health() const { return ok_status(); }
+  // The ranks that pass the same `color`, as a group of their own, ranked by `key`
+  // (ties by rank here): the rows and columns of a 2-D grid (tensor parallelism within
+  // a pipeline stage, the stages of one tensor rank). A collective of every rank,
+  // within the step deadline. The new group shares this one's failure: once either
+  // fails, both report it.
+  virtual Result<std::unique_ptr<Communicator>> split(int color, int key) = 0;
 };
 
 // One process: rank 0 of 1.
@@ -68,6 +75,8 @@ class LocalCommunicator final : public Communicator {
   // A group of one has no one to send to or receive from: INTERNAL.
   Status send(int dest, std::span<const float> data) override;
   Status recv(int source, std::span<float> data) override;
+  // A group of one split is a group of one.
+  Result<std::unique_ptr<Communicator>> split(int color, int key) override;
 
   // The communicator of every single-process model (stateless, so one serves all).
   static LocalCommunicator& instance();

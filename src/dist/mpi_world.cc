@@ -21,9 +21,18 @@ std::string mpi_error(int rc) {
   return std::string(text, static_cast<size_t>(len));
 }
 
+// The failure of a world and of every group split from it (one verdict for all).
+struct GroupHealth {
+  std::mutex mu;
+  Status failed;
+};
+
 class MpiWorld final : public Communicator {
  public:
-  MpiWorld(MPI_Comm comm, const MpiOptions& o) : comm_(comm), options_(o) {
+  // `world`: the communicator MPI_Init gave this process, finalised with it; a group
+  // split from it frees its communicator only, and shares its health.
+  MpiWorld(MPI_Comm comm, const MpiOptions& o, std::shared_ptr<GroupHealth> health, bool world)
+      : comm_(comm), options_(o), health_(std::move(health)), world_(world) {
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &size_);
   }
@@ -31,15 +40,15 @@ class MpiWorld final : public Communicator {
     // A failed group cannot finalise (it would wait for the dead rank).
     if (health().ok() && flush_sends().ok()) {
       MPI_Comm_free(&comm_);
-      MPI_Finalize();
+      if (world_) MPI_Finalize();
     }
   }
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   Status health() const override {
-    std::lock_guard<std::mutex> lock(mu_);
-    return failed_;
+    std::lock_guard<std::mutex> lock(health_->mu);
+    return health_->failed;
   }
 
   Status broadcast(std::vector<uint8_t>& bytes, bool idle) override {
@@ -109,6 +118,19 @@ class MpiWorld final : public Communicator {
     return ok_status();
   }
 
+  Result<std::unique_ptr<Communicator>> split(int color, int key) override {
+    // MPI_Comm_split has no deadline: every rank first meets in one that has, so that
+    // none enters it while another is dead or elsewhere.
+    std::vector<uint8_t> all;
+    const uint8_t here = 1;
+    LLMS_RETURN_IF_ERROR(allgather({&here, 1}, all));
+    MPI_Comm sub;
+    const int rc = MPI_Comm_split(comm_, color, key, &sub);
+    if (rc != MPI_SUCCESS) return fail(unavailable(fmt::format("MPI_Comm_split failed: {}", mpi_error(rc))));
+    MPI_Comm_set_errhandler(sub, MPI_ERRORS_RETURN);
+    return std::unique_ptr<Communicator>(new MpiWorld(sub, options_, health_, /*world=*/false));
+  }
+
   Status flush_sends() override {
     while (!sends_.empty()) {
       LLMS_RETURN_IF_ERROR(run("send", false, [&](MPI_Request* r) {
@@ -164,8 +186,8 @@ class MpiWorld final : public Communicator {
   }
 
   Status fail(Status s) {
-    std::lock_guard<std::mutex> lock(mu_);
-    failed_ = s;
+    std::lock_guard<std::mutex> lock(health_->mu);
+    if (health_->failed.ok()) health_->failed = s;  // the first failure is the cause
     return s;
   }
 
@@ -174,8 +196,8 @@ class MpiWorld final : public Communicator {
   int rank_ = 0, size_ = 1;
   std::vector<float> parts_;  // [size, n]: every rank's part of an allreduce
   std::deque<Pending> sends_;  // sent, not yet known to be delivered, in order
-  mutable std::mutex mu_;     // guards failed_ (health() is asked from other threads)
-  Status failed_;
+  std::shared_ptr<GroupHealth> health_;  // asked from other threads; shared with the groups split from this one
+  const bool world_;
 };
 
 }  // namespace
@@ -203,7 +225,7 @@ Result<std::unique_ptr<Communicator>> open_mpi_world(const MpiOptions& options) 
   MPI_Comm comm;
   if (MPI_Comm_dup(MPI_COMM_WORLD, &comm) != MPI_SUCCESS) return unavailable("MPI_Comm_dup failed");
   MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
-  return std::unique_ptr<Communicator>(new MpiWorld(comm, options));
+  return std::unique_ptr<Communicator>(new MpiWorld(comm, options, std::make_shared<GroupHealth>(), /*world=*/true));
 }
 
 }  // namespace llms

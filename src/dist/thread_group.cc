@@ -70,9 +70,28 @@ class Member final : public Communicator {
     return group_.take(source, rank_, data);
   }
 
+  Status flush_sends() override { return group_.wait_taken(rank_); }
+
+  Result<std::unique_ptr<Communicator>> split(int color, int key) override {
+    const int32_t mine[2] = {color, key};
+    std::vector<std::vector<uint8_t>> all;
+    LLMS_RETURN_IF_ERROR(group_.exchange(rank_, bytes_of(std::span<const int32_t>(mine, 2)), all));
+    std::vector<std::pair<int32_t, int>> same;  // (key, rank) of the members of this color
+    for (int r = 0; r < static_cast<int>(all.size()); ++r) {
+      int32_t theirs[2];
+      std::memcpy(theirs, all[static_cast<size_t>(r)].data(), sizeof theirs);
+      if (theirs[0] == color) same.emplace_back(theirs[1], r);
+    }
+    std::sort(same.begin(), same.end());
+    const auto me = std::find(same.begin(), same.end(), std::make_pair(static_cast<int32_t>(key), rank_));
+    ThreadGroup& sub = group_.subgroup(rounds_++, color, static_cast<int>(same.size()));
+    return std::unique_ptr<Communicator>(new Member(sub, static_cast<int>(me - same.begin())));
+  }
+
  private:
   ThreadGroup& group_;
   const int rank_;
+  int rounds_ = 0;  // the splits this member has made (every member makes the same ones)
 };
 
 }  // namespace
@@ -120,6 +139,26 @@ void ThreadGroup::post(int from, int to, std::vector<float> message) {
   cv_.notify_all();
 }
 
+Status ThreadGroup::wait_taken(int from) {
+  std::unique_lock<std::mutex> lock(mu_);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s_);
+  for (int to = 0; to < size_; ++to) {
+    auto& box = mail_[static_cast<size_t>(from * size_ + to)];
+    if (!cv_.wait_until(lock, deadline, [&] { return box.empty(); })) {
+      return Status(StatusCode::kDeadlineExceeded,
+                    fmt::format("rank {}: rank {} did not take its messages within {} s", from, to, timeout_s_));
+    }
+  }
+  return ok_status();
+}
+
+ThreadGroup& ThreadGroup::subgroup(int round, int color, int size) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto& g = subgroups_[{round, color}];
+  if (!g) g = std::make_unique<ThreadGroup>(size, timeout_s_);
+  return *g;
+}
+
 Status ThreadGroup::take(int from, int to, std::span<float> out) {
   std::unique_lock<std::mutex> lock(mu_);
   auto& box = mail_[static_cast<size_t>(from * size_ + to)];
@@ -130,6 +169,7 @@ Status ThreadGroup::take(int from, int to, std::span<float> out) {
   }
   std::vector<float> m = std::move(box.front());
   box.pop_front();
+  cv_.notify_all();  // wait_taken() may be waiting for this box to empty
   if (m.size() != out.size()) {
     return invalid_argument(fmt::format("rank {}: a message of {} floats from rank {}, {} expected", to, m.size(), from,
                                         out.size()));

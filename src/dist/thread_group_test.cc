@@ -93,6 +93,50 @@ TEST(ThreadGroup, AMessageNeverSentIsADeadlineAndAWrongLengthAnError) {
   EXPECT_FALSE(g.member(0).send(0, std::vector<float>{1.0f}).ok()) << "no message to oneself";
 }
 
+TEST(ThreadGroup, AMessageNoRankTakesFailsTheSendersFlush) {
+  ThreadGroup g(2, /*timeout_s=*/0.2);
+  ASSERT_TRUE(g.member(0).send(1, std::vector<float>{1.0f}).ok());
+  const Status s = g.member(0).flush_sends();
+  EXPECT_EQ(s.code(), StatusCode::kDeadlineExceeded) << s.to_string();
+  EXPECT_NE(s.message().find("rank 1 did not take"), std::string::npos) << s.to_string();
+}
+
+// Six ranks as a grid of 2 stages × 3 tensor ranks (rank = stage × 3 + tensor rank):
+// the rows add among themselves only, the columns carry messages by stage, and a
+// key ranks the members against their world order.
+TEST(ThreadGroup, SplitMakesTheRowsAndColumnsOfAGrid) {
+  ThreadGroup g(6, /*timeout_s=*/5);
+  std::vector<float> row_sum(6), got(6, -1);
+  std::vector<int> row_rank(6), column_rank(6), reversed(6);
+  on_every_rank(g, [&](int r) {
+    const int stage = r / 3, t = r % 3;
+    auto row = g.member(r).split(stage, t);
+    auto column = g.member(r).split(t, stage);
+    auto backwards = g.member(r).split(0, -r);  // one group, ranked by a descending key
+    ASSERT_TRUE(row.ok() && column.ok() && backwards.ok());
+    row_rank[static_cast<size_t>(r)] = (*row)->rank();
+    column_rank[static_cast<size_t>(r)] = (*column)->rank();
+    reversed[static_cast<size_t>(r)] = (*backwards)->rank();
+    EXPECT_EQ((*row)->size(), 3);
+    EXPECT_EQ((*column)->size(), 2);
+    float x = static_cast<float>(r);
+    ASSERT_TRUE((*row)->allreduce_sum(&x, 1).ok());
+    row_sum[static_cast<size_t>(r)] = x;
+    float v = static_cast<float>(100 + r);
+    if (stage == 0) {
+      ASSERT_TRUE((*column)->send(1, {&v, 1}).ok());
+      ASSERT_TRUE((*column)->flush_sends().ok());
+    } else {
+      ASSERT_TRUE((*column)->recv(0, {&got[static_cast<size_t>(r)], 1}).ok());
+    }
+  });
+  EXPECT_EQ(row_rank, (std::vector<int>{0, 1, 2, 0, 1, 2}));
+  EXPECT_EQ(column_rank, (std::vector<int>{0, 0, 0, 1, 1, 1}));
+  EXPECT_EQ(reversed, (std::vector<int>{5, 4, 3, 2, 1, 0}));
+  EXPECT_EQ(row_sum, (std::vector<float>{3, 3, 3, 12, 12, 12}));  // 0+1+2, 3+4+5
+  EXPECT_EQ(std::vector<float>(got.begin() + 3, got.end()), (std::vector<float>{100, 101, 102}));
+}
+
 }  // namespace
 }  // namespace llms
 

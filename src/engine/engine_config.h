@@ -136,12 +136,12 @@ struct EngineConfig {
   int threads = 0;               // kernel threads; 0 = one per core
   bool profile = false;          // time each step's parts (Engine::step_profile())
   int stats_window = 1024;       // steps and requests the dashboard's window keeps (stats_window.h)
-  // Tensor or pipeline parallelism: the group this process is rank 0 of
+  // Tensor and/or pipeline parallelism: the group this process is rank 0 of
   // (dist/communicator.h; not owned, it outlives every engine), which the served model
-  // is split over as `split` says; null: one process. Set by `serve --tensor-parallel`
-  // or `--pipeline-parallel`, not keys of the config file.
+  // is split over as `parallel` says; null: one process. Set by `serve
+  // --tensor-parallel` and `--pipeline-parallel`, not keys of the config file.
   Communicator* ranks = nullptr;
-  SplitKind split = SplitKind::kTensor;
+  Parallelism parallel;
 
   // Each part's validate(), then the rules across parts.
   Status validate() const;

@@ -13,9 +13,10 @@ Result<KvSizing> size_kv_cache(const Model& model, const EngineConfig& config) {
   KvCacheConfig probe = model.kv_config(1, config.kv.block_size, config.kv.k_type, config.kv.v_type);
   LLMS_RETURN_IF_ERROR(probe.validate());
   if (const TensorShard& own = model.shard(); own.pipelined()) {
-    // A stage's config is the whole model's (stages split layers, not heads).
+    // Every stage's blocks hold as many heads as this rank's (stages split layers, not heads).
     for (int stage = 0; stage < own.stages; ++stage) {
-      LLMS_ASSIGN_OR_RETURN(const TensorShard other, TensorShard::plan_stage(model.file(), model.config(), stage, own.stages));
+      LLMS_ASSIGN_OR_RETURN(const TensorShard other,
+                            TensorShard::plan(model.file(), model.config(), 0, 1, stage, own.stages));
       probe.n_layer = std::max(probe.n_layer, static_cast<int>(other.layers.count));
     }
   }

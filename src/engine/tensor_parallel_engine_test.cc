@@ -58,7 +58,7 @@ std::vector<testing::Collected> serve(const Model& model, const Tokenizer& token
   return out;
 }
 
-void check(const SyntheticSpec& spec, bool speculative, SplitKind split = SplitKind::kTensor) {
+void check(const SyntheticSpec& spec, bool speculative, Parallelism parallel = {.tensor = 2}) {
   SCOPED_TRACE(spec.arch);
   const std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_tp_engine.gguf";
   ASSERT_TRUE(write_synthetic_model(spec, path).ok());
@@ -66,25 +66,26 @@ void check(const SyntheticSpec& spec, bool speculative, SplitKind split = SplitK
   auto tokenizer = Tokenizer::from_gguf(whole->file()).value();
   const std::vector<testing::Collected> want = serve(*whole, *tokenizer, speculative);
 
-  ThreadGroup group(2);
-  Status worker_status = internal_error("not run");
-  std::thread worker([&] {
-    auto part = Model::load(path, &group.member(1), split);
-    if (!part.ok()) {
-      worker_status = part.status();
-      return;
-    }
-    worker_status = run_tensor_parallel_worker(**part, 1);
-  });
+  const int size = parallel.ranks();
+  ThreadGroup group(size);
+  std::vector<Status> worker_status(static_cast<size_t>(size), internal_error("not run"));
+  std::vector<std::thread> workers;
+  for (int r = 1; r < size; ++r) {
+    workers.emplace_back([&, r] {
+      Status& st = worker_status[static_cast<size_t>(r)];
+      auto part = Model::load(path, &group.member(r), parallel);
+      st = part.ok() ? run_tensor_parallel_worker(**part, 1) : part.status();
+    });
+  }
   std::vector<testing::Collected> got;
   {
-    auto lead = Model::load(path, &group.member(0), split);
+    auto lead = Model::load(path, &group.member(0), parallel);
     ASSERT_TRUE(lead.ok()) << lead.status().to_string();
     got = serve(**lead, *tokenizer, speculative);
-  }  // the engine's end tells the worker to stop
-  worker.join();
+  }  // the engine's end tells the workers to stop
+  for (auto& w : workers) w.join();
   std::filesystem::remove(path);
-  EXPECT_TRUE(worker_status.ok()) << worker_status.to_string();
+  for (int r = 1; r < size; ++r) EXPECT_TRUE(worker_status[static_cast<size_t>(r)].ok()) << worker_status[static_cast<size_t>(r)].to_string();
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < want.size(); ++i) {
     ASSERT_EQ(got[i].tokens, want[i].tokens) << "request " << i;
@@ -117,7 +118,7 @@ TEST(TensorParallelEngine, MixtureOfExpertsSplitWithinExperts) {
 TEST(PipelineParallelEngine, TwoStagesServeWhatTheWholeModelServes) {
   SyntheticSpec s = spec_of("llama");
   s.n_layer = 3;  // stages of 1 and 2 layers (the head counts with the last)
-  check(s, false, SplitKind::kPipeline);
+  check(s, false, {.pipeline = 2});
 }
 
 // Every stage allocates rank 0's block count: the count comes from the stage with the
@@ -134,7 +135,7 @@ TEST(PipelineParallelEngine, TheKvBudgetHoldsForTheStageWithTheMostLayers) {
   int64_t most = 0;
   int32_t blocks = 0;
   for (int r = 0; r < 3; ++r) {
-    auto stage = Model::load(path, &group.member(r), SplitKind::kPipeline).value();
+    auto stage = Model::load(path, &group.member(r), {.pipeline = 3}).value();
     most = std::max(most, stage->kv_config(1, 16, c.kv.k_type, c.kv.v_type).bytes_per_block());
     if (r == 0) blocks = size_kv_cache(*stage, c).value().num_blocks;
   }
@@ -142,7 +143,16 @@ TEST(PipelineParallelEngine, TheKvBudgetHoldsForTheStageWithTheMostLayers) {
   EXPECT_EQ(blocks, c.kv.cache_bytes / most);
 }
 
-TEST(PipelineParallelEngine, SpeculativeDecodingAcrossStages) { check(spec_of("qwen2"), true, SplitKind::kPipeline); }
+TEST(PipelineParallelEngine, SpeculativeDecodingAcrossStages) { check(spec_of("qwen2"), true, {.pipeline = 2}); }
+
+// A grid of 2 × 2: two stages, each split over two tensor ranks.
+TEST(GridParallelEngine, TwoStagesOfTwoTensorRanksServeWhatTheWholeModelServes) {
+  SyntheticSpec s = spec_of("llama");
+  s.n_layer = 3;
+  check(s, false, {.tensor = 2, .pipeline = 2});
+}
+
+TEST(GridParallelEngine, SpeculativeDecodingOnAGrid) { check(spec_of("qwen2"), true, {.tensor = 2, .pipeline = 2}); }
 
 }  // namespace
 }  // namespace llms

@@ -79,15 +79,20 @@ std::vector<float>& position_row_scratch(int64_t n) {
 
 }  // namespace
 
-Result<std::unique_ptr<Model>> Model::load(const std::string& path, Communicator* ranks, SplitKind split) {
+Result<std::unique_ptr<Model>> Model::load(const std::string& path, Communicator* ranks, Parallelism parallel) {
   LLMS_ASSIGN_OR_RETURN(GgufFile file, open_model_file(path));
-  auto model = from_file(std::move(file), ranks, split);
+  auto model = from_file(std::move(file), ranks, parallel);
   if (!model.ok()) return model.status().with_context(path);
   return model;
 }
 
-Result<std::unique_ptr<Model>> Model::from_file(GgufFile file, Communicator* ranks, SplitKind split) {
+Result<std::unique_ptr<Model>> Model::from_file(GgufFile file, Communicator* ranks, Parallelism parallel) {
   std::unique_ptr<Model> m(new Model(std::move(file), ranks != nullptr ? ranks : &LocalCommunicator::instance()));
+  const int rank = m->ranks_->rank();
+  if (parallel.tensor < 1 || parallel.pipeline < 1 || parallel.ranks() != m->ranks_->size()) {
+    return invalid_argument(fmt::format("tensor parallelism {} × pipeline parallelism {} needs {} ranks, the group has {}",
+                                        parallel.tensor, parallel.pipeline, parallel.ranks(), m->ranks_->size()));
+  }
   LLMS_ASSIGN_OR_RETURN(const ModelConfig full, ModelConfig::from_gguf(m->file_));
   // Identity: everything before the tensor data (metadata and tensor table) plus size,
   // taken before loading, which releases the pages of the tensors it repacks.
@@ -99,10 +104,17 @@ Result<std::unique_ptr<Model>> Model::from_file(GgufFile file, Communicator* ran
     if (t.data != nullptr) h.add_bytes(t.data, std::min<uint64_t>(t.num_bytes, 64));
   }
   m->identity_ = h.finish128();
-  if (split == SplitKind::kPipeline && m->ranks_->size() > 1) {
-    LLMS_ASSIGN_OR_RETURN(m->shard_, TensorShard::plan_stage(m->file_, full, m->ranks_->rank(), m->ranks_->size()));
-  } else {
-    LLMS_ASSIGN_OR_RETURN(m->shard_, TensorShard::plan(m->file_, full, m->ranks_->rank(), m->ranks_->size()));
+  // Every rank plans (and fails alike) before the collectives below.
+  const int stage = parallel.stage_of(rank), tensor_rank = parallel.tensor_rank_of(rank);
+  LLMS_ASSIGN_OR_RETURN(m->shard_, TensorShard::plan(m->file_, full, tensor_rank, parallel.tensor, stage, parallel.pipeline));
+  m->tensor_ranks_ = parallel.pipeline == 1 ? m->ranks_ : &LocalCommunicator::instance();
+  m->stage_ranks_ = parallel.tensor == 1 ? m->ranks_ : &LocalCommunicator::instance();
+  if (parallel.tensor > 1 && parallel.pipeline > 1) {
+    // A grid: the tensor ranks of each stage, and each tensor rank's column of stages.
+    LLMS_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> row, m->ranks_->split(stage, tensor_rank));
+    LLMS_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> column, m->ranks_->split(tensor_rank, stage));
+    m->tensor_ranks_ = m->subgroups_.emplace_back(std::move(row)).get();
+    m->stage_ranks_ = m->subgroups_.emplace_back(std::move(column)).get();
   }
   LLMS_ASSIGN_OR_RETURN(m->weights_, ModelWeights::load(m->file_, full, m->shard_));
   m->config_ = m->shard_.local_config(full);
@@ -319,7 +331,7 @@ Status Model::attention_block(int l, std::span<const SequenceChunk> chunks, int6
   float* tmp = s.tmp_.as<float>();
   product(L.wo, l, "attn_output", att, n, tmp, s, pool);
   // [n, n_embd]: every rank's heads (pipeline stages hold whole layers: nothing to add)
-  if (shard_.split()) LLMS_RETURN_IF_ERROR(ranks_->allreduce_sum(tmp, n * c.n_embd));
+  if (shard_.split()) LLMS_RETURN_IF_ERROR(tensor_ranks_->allreduce_sum(tmp, n * c.n_embd));
   part.emplace(prof, StepPart::kElementwise);
   add_residual(x, tmp, L.bo, L.attn_post_norm, n, pool, next, xn);
   return ok_status();
@@ -342,7 +354,7 @@ Status Model::ffn_block(int l, int64_t n, ForwardState& s, ThreadPool& pool, boo
   } else {
     dense_ffn(l, xn, n, tmp, s, pool);
   }
-  if (shard_.split()) LLMS_RETURN_IF_ERROR(ranks_->allreduce_sum(tmp, n * config_.n_embd));  // [n, n_embd]: every rank's columns
+  if (shard_.split()) LLMS_RETURN_IF_ERROR(tensor_ranks_->allreduce_sum(tmp, n * config_.n_embd));  // [n, n_embd]: every rank's columns
   part.emplace(s.profile_, StepPart::kElementwise);
   add_residual(x, tmp, L.b_down, L.ffn_post_norm, n, pool, next, xn);
   return ok_status();

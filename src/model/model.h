@@ -123,23 +123,24 @@ class Model {
  public:
   // Opens, validates and maps the model: a GGUF file or a Hugging Face directory
   // (io/hf_model.h). The error names the file and what is wrong.
-  // With `ranks` (not owned; it must outlive the model) of size N > 1, this process
-  // loads only its share of the weights (tensor_shard.h) and every forward pass adds
-  // the ranks' partial sums over them; null: one process.
-  // With `split` kPipeline, the ranks are pipeline stages instead (tensor_shard.h):
-  // this process loads its stage's layers only, and each pass's hidden states go stage
-  // to stage (model_pipeline.cc).
+  // With `ranks` (not owned; it must outlive the model) of `parallel.ranks()` > 1,
+  // this process loads only its share of the weights (tensor_shard.h): under tensor
+  // parallelism every forward pass adds the partial sums of the ranks sharing its
+  // layers; under pipeline parallelism it holds its stage's layers, and each pass's
+  // hidden states go stage to stage (model_pipeline.cc); both, on a grid (the
+  // sub-groups of each are split from `ranks` here, a collective). Null: one process.
+  // INVALID_ARGUMENT when `ranks` is not of parallel.ranks().
   static Result<std::unique_ptr<Model>> load(const std::string& path, Communicator* ranks = nullptr,
-                                             SplitKind split = SplitKind::kTensor);
+                                             Parallelism parallel = {});
   static Result<std::unique_ptr<Model>> from_file(GgufFile file, Communicator* ranks = nullptr,
-                                                  SplitKind split = SplitKind::kTensor);
+                                                  Parallelism parallel = {});
 
   // This rank's hyperparameters: under tensor parallelism its share's head counts and
   // FFN widths (so KV sizing and activations are per rank); n_vocab is whole.
   const ModelConfig& config() const { return config_; }
   const TensorShard& shard() const { return shard_; }
-  // The ranks every forward pass runs on (a LocalCommunicator for one process). Every
-  // rank must run the same passes in the same order (engine/step_plan.h).
+  // The whole group every forward pass runs on (a LocalCommunicator for one process).
+  // Every rank must run the same passes in the same order (engine/step_plan.h).
   Communicator& ranks() const { return *ranks_; }
   const ModelWeights& weights() const { return weights_; }
   const GgufFile& file() const { return file_; }
@@ -240,7 +241,13 @@ class Model {
   }
 
   GgufFile file_;
-  Communicator* ranks_;
+  Communicator* ranks_;         // the group (rank 0's plans reach every rank on it)
+  // The ranks sharing this rank's layers (allreduces, the head's gather), and this
+  // tensor rank's column of stages (rank = stage: hidden states and logits): ranks_
+  // itself, a group of one (LocalCommunicator), or a subgroup split from ranks_.
+  Communicator* tensor_ranks_ = nullptr;
+  Communicator* stage_ranks_ = nullptr;
+  std::vector<std::unique_ptr<Communicator>> subgroups_;  // split from ranks_ on a grid
   TensorShard shard_;
   ModelConfig config_;
   ModelWeights weights_;

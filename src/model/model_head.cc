@@ -25,9 +25,9 @@ Status Model::compute_logits(std::span<const SequenceChunk> chunks, ForwardState
     }
     t += len;
   }
-  // Under tensor parallelism only rank 0 holds logits (it samples); a pipeline's last
-  // stage computes them for rank 0.
-  const bool holds = !shard_.split() || ranks_->rank() == 0;
+  // Under tensor parallelism only tensor rank 0 holds logits (rank 0 samples); a
+  // pipeline's last stage computes them for rank 0.
+  const bool holds = !shard_.split() || tensor_ranks_->rank() == 0;
   out.logits.resize(holds ? src.size() * static_cast<size_t>(c.n_vocab) : 0);
   if (!src.empty()) {
     if (shard_.split()) {

@@ -1,5 +1,5 @@
 // The parts of the forward pass only tensor parallelism runs: the output head's
-// vocabulary shares gathered into whole rows of logits on rank 0.
+// vocabulary shares gathered into whole rows of logits on tensor rank 0.
 #include <algorithm>
 
 #include "model/model.h"
@@ -14,8 +14,8 @@ Status Model::split_head_rows(std::span<const int64_t> src, float* logits, Forwa
   std::vector<int64_t> counts;
   for (int64_t share : shares) counts.push_back(rows * share);
   s.head_all_.resize(static_cast<size_t>(rows * n_vocab));  // each rank's [rows, share], in rank order
-  LLMS_RETURN_IF_ERROR(ranks_->gather(s.head_part_, counts, s.head_all_.data()));
-  if (ranks_->rank() != 0) return ok_status();
+  LLMS_RETURN_IF_ERROR(tensor_ranks_->gather(s.head_part_, counts, s.head_all_.data()));
+  if (tensor_ranks_->rank() != 0) return ok_status();
   const float* part = s.head_all_.data();
   int64_t first = 0;  // the share's first token id
   for (int64_t share : shares) {

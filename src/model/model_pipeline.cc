@@ -12,6 +12,11 @@
 // Splitting a pass at chunk boundaries leaves every token's arithmetic as it was (a
 // chunk's attention reads its own sequence's blocks only; batch invariance), so
 // the logits are the single process's.
+//
+// With tensor parallelism in each stage (a grid), every tensor rank of a stage holds
+// the whole hidden rows after its allreduce and sends them to the same tensor rank of
+// the next stage; the last stage's tensor rank 0 holds the gathered logits and sends
+// them to rank 0 (stage 0's tensor rank 0) over its column.
 #include <fmt/format.h>
 
 #include "model/model.h"
@@ -57,18 +62,19 @@ Status Model::forward_pipelined(std::span<const SequenceChunk> chunks, KvCache& 
     s.reserve(c, n);
     const std::span<float> rows(s.x(), static_cast<size_t>(n * c.n_embd));  // [n, n_embd]
     embed(mb, n, s, pool);  // a later stage: slots and RoPE tables only
-    if (!shard_.first_stage()) LLMS_RETURN_IF_ERROR(ranks_->recv(stage - 1, rows));
+    if (!shard_.first_stage()) LLMS_RETURN_IF_ERROR(stage_ranks_->recv(stage - 1, rows));
     LLMS_RETURN_IF_ERROR(run_layers(mb, n, kv, s, pool));
     if (!shard_.last_stage()) {
-      LLMS_RETURN_IF_ERROR(ranks_->send(stage + 1, rows));
+      LLMS_RETURN_IF_ERROR(stage_ranks_->send(stage + 1, rows));
       continue;
     }
     {
       const ScopedStepPart part(s.profile_, StepPart::kLogits);
       LLMS_RETURN_IF_ERROR(compute_logits(mb, s, pool, s.stage_out_));
     }
-    if (!s.stage_out_.logits.empty()) LLMS_RETURN_IF_ERROR(ranks_->send(0, s.stage_out_.logits));
-    if (!s.stage_out_.hidden.empty()) LLMS_RETURN_IF_ERROR(ranks_->send(0, s.stage_out_.hidden));
+    if (tensor_ranks_->rank() != 0) continue;  // rank 0's column alone carries the outputs
+    if (!s.stage_out_.logits.empty()) LLMS_RETURN_IF_ERROR(stage_ranks_->send(0, s.stage_out_.logits));
+    if (!s.stage_out_.hidden.empty()) LLMS_RETURN_IF_ERROR(stage_ranks_->send(0, s.stage_out_.hidden));
   }
   out.logits.clear();
   out.hidden.clear();
@@ -77,7 +83,7 @@ Status Model::forward_pipelined(std::span<const SequenceChunk> chunks, KvCache& 
   out.exit_layer.clear();
   if (ranks_->rank() == 0) LLMS_RETURN_IF_ERROR(receive_outputs(chunks, s, out));
   // Nothing stays in flight past the pass (the next may reuse nothing of it).
-  return ranks_->flush_sends();
+  return stage_ranks_->flush_sends();
 }
 
 Status Model::receive_outputs(std::span<const SequenceChunk> chunks, ForwardState& s, ForwardOutput& out) const {
@@ -103,11 +109,11 @@ Status Model::receive_outputs(std::span<const SequenceChunk> chunks, ForwardStat
     int64_t l = 0, h = 0;
     count_rows(chunks.subspan(s.micro_cuts_[m], s.micro_cuts_[m + 1] - s.micro_cuts_[m]), l, h);
     if (l > 0) {
-      LLMS_RETURN_IF_ERROR(ranks_->recv(last, std::span<float>(out.logits).subspan(
+      LLMS_RETURN_IF_ERROR(stage_ranks_->recv(last, std::span<float>(out.logits).subspan(
                                                   static_cast<size_t>(logits_at * c.n_vocab), static_cast<size_t>(l * c.n_vocab))));
     }
     if (h > 0) {
-      LLMS_RETURN_IF_ERROR(ranks_->recv(last, std::span<float>(out.hidden).subspan(
+      LLMS_RETURN_IF_ERROR(stage_ranks_->recv(last, std::span<float>(out.hidden).subspan(
                                                   static_cast<size_t>(hidden_at * c.n_embd), static_cast<size_t>(h * c.n_embd))));
     }
     logits_at += l;

@@ -70,8 +70,8 @@ std::vector<std::vector<float>> run(const Model& m) {
 }
 
 // The model at `path` (a GGUF file or a Hugging Face directory) split over `ranks`.
-void check_split_of(const std::string& path, int ranks, const std::string& label,
-                    SplitKind split = SplitKind::kTensor) {
+void check_split_of(const std::string& path, Parallelism parallel, const std::string& label) {
+  const int ranks = parallel.ranks();
   auto whole = Model::load(path);
   ASSERT_TRUE(whole.ok()) << whole.status().to_string();
   const std::vector<std::vector<float>> want = run(**whole);
@@ -80,14 +80,13 @@ void check_split_of(const std::string& path, int ranks, const std::string& label
   std::vector<std::thread> threads;
   for (int r = 0; r < ranks; ++r) {
     threads.emplace_back([&, r] {
-      auto part = Model::load(path, &group.member(r), split);
+      auto part = Model::load(path, &group.member(r), parallel);
       ASSERT_TRUE(part.ok()) << part.status().to_string();
-      if (split == SplitKind::kTensor) {
-        EXPECT_LT((*part)->config().n_head_kv, (*whole)->config().n_head_kv);
-      } else {  // a stage holds its layers' weights and KV only
+      if (parallel.tensor > 1) EXPECT_LT((*part)->config().n_head_kv, (*whole)->config().n_head_kv);
+      if (parallel.pipeline > 1) {  // a stage holds its layers' weights and KV only
         EXPECT_LT((*part)->kv_config(8, kBlock, DType::kF32, DType::kF32).n_layer, (*whole)->config().n_layer);
-        EXPECT_LT((*part)->weights_memory().owned_bytes, (*whole)->weights_memory().owned_bytes);
       }
+      EXPECT_LT((*part)->weights_memory().owned_bytes, (*whole)->weights_memory().owned_bytes);
       got[static_cast<size_t>(r)] = run(**part);
     });
   }
@@ -105,10 +104,10 @@ void check_split_of(const std::string& path, int ranks, const std::string& label
   }
 }
 
-void check_split(const SyntheticSpec& spec, int ranks, SplitKind split = SplitKind::kTensor) {
+void check_split(const SyntheticSpec& spec, Parallelism parallel) {
   const std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_tp_" + spec.arch + ".gguf";
   ASSERT_TRUE(write_synthetic_model(spec, path).ok());
-  check_split_of(path, ranks, spec.arch + " " + std::string(dtype_name(spec.weight_type)), split);
+  check_split_of(path, parallel, spec.arch + " " + std::string(dtype_name(spec.weight_type)));
   std::filesystem::remove(path);
 }
 
@@ -124,31 +123,31 @@ TEST(TensorParallel, EveryArchitectureSplitTwoWaysMatchesTheWholeModel) {
     SyntheticSpec s = small(arch);
     if (std::string(arch) == "phi3") s.n_head_kv = s.n_head;
     if (std::string(arch) == "gemma2") s.head_dim = 32, s.tied_output = true;
-    check_split(s, 2);
+    check_split(s, {.tensor = 2});
   }
   SyntheticSpec gpt2 = small("gpt2");
   gpt2.n_head = gpt2.n_head_kv = 4, gpt2.tied_output = true;
-  check_split(gpt2, 2);
+  check_split(gpt2, {.tensor = 2});
 }
 
 TEST(TensorParallel, MixturesOfExpertsSplitWithinEachExpert) {
   SyntheticSpec mixtral = small("llama");
   mixtral.n_expert = 4, mixtral.n_expert_used = 2;
-  check_split(mixtral, 2);
+  check_split(mixtral, {.tensor = 2});
   SyntheticSpec qwen = small("qwen2moe");
   qwen.n_expert = 8, qwen.n_expert_used = 3, qwen.n_ff_exp = 64;
-  check_split(qwen, 2);
+  check_split(qwen, {.tensor = 2});
 }
 
 TEST(TensorParallel, QuantizedWeightsSplitOnBlockBoundariesUnevenly) {
   // Q8_0 over 3 ranks: 4 KV heads as 1, 2, 1 (one KV head's columns of attn_output are one 32-wide block).
   SyntheticSpec q8 = small("llama");
   q8.weight_type = DType::kQ8_0;
-  check_split(q8, 3);
+  check_split(q8, {.tensor = 3});
   // Q4_K: 256-wide super-blocks; an FFN of 768 over 2 ranks is 512 + 256.
   SyntheticSpec q4 = small("llama");
   q4.n_embd = 512, q4.n_head = 8, q4.n_head_kv = 4, q4.n_ff = 768, q4.weight_type = DType::kQ4_K;
-  check_split(q4, 2);
+  check_split(q4, {.tensor = 2});
 }
 
 TEST(TensorParallel, HuggingFaceDirectorySplitTwoWaysMatchesTheWholeModel) {
@@ -156,7 +155,7 @@ TEST(TensorParallel, HuggingFaceDirectorySplitTwoWaysMatchesTheWholeModel) {
   // rows from where they lie in the mapped file.
   const std::string dir = std::string(LLMSERVE_SHARED_DIR) + "/models/tinystories-656k/hf";
   if (!std::filesystem::exists(dir + "/model.safetensors")) GTEST_SKIP() << "needs " << dir;
-  check_split_of(dir, 2, "tinystories-656k/hf");
+  check_split_of(dir, {.tensor = 2}, "tinystories-656k/hf");
 }
 
 TEST(TensorParallel, FewerKvHeadsThanRanksIsRefusedWithTheLimit) {
@@ -166,7 +165,7 @@ TEST(TensorParallel, FewerKvHeadsThanRanksIsRefusedWithTheLimit) {
   const std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_tp_mqa.gguf";
   ASSERT_TRUE(write_synthetic_model(mqa, path).ok());
   ThreadGroup group(2);
-  auto part = Model::load(path, &group.member(0));
+  auto part = Model::load(path, &group.member(0), {.tensor = 2});
   ASSERT_FALSE(part.ok());
   EXPECT_NE(part.status().message().find("1 KV head, fewer than the 2 ranks"), std::string::npos)
       << part.status().to_string();
@@ -180,35 +179,35 @@ TEST(PipelineParallel, EveryArchitectureInTwoStagesMatchesTheWholeModel) {
     s.n_layer = 3;
     if (std::string(arch) == "phi3") s.n_head_kv = s.n_head;
     if (std::string(arch) == "gemma2") s.head_dim = 32, s.tied_output = true;
-    check_split(s, 2, SplitKind::kPipeline);
+    check_split(s, {.pipeline = 2});
   }
   SyntheticSpec gpt2 = small("gpt2");
   gpt2.n_head = gpt2.n_head_kv = 4, gpt2.tied_output = true;
-  check_split(gpt2, 2, SplitKind::kPipeline);
+  check_split(gpt2, {.pipeline = 2});
   SyntheticSpec mixtral = small("llama");
   mixtral.n_expert = 4, mixtral.n_expert_used = 2;
-  check_split(mixtral, 2, SplitKind::kPipeline);
+  check_split(mixtral, {.pipeline = 2});
   SyntheticSpec qwen = small("qwen2moe");
   qwen.n_expert = 8, qwen.n_expert_used = 3, qwen.n_ff_exp = 64;
-  check_split(qwen, 2, SplitKind::kPipeline);
+  check_split(qwen, {.pipeline = 2});
 }
 
 TEST(PipelineParallel, ThreeStagesOfQuantizedWeightsMatchTheWholeModel) {
   SyntheticSpec q8 = small("llama");
   q8.n_layer = 4, q8.weight_type = DType::kQ8_0;
-  check_split(q8, 3, SplitKind::kPipeline);
+  check_split(q8, {.pipeline = 3});
 }
 
 TEST(PipelineParallel, StoriesInTwoStagesMatchesTheWholeModel) {
   const std::string path = std::string(LLMSERVE_SHARED_DIR) + "/models/stories260K.gguf";
   if (!std::filesystem::exists(path)) GTEST_SKIP() << "needs " << path;
-  check_split_of(path, 2, "stories260K", SplitKind::kPipeline);
+  check_split_of(path, {.pipeline = 2}, "stories260K");
 }
 
 TEST(PipelineParallel, HuggingFaceDirectoryInTwoStagesMatchesTheWholeModel) {
   const std::string dir = std::string(LLMSERVE_SHARED_DIR) + "/models/tinystories-656k/hf";
   if (!std::filesystem::exists(dir + "/model.safetensors")) GTEST_SKIP() << "needs " << dir;
-  check_split_of(dir, 2, "tinystories-656k/hf", SplitKind::kPipeline);
+  check_split_of(dir, {.pipeline = 2}, "tinystories-656k/hf");
 }
 
 TEST(PipelineParallel, HiddenRowsAndPartialLogitsComeBackToRankZero) {
@@ -232,21 +231,74 @@ TEST(PipelineParallel, HiddenRowsAndPartialLogitsComeBackToRankZero) {
   };
   ForwardOutput want;
   pass(*Model::load(path).value(), want);
-  ThreadGroup group(2);
-  ForwardOutput got[2];
-  std::vector<std::thread> threads;
-  for (int r = 0; r < 2; ++r) {
-    threads.emplace_back([&, r] { pass(*Model::load(path, &group.member(r), SplitKind::kPipeline).value(), got[r]); });
+  // Two stages, then a grid of two stages of two tensor ranks (whose last stage's
+  // tensor rank 1 also holds the hidden rows, and must not send them).
+  for (const Parallelism parallel : {Parallelism{.pipeline = 2}, Parallelism{.tensor = 2, .pipeline = 2}}) {
+    SCOPED_TRACE(parallel.ranks());
+    ThreadGroup group(parallel.ranks());
+    std::vector<ForwardOutput> got(static_cast<size_t>(parallel.ranks()));
+    std::vector<std::thread> threads;
+    for (int r = 0; r < parallel.ranks(); ++r) {
+      threads.emplace_back([&, r] { pass(*Model::load(path, &group.member(r), parallel).value(), got[static_cast<size_t>(r)]); });
+    }
+    for (auto& t : threads) t.join();
+    EXPECT_EQ(got[0].first_row, want.first_row);
+    EXPECT_EQ(got[0].first_hidden_row, want.first_hidden_row);
+    ASSERT_EQ(got[0].logits.size(), want.logits.size());
+    ASSERT_EQ(got[0].hidden.size(), want.hidden.size());
+    for (size_t i = 0; i < want.logits.size(); ++i) ASSERT_NEAR(got[0].logits[i], want.logits[i], 1e-4) << i;
+    for (size_t i = 0; i < want.hidden.size(); ++i) ASSERT_NEAR(got[0].hidden[i], want.hidden[i], 1e-4) << i;
+    for (size_t r = 1; r < got.size(); ++r) {
+      EXPECT_TRUE(got[r].logits.empty() && got[r].hidden.empty()) << "only rank 0 gets the outputs";
+    }
   }
-  for (auto& t : threads) t.join();
   std::filesystem::remove(path);
-  EXPECT_EQ(got[0].first_row, want.first_row);
-  EXPECT_EQ(got[0].first_hidden_row, want.first_hidden_row);
-  ASSERT_EQ(got[0].logits.size(), want.logits.size());
-  ASSERT_EQ(got[0].hidden.size(), want.hidden.size());
-  for (size_t i = 0; i < want.logits.size(); ++i) ASSERT_NEAR(got[0].logits[i], want.logits[i], 1e-4) << i;
-  for (size_t i = 0; i < want.hidden.size(); ++i) ASSERT_NEAR(got[0].hidden[i], want.hidden[i], 1e-4) << i;
-  EXPECT_TRUE(got[1].logits.empty() && got[1].hidden.empty()) << "only rank 0 gets the outputs";
+}
+
+// Tensor parallelism within pipeline stages: a grid of 2 × 2 ranks (rank = stage × 2 +
+// tensor rank), each holding its heads and columns of its stage's layers.
+TEST(GridParallel, EveryArchitectureOnTwoStagesOfTwoRanksMatchesTheWholeModel) {
+  for (const char* arch : {"llama", "qwen2", "phi3", "gemma2"}) {
+    SyntheticSpec s = small(arch);
+    s.n_layer = 3;
+    if (std::string(arch) == "phi3") s.n_head_kv = s.n_head;
+    if (std::string(arch) == "gemma2") s.head_dim = 32, s.tied_output = true;
+    check_split(s, {.tensor = 2, .pipeline = 2});
+  }
+  SyntheticSpec gpt2 = small("gpt2");
+  gpt2.n_head = gpt2.n_head_kv = 4, gpt2.tied_output = true;
+  check_split(gpt2, {.tensor = 2, .pipeline = 2});
+  SyntheticSpec mixtral = small("llama");
+  mixtral.n_expert = 4, mixtral.n_expert_used = 2;
+  check_split(mixtral, {.tensor = 2, .pipeline = 2});
+  SyntheticSpec qwen = small("qwen2moe");
+  qwen.n_expert = 8, qwen.n_expert_used = 3, qwen.n_ff_exp = 64;
+  check_split(qwen, {.tensor = 2, .pipeline = 2});
+}
+
+// Q8_0 on a grid of 3 tensor ranks × 2 stages: uneven head shares in every stage.
+TEST(GridParallel, QuantizedWeightsOnThreeRanksInTwoStagesMatchTheWholeModel) {
+  SyntheticSpec q8 = small("llama");
+  q8.n_layer = 3, q8.weight_type = DType::kQ8_0;
+  check_split(q8, {.tensor = 3, .pipeline = 2});
+}
+
+TEST(GridParallel, StoriesOnTwoStagesOfTwoRanksMatchesTheWholeModel) {
+  const std::string path = std::string(LLMSERVE_SHARED_DIR) + "/models/stories260K.gguf";
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << "needs " << path;
+  check_split_of(path, {.tensor = 2, .pipeline = 2}, "stories260K");
+}
+
+TEST(GridParallel, AGroupOfAnotherSizeIsRefused) {
+  const std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_grid_size.gguf";
+  ASSERT_TRUE(write_synthetic_model(small("llama"), path).ok());
+  ThreadGroup group(3, 1);
+  auto m = Model::load(path, &group.member(0), {.tensor = 2, .pipeline = 2});
+  std::filesystem::remove(path);
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("tensor parallelism 2 × pipeline parallelism 2 needs 4 ranks, the group has 3"),
+            std::string::npos)
+      << m.status().to_string();
 }
 
 TEST(PipelineParallel, StagesBalanceBytesWithTheHeadOnTheLast) {
@@ -264,7 +316,7 @@ TEST(PipelineParallel, MoreStagesThanLayersIsRefused) {
   const std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_pp_refused.gguf";
   ASSERT_TRUE(write_synthetic_model(small("llama"), path).ok());  // 2 layers
   ThreadGroup group(3, 1);
-  auto m = Model::load(path, &group.member(0), SplitKind::kPipeline);
+  auto m = Model::load(path, &group.member(0), {.pipeline = 3});
   std::filesystem::remove(path);
   ASSERT_FALSE(m.ok());
   EXPECT_NE(m.status().message().find("2 layers cannot be split into 3 pipeline stages"), std::string::npos)

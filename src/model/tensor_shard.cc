@@ -27,6 +27,26 @@ Result<ShardRange> share(int64_t units, int64_t step, int rank, int size, const 
   return ShardRange{(*points)[static_cast<size_t>(rank)], (*points)[static_cast<size_t>(rank) + 1] - (*points)[static_cast<size_t>(rank)]};
 }
 
+// Stage `stage` of `stages`'s layers: the file's layers balanced by bytes (each
+// layer's blk.L.* tensors; the output head, or the tied embedding, with the last).
+Result<ShardRange> stage_layers(const GgufFile& file, const ModelConfig& c, int stage, int stages) {
+  if (stages == 1) return ShardRange{0, c.n_layer};
+  std::vector<int64_t> bytes(static_cast<size_t>(c.n_layer), 0);
+  for (const auto& t : file.tensors()) {
+    int l = -1;
+    if (std::sscanf(t.name.c_str(), "blk.%d.", &l) == 1 && l >= 0 && l < c.n_layer) {
+      bytes[static_cast<size_t>(l)] += static_cast<int64_t>(t.num_bytes);
+    }
+  }
+  const GgufTensorInfo* out = file.find_tensor("output.weight");
+  if (out == nullptr) out = file.find_tensor("token_embd.weight");
+  const int64_t head = out != nullptr ? static_cast<int64_t>(out->num_bytes) : 0;
+  auto points = balance_stages(bytes, head, stages);
+  if (!points.ok()) return points.status().with_context("--pipeline-parallel");
+  const int first = (*points)[static_cast<size_t>(stage)];
+  return ShardRange{first, (*points)[static_cast<size_t>(stage) + 1] - first};
+}
+
 }  // namespace
 
 Result<std::vector<int64_t>> split_points(int64_t units, int64_t step, int parts) {
@@ -46,11 +66,14 @@ Result<std::vector<int64_t>> split_points(int64_t units, int64_t step, int parts
   return b;
 }
 
-Result<TensorShard> TensorShard::plan(const GgufFile& file, const ModelConfig& c, int rank, int size) {
+Result<TensorShard> TensorShard::plan(const GgufFile& file, const ModelConfig& c, int rank, int size, int stage,
+                                      int stages) {
   TensorShard s;
+  LLMS_ASSIGN_OR_RETURN(s.layers, stage_layers(file, c, stage, stages));
+  s.stage = stage;
+  s.stages = stages;
   s.rank = rank;
   s.size = size;
-  s.layers = {0, c.n_layer};
   if (size == 1) {
     s.kv_heads = {0, c.n_head_kv};
     s.heads = {0, c.n_head};
@@ -123,28 +146,6 @@ Result<std::vector<int>> balance_stages(std::span<const int64_t> bytes, int64_t 
   std::vector<int> b(static_cast<size_t>(stages) + 1, n);
   for (int k = stages; k > 0; --k) b[static_cast<size_t>(k) - 1] = cut[static_cast<size_t>(k)][static_cast<size_t>(b[static_cast<size_t>(k)])];
   return b;
-}
-
-Result<TensorShard> TensorShard::plan_stage(const GgufFile& file, const ModelConfig& c, int stage, int stages) {
-  LLMS_ASSIGN_OR_RETURN(TensorShard s, plan(file, c, 0, 1));
-  // Each layer's bytes in the file (blk.L.*), and the output head's (tied: the embedding's).
-  std::vector<int64_t> bytes(static_cast<size_t>(c.n_layer), 0);
-  int64_t head = 0;
-  for (const auto& t : file.tensors()) {
-    int l = -1;
-    if (std::sscanf(t.name.c_str(), "blk.%d.", &l) == 1 && l >= 0 && l < c.n_layer) {
-      bytes[static_cast<size_t>(l)] += static_cast<int64_t>(t.num_bytes);
-    }
-  }
-  const GgufTensorInfo* out = file.find_tensor("output.weight");
-  if (out == nullptr) out = file.find_tensor("token_embd.weight");
-  if (out != nullptr) head = static_cast<int64_t>(out->num_bytes);
-  auto points = balance_stages(bytes, head, stages);
-  if (!points.ok()) return points.status().with_context("--pipeline-parallel");
-  s.stage = stage;
-  s.stages = stages;
-  s.layers = {(*points)[static_cast<size_t>(stage)], (*points)[static_cast<size_t>(stage) + 1] - (*points)[static_cast<size_t>(stage)]};
-  return s;
 }
 
 ModelConfig TensorShard::local_config(const ModelConfig& full) const {

@@ -12,7 +12,9 @@
 //
 // Pipeline parallelism instead gives each rank (a stage) every head and column of a
 // contiguous run of layers, balanced by bytes (balance_stages()); the first stage
-// also embeds, the last also runs the final norm and the output head.
+// also embeds, the last also runs the final norm and the output head. The two
+// combine: a group of tensor × pipeline ranks is a grid, rank = stage × tensor +
+// tensor rank, and each rank holds its tensor share of its stage's layers.
 //
 // Thread-safety: a plain value.
 #pragma once
@@ -32,13 +34,22 @@ struct ShardRange {
   int64_t count = 0;
 };
 
-// How a group of ranks splits a model: by heads and columns (tensor parallelism) or
-// by layers (pipeline parallelism).
-enum class SplitKind { kTensor, kPipeline };
+// How a group of ranks splits a model: `tensor` ranks share each layer's heads and
+// columns, the layers run in `pipeline` stages; the group has tensor × pipeline ranks.
+struct Parallelism {
+  int tensor = 1;
+  int pipeline = 1;
+
+  int ranks() const { return tensor * pipeline; }
+  // World rank `rank`'s place in the grid.
+  int stage_of(int rank) const { return rank / tensor; }
+  int tensor_rank_of(int rank) const { return rank % tensor; }
+  bool operator==(const Parallelism&) const = default;
+};
 
 struct TensorShard {
-  int rank = 0;
-  int size = 1;  // ranks sharing each layer (tensor parallelism)
+  int rank = 0;  // of the ranks sharing each layer (tensor parallelism)
+  int size = 1;
   // Pipeline parallelism: this rank's stage of `stages` and its layers (without it:
   // stage 0 of 1, every layer).
   int stage = 0, stages = 1;
@@ -51,14 +62,13 @@ struct TensorShard {
   bool pipelined() const { return stages > 1; }
   bool first_stage() const { return stage == 0; }
   bool last_stage() const { return stage == stages - 1; }
-  // Rank `rank` of `size`'s share of the model `full` read from `file` (whose
-  // tensor types set the block boundaries). INVALID_ARGUMENT when some rank would
-  // get no head or no column, naming the limit.
-  static Result<TensorShard> plan(const GgufFile& file, const ModelConfig& full, int rank, int size);
-  // Stage `stage` of `stages`: whole layers, [first, first + count) as
-  // balance_stages() cuts the file's layers (the output head counted with the last);
-  // INVALID_ARGUMENT when there are fewer layers than stages.
-  static Result<TensorShard> plan_stage(const GgufFile& file, const ModelConfig& full, int stage, int stages);
+  // Tensor rank `rank` of `size`'s share of the model `full` read from `file` (whose
+  // tensor types set the block boundaries), in stage `stage` of `stages`: the layers
+  // [first, first + count) as balance_stages() cuts the file's (the output head
+  // counted with the last). INVALID_ARGUMENT when some rank would get no head or no
+  // column, or there are fewer layers than stages, naming the limit.
+  static Result<TensorShard> plan(const GgufFile& file, const ModelConfig& full, int rank, int size, int stage = 0,
+                                  int stages = 1);
   // `full` with this share's head counts and FFN widths (n_vocab stays whole: the
   // logits are gathered whole on rank 0).
   ModelConfig local_config(const ModelConfig& full) const;

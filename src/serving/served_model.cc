@@ -21,7 +21,7 @@ Result<std::unique_ptr<ServedModel>> ServedModel::load(const std::string& path, 
   std::unique_ptr<ServedModel> m(new ServedModel());
   const std::vector<DType>& types = precision.variants;
   if (types.empty()) {
-    LLMS_ASSIGN_OR_RETURN(m->model_, Model::load(path, engine.ranks, engine.split));
+    LLMS_ASSIGN_OR_RETURN(m->model_, Model::load(path, engine.ranks, engine.parallel));
   } else if (engine.ranks != nullptr) {
     return unimplemented("precision variants under tensor or pipeline parallelism (each variant would need a group of its own)");
   } else {

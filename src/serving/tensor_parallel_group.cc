@@ -63,34 +63,37 @@ Result<Hash128> build_identity() {
   return h.finish128();
 }
 
-const char* group_flag(SplitKind split) {
-  return split == SplitKind::kPipeline ? "--pipeline-parallel" : "--tensor-parallel";
+std::string group_flags(Parallelism p) {
+  if (p.pipeline == 1) return fmt::format("--tensor-parallel {}", p.tensor);
+  if (p.tensor == 1) return fmt::format("--pipeline-parallel {}", p.pipeline);
+  return fmt::format("--tensor-parallel {} --pipeline-parallel {}", p.tensor, p.pipeline);
 }
 
 Result<std::unique_ptr<Communicator>> open_serving_group(const GroupOptions& o) {
   MpiOptions mpi;
   mpi.step_timeout_s = o.step_timeout_s;
   LLMS_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> ranks, open_mpi_world(mpi));
-  if (ranks->size() != o.size) {
-    return failed_precondition(fmt::format("{} {} needs {} ranks (mpirun -np {}), this group has {}", group_flag(o.split),
-                                           o.size, o.size, o.size, ranks->size()));
+  const int size = o.parallel.ranks();
+  if (ranks->size() != size) {
+    return failed_precondition(fmt::format("{} needs {} ranks (mpirun -np {}), this group has {}",
+                                           group_flags(o.parallel), size, size, ranks->size()));
   }
   LLMS_ASSIGN_OR_RETURN(const Hash128 build, build_identity());
   LLMS_ASSIGN_OR_RETURN(const Hash128 model, model_identity(o.model_path));
   const GroupFact facts[] = {{"build", build}, {"model file", model}};
   LLMS_RETURN_IF_ERROR(check_group_agrees(*ranks, facts));
-  log_info("{}: rank {} of {}, same build and model file on every rank", group_flag(o.split), ranks->rank(),
+  log_info("{}: rank {} of {}, same build and model file on every rank", group_flags(o.parallel), ranks->rank(),
            ranks->size());
   return ranks;
 }
 
 Status run_group_worker(Communicator& ranks, const GroupOptions& o) {
-  LLMS_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::load(o.model_path, &ranks, o.split));
+  LLMS_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::load(o.model_path, &ranks, o.parallel));
   const WeightsMemory mem = model->weights_memory();
   const TensorShard& s = model->shard();
-  log_info("rank {}: its share of {}: {:.1f} MiB of weights, {} KV heads, layers [{}, {})", ranks.rank(), o.model_path,
-           static_cast<double>(mem.owned_bytes) / (1 << 20), model->config().n_head_kv, s.layers.first,
-           s.layers.first + s.layers.count);
+  log_info("rank {} (stage {}, tensor rank {}): its share of {}: {:.1f} MiB of weights, {} KV heads, layers [{}, {})",
+           ranks.rank(), s.stage, s.rank, o.model_path, static_cast<double>(mem.owned_bytes) / (1 << 20),
+           model->config().n_head_kv, s.layers.first, s.layers.first + s.layers.count);
   return run_tensor_parallel_worker(*model, o.threads);
 }
 

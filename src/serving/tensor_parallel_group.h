@@ -1,6 +1,7 @@
-// The group of `llmserve serve --tensor-parallel N` (or `--pipeline-parallel N`: the
-// ranks are pipeline stages, each with a contiguous run of layers, model/tensor_shard.h),
-// launched as N processes by mpirun: opens the MPI world (dist/mpi_world.h), checks that it has N ranks and
+// The group of `llmserve serve --tensor-parallel N` (or `--pipeline-parallel M`: the
+// ranks are pipeline stages, each with a contiguous run of layers, model/tensor_shard.h;
+// or both: a grid of N × M ranks, N sharing each stage's layers), launched as N × M
+// processes by mpirun: opens the MPI world (dist/mpi_world.h), checks that it has N × M ranks and
 // that every rank runs the same build on the same model file, and runs the ranks
 // other than 0 (run_group_worker(): their share of the model and the worker loop of
 // engine/tensor_parallel_worker.h). Rank 0 serves: its EngineConfig::ranks is the group.
@@ -19,18 +20,18 @@
 namespace llms {
 
 struct GroupOptions {
-  int size = 1;                // --tensor-parallel
+  Parallelism parallel;        // --tensor-parallel, --pipeline-parallel
   double step_timeout_s = 30;  // --step-timeout-s: the longest a collective waits for a rank
   std::string model_path;
   int threads = 0;             // kernel threads per rank (0: one per core)
-  SplitKind split = SplitKind::kTensor;  // kPipeline: --pipeline-parallel
 };
 
-// The flag that sets the group's size: "--tensor-parallel" or "--pipeline-parallel".
-const char* group_flag(SplitKind split);
+// The flags that set the group's shape: "--tensor-parallel 2", "--pipeline-parallel 3",
+// "--tensor-parallel 2 --pipeline-parallel 2".
+std::string group_flags(Parallelism parallel);
 
-// The checked group; FAILED_PRECONDITION when the world's size is not options.size
-// or a rank differs in build or model file (every rank fails alike).
+// The checked group; FAILED_PRECONDITION when the world's size is not
+// options.parallel.ranks() or a rank differs in build or model file (every rank fails alike).
 Result<std::unique_ptr<Communicator>> open_serving_group(const GroupOptions& options);
 // A rank > 0: loads its share and runs plans until rank 0 says stop (OK) or the group fails.
 Status run_group_worker(Communicator& ranks, const GroupOptions& options);
