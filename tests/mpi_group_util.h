@@ -39,6 +39,14 @@ bool stop_group(const ServeChild& group);
 void check_group_equals_one_process(const std::string& model, const std::string& group_flags, double logprobs_within,
                                     const std::string& flags = "");
 
+// A generated model of each architecture we serve (`n_layer` layers, F32 weights and
+// KV cache): the group's greedy text equals one process's, log-probabilities within 1e-4.
+void check_every_architecture_equals_one_process(const std::string& group_flags, int n_layer);
+// The prefix cache and prompt-lookup speculation in the group (stories260K): a
+// repeated prompt reads its cached blocks on every rank, the speculative answer is
+// the plain one, and drafts were proposed and accepted.
+void check_prefix_cache_and_speculation(const std::string& group_flags);
+
 // The group (`group_flags` under group_mpirun(), on the slow synthetic model) with a
 // client that leaves mid-stream: the request is cancelled, its KV blocks freed, and
 // the next request served.
