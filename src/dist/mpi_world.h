@@ -6,7 +6,9 @@
 // Every collective is started non-blocking and polled: a wait past the step deadline
 // (a rank that died or stopped answering) returns DEADLINE_EXCEEDED, and MPI's errors
 // come back as values (MPI_ERRORS_RETURN) rather than aborting the job. After a
-// failure the communicator refuses every later collective.
+// failure the communicator refuses every later collective. split() makes subgroups
+// (MPI_Comm_split) that share the world's failure: one failure ends them all, and the
+// world's health() reports a failure in any of them.
 //
 // Thread-safety: MPI is initialised with MPI_THREAD_SERIALIZED: any one thread at a
 // time may call (the engine thread on rank 0), as Communicator requires.
