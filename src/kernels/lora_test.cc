@@ -32,13 +32,14 @@ struct Factors {
     for (auto& v : bt) v = static_cast<float>(rng.normal());
     f32 = f = {at.data(), bt.data(), rank, rs, cols, rows, scale};
     if (f16) {
-      for (auto* v : {&at, &bt}) {
-        std::vector<uint16_t>& h = v == &at ? at16 : bt16;
-        for (float& x : *v) {
+      const auto round_to_f16 = [](std::vector<float>& v, std::vector<uint16_t>& h) {
+        for (float& x : v) {
           h.push_back(f32_to_f16(x));
           x = f16_to_f32(h.back());
         }
-      }
+      };
+      round_to_f16(at, at16);
+      round_to_f16(bt, bt16);
       f.at = f.bt = nullptr;
       f.at_f16 = at16.data(), f.bt_f16 = bt16.data();
     }

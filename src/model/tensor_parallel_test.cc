@@ -82,7 +82,9 @@ void check_split_of(const std::string& path, Parallelism parallel, const std::st
     threads.emplace_back([&, r] {
       auto part = Model::load(path, &group.member(r), parallel);
       ASSERT_TRUE(part.ok()) << part.status().to_string();
-      if (parallel.tensor > 1) EXPECT_LT((*part)->config().n_head_kv, (*whole)->config().n_head_kv);
+      if (parallel.tensor > 1) {
+        EXPECT_LT((*part)->config().n_head_kv, (*whole)->config().n_head_kv);
+      }
       if (parallel.pipeline > 1) {  // a stage holds its layers' weights and KV only
         EXPECT_LT((*part)->kv_config(8, kBlock, DType::kF32, DType::kF32).n_layer, (*whole)->config().n_layer);
       }
@@ -116,6 +118,17 @@ SyntheticSpec small(const char* arch) {
   s.arch = arch;
   s.n_vocab = 320, s.n_embd = 128, s.n_layer = 2, s.n_head = 8, s.n_head_kv = 4, s.n_ff = 256, s.n_ctx = 128;
   return s;
+}
+
+// What loading `spec` as rank 0 of a group of `size` split as `parallel` says (a
+// refusal is expected: the planning before any collective).
+Status load_as_rank_zero(const SyntheticSpec& spec, int size, Parallelism parallel) {
+  const std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_refused.gguf";
+  if (Status s = write_synthetic_model(spec, path); !s.ok()) return s;
+  ThreadGroup group(size, 1);
+  auto m = Model::load(path, &group.member(0), parallel);
+  std::filesystem::remove(path);
+  return m.status();
 }
 
 TEST(TensorParallel, EveryArchitectureSplitTwoWaysMatchesTheWholeModel) {
@@ -162,15 +175,10 @@ TEST(TensorParallel, FewerKvHeadsThanRanksIsRefusedWithTheLimit) {
   // MQA: one KV head for all 8 query heads cannot be split over two ranks.
   SyntheticSpec mqa = small("llama");
   mqa.n_head_kv = 1;
-  const std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_tp_mqa.gguf";
-  ASSERT_TRUE(write_synthetic_model(mqa, path).ok());
-  ThreadGroup group(2);
-  auto part = Model::load(path, &group.member(0), {.tensor = 2});
-  ASSERT_FALSE(part.ok());
-  EXPECT_NE(part.status().message().find("1 KV head, fewer than the 2 ranks"), std::string::npos)
-      << part.status().to_string();
-  EXPECT_NE(part.status().message().find("--tensor-parallel 1 or fewer"), std::string::npos);
-  std::filesystem::remove(path);
+  const Status s = load_as_rank_zero(mqa, 2, {.tensor = 2});
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("1 KV head, fewer than the 2 ranks"), std::string::npos) << s.to_string();
+  EXPECT_NE(s.message().find("--tensor-parallel 1 or fewer"), std::string::npos);
 }
 
 TEST(PipelineParallel, EveryArchitectureInTwoStagesMatchesTheWholeModel) {
@@ -290,15 +298,11 @@ TEST(GridParallel, StoriesOnTwoStagesOfTwoRanksMatchesTheWholeModel) {
 }
 
 TEST(GridParallel, AGroupOfAnotherSizeIsRefused) {
-  const std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_grid_size.gguf";
-  ASSERT_TRUE(write_synthetic_model(small("llama"), path).ok());
-  ThreadGroup group(3, 1);
-  auto m = Model::load(path, &group.member(0), {.tensor = 2, .pipeline = 2});
-  std::filesystem::remove(path);
-  ASSERT_FALSE(m.ok());
-  EXPECT_NE(m.status().message().find("tensor parallelism 2 × pipeline parallelism 2 needs 4 ranks, the group has 3"),
+  const Status s = load_as_rank_zero(small("llama"), 3, {.tensor = 2, .pipeline = 2});
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("tensor parallelism 2 × pipeline parallelism 2 needs 4 ranks, the group has 3"),
             std::string::npos)
-      << m.status().to_string();
+      << s.to_string();
 }
 
 TEST(PipelineParallel, StagesBalanceBytesWithTheHeadOnTheLast) {
@@ -313,14 +317,9 @@ TEST(PipelineParallel, StagesBalanceBytesWithTheHeadOnTheLast) {
 }
 
 TEST(PipelineParallel, MoreStagesThanLayersIsRefused) {
-  const std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_pp_refused.gguf";
-  ASSERT_TRUE(write_synthetic_model(small("llama"), path).ok());  // 2 layers
-  ThreadGroup group(3, 1);
-  auto m = Model::load(path, &group.member(0), {.pipeline = 3});
-  std::filesystem::remove(path);
-  ASSERT_FALSE(m.ok());
-  EXPECT_NE(m.status().message().find("2 layers cannot be split into 3 pipeline stages"), std::string::npos)
-      << m.status().to_string();
+  const Status s = load_as_rank_zero(small("llama"), 3, {.pipeline = 3});  // 2 layers
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("2 layers cannot be split into 3 pipeline stages"), std::string::npos) << s.to_string();
 }
 
 TEST(TensorShard, SplitPointsFallOnStepsAsEvenlyAsTheyCan) {

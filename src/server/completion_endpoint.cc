@@ -85,17 +85,17 @@ void with_adapter(ServerContext& ctx, const std::shared_ptr<HttpExchange>& ex, V
   auto flags = watch_client(ex);
   GrammarPool::CancelFlag cancel(flags, &flags->cancel);
   auto job = [&ctx, ex, flags, v = std::move(v), asked, then = std::move(then)]() mutable {
-    auto held = std::make_shared<HeldAdapter>();
+    HeldAdapter held;
     std::optional<ApiError> error;
     if (flags->cancel.load()) {
       error = api_error_from_status(unavailable("the server is shutting down"), true);
     } else {
-      error = resolve_adapter(ctx, *v, asked, &held->adapter, &held->load_ns);
+      error = resolve_adapter(ctx, *v, asked, &held.adapter, &held.load_ns);
     }
-    ex->post([ex, flags, held, error = std::move(error), then = std::move(then)]() mutable {
+    ex->post([ex, flags, held = std::move(held), error = std::move(error), then = std::move(then)]() mutable {
       if (flags->client_gone.load()) return;  // nobody to answer
       if (error) return ex->respond(api_error_response(*error));
-      then(std::move(*held));
+      then(std::move(held));
     });
   };
   if (!ctx.grammars().submit(cancel, std::move(job))) {
@@ -252,7 +252,6 @@ void start_on(ServerContext& ctx, const std::shared_ptr<HttpExchange>& ex, Compl
     prepare_and_start(ctx, ex, std::move(*req), p);
   });
 }
-
 
 }  // namespace
 
