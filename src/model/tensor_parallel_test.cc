@@ -131,26 +131,32 @@ Status load_as_rank_zero(const SyntheticSpec& spec, int size, Parallelism parall
   return m.status();
 }
 
-TEST(TensorParallel, EveryArchitectureSplitTwoWaysMatchesTheWholeModel) {
-  for (const char* arch : {"llama", "qwen2", "phi3", "gemma2"}) {
+// Each dense architecture we serve (`n_layer` layers) split as `parallel`.
+void check_dense_architectures(Parallelism parallel, int n_layer) {
+  for (const char* arch : {"llama", "qwen2", "phi3", "gemma2", "gpt2"}) {
+    SCOPED_TRACE(arch);
     SyntheticSpec s = small(arch);
+    s.n_layer = n_layer;
     if (std::string(arch) == "phi3") s.n_head_kv = s.n_head;
     if (std::string(arch) == "gemma2") s.head_dim = 32, s.tied_output = true;
-    check_split(s, {.tensor = 2});
+    if (std::string(arch) == "gpt2") s.n_head = s.n_head_kv = 4, s.tied_output = true;
+    check_split(s, parallel);
   }
-  SyntheticSpec gpt2 = small("gpt2");
-  gpt2.n_head = gpt2.n_head_kv = 4, gpt2.tied_output = true;
-  check_split(gpt2, {.tensor = 2});
 }
 
-TEST(TensorParallel, MixturesOfExpertsSplitWithinEachExpert) {
+// Mixtral (LLaMA with 4 experts) and Qwen2-MoE (8 experts and a shared one) split as `parallel`.
+void check_mixtures(Parallelism parallel, int n_layer) {
   SyntheticSpec mixtral = small("llama");
-  mixtral.n_expert = 4, mixtral.n_expert_used = 2;
-  check_split(mixtral, {.tensor = 2});
+  mixtral.n_layer = n_layer, mixtral.n_expert = 4, mixtral.n_expert_used = 2;
+  check_split(mixtral, parallel);
   SyntheticSpec qwen = small("qwen2moe");
-  qwen.n_expert = 8, qwen.n_expert_used = 3, qwen.n_ff_exp = 64;
-  check_split(qwen, {.tensor = 2});
+  qwen.n_layer = n_layer, qwen.n_expert = 8, qwen.n_expert_used = 3, qwen.n_ff_exp = 64;
+  check_split(qwen, parallel);
 }
+
+TEST(TensorParallel, EveryArchitectureSplitTwoWaysMatchesTheWholeModel) { check_dense_architectures({.tensor = 2}, 2); }
+
+TEST(TensorParallel, MixturesOfExpertsSplitWithinEachExpert) { check_mixtures({.tensor = 2}, 2); }
 
 TEST(TensorParallel, QuantizedWeightsSplitOnBlockBoundariesUnevenly) {
   // Q8_0 over 3 ranks: 4 KV heads as 1, 2, 1 (one KV head's columns of attn_output are one 32-wide block).
@@ -182,22 +188,8 @@ TEST(TensorParallel, FewerKvHeadsThanRanksIsRefusedWithTheLimit) {
 }
 
 TEST(PipelineParallel, EveryArchitectureInTwoStagesMatchesTheWholeModel) {
-  for (const char* arch : {"llama", "qwen2", "phi3", "gemma2"}) {
-    SyntheticSpec s = small(arch);
-    s.n_layer = 3;
-    if (std::string(arch) == "phi3") s.n_head_kv = s.n_head;
-    if (std::string(arch) == "gemma2") s.head_dim = 32, s.tied_output = true;
-    check_split(s, {.pipeline = 2});
-  }
-  SyntheticSpec gpt2 = small("gpt2");
-  gpt2.n_head = gpt2.n_head_kv = 4, gpt2.tied_output = true;
-  check_split(gpt2, {.pipeline = 2});
-  SyntheticSpec mixtral = small("llama");
-  mixtral.n_expert = 4, mixtral.n_expert_used = 2;
-  check_split(mixtral, {.pipeline = 2});
-  SyntheticSpec qwen = small("qwen2moe");
-  qwen.n_expert = 8, qwen.n_expert_used = 3, qwen.n_ff_exp = 64;
-  check_split(qwen, {.pipeline = 2});
+  check_dense_architectures({.pipeline = 2}, 3);
+  check_mixtures({.pipeline = 2}, 3);
 }
 
 TEST(PipelineParallel, ThreeStagesOfQuantizedWeightsMatchTheWholeModel) {
@@ -266,22 +258,8 @@ TEST(PipelineParallel, HiddenRowsAndPartialLogitsComeBackToRankZero) {
 // Tensor parallelism within pipeline stages: a grid of 2 × 2 ranks (rank = stage × 2 +
 // tensor rank), each holding its heads and columns of its stage's layers.
 TEST(GridParallel, EveryArchitectureOnTwoStagesOfTwoRanksMatchesTheWholeModel) {
-  for (const char* arch : {"llama", "qwen2", "phi3", "gemma2"}) {
-    SyntheticSpec s = small(arch);
-    s.n_layer = 3;
-    if (std::string(arch) == "phi3") s.n_head_kv = s.n_head;
-    if (std::string(arch) == "gemma2") s.head_dim = 32, s.tied_output = true;
-    check_split(s, {.tensor = 2, .pipeline = 2});
-  }
-  SyntheticSpec gpt2 = small("gpt2");
-  gpt2.n_head = gpt2.n_head_kv = 4, gpt2.tied_output = true;
-  check_split(gpt2, {.tensor = 2, .pipeline = 2});
-  SyntheticSpec mixtral = small("llama");
-  mixtral.n_expert = 4, mixtral.n_expert_used = 2;
-  check_split(mixtral, {.tensor = 2, .pipeline = 2});
-  SyntheticSpec qwen = small("qwen2moe");
-  qwen.n_expert = 8, qwen.n_expert_used = 3, qwen.n_ff_exp = 64;
-  check_split(qwen, {.tensor = 2, .pipeline = 2});
+  check_dense_architectures({.tensor = 2, .pipeline = 2}, 3);
+  check_mixtures({.tensor = 2, .pipeline = 2}, 3);
 }
 
 // Q8_0 on a grid of 3 tensor ranks × 2 stages: uneven head shares in every stage.
